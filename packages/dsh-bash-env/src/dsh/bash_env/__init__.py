@@ -1,0 +1,46 @@
+"""The registry of managed ``DSH_*`` facts that every model shell call receives.
+
+Load the ``bash-env`` plugin, then use ``ctx.get(BASH_ENV)``: ``register`` a contributor
+(an effect of your plugin's fiber), ``collect`` a per-call snapshot, ``list`` the catalogue.
+"""
+
+from ._plugin import SESSION_JSONL_KEY, BashEnvConfig, PersistenceTranslator, plugin
+from ._registry import (
+    BASH_ENV,
+    BUILTIN_OWNER,
+    HOME_KEY,
+    KEY_PATTERN,
+    RESERVED_KEYS,
+    SESSION_ID_KEY,
+    SHELL_KEY,
+    BashEnvRegistry,
+    CollectionError,
+    Contributor,
+    ContributorError,
+    FunctionContributor,
+    VariableInfo,
+    VariableSpec,
+    as_contributor,
+)
+
+__all__ = [
+    "BASH_ENV",
+    "BUILTIN_OWNER",
+    "HOME_KEY",
+    "KEY_PATTERN",
+    "RESERVED_KEYS",
+    "SESSION_ID_KEY",
+    "SESSION_JSONL_KEY",
+    "SHELL_KEY",
+    "BashEnvConfig",
+    "BashEnvRegistry",
+    "CollectionError",
+    "Contributor",
+    "ContributorError",
+    "FunctionContributor",
+    "PersistenceTranslator",
+    "VariableInfo",
+    "VariableSpec",
+    "as_contributor",
+    "plugin",
+]

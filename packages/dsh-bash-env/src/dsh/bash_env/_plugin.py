@@ -1,0 +1,124 @@
+"""The ``bash-env`` plugin: the registry service, the persistence translator, and entry-point contributors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict
+
+from dsh.bash import DSH_ENV_PREFIX
+from dsh.core import (
+    BASH_ENV_GROUP,
+    CATALOG,
+    DSH_HOME,
+    Catalog,
+    Context,
+    DiscoveryError,
+    EntryPointItem,
+    Fiber,
+    GroupDiff,
+    Plugin,
+)
+from dsh.paths import resolve_dsh_home
+from dsh.session import SESSION_PERSISTENCE, SessionPersistence, ToolExecution
+
+from ._registry import BASH_ENV, BashEnvRegistry, as_contributor
+
+SESSION_JSONL_KEY = DSH_ENV_PREFIX + "SESSION_JSONL"
+
+
+class PersistenceTranslator:
+    """Built-in contributor of ``DSH_SESSION_JSONL``, from the *current* persistence service.
+
+    The service is looked up at every collection, never cached, so a backend replaced at
+    run time is followed by the next call.
+    """
+
+    name = "session-persistence"
+    variables: Mapping[str, str] = {
+        SESSION_JSONL_KEY: "Absolute path of this session's JSONL transcript; it may not exist before "
+        "the first turn ends and holds only flushed turns."
+    }
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+
+    def resolve(self, execution: ToolExecution) -> Mapping[str, str]:
+        """The JSONL path when the active backend locates one."""
+        agent = execution.agent
+        if agent is None:
+            return {}
+        backend: SessionPersistence | None = self._ctx.get(SESSION_PERSISTENCE)
+        location = None if backend is None else backend.locate(agent.header)
+        if location is None or location.kind != "jsonl":
+            return {}
+        return {SESSION_JSONL_KEY: location.path}
+
+
+class BashEnvConfig(BaseModel):
+    """Config of the ``bash-env`` plugin."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dsh_home: str | None = None
+    """Harness home; default the deployment's (``$DSH_HOME``, then ``~/.dsh``)."""
+    entry_points: bool = True
+    """Load every contributor of the ``dsh.bash_env`` entry-point group."""
+    exclude: list[str] = []
+    """Entry-point names not to load."""
+
+
+def _contributor_plugin(item: EntryPointItem) -> Plugin:
+    def apply(ctx: Context, config: None) -> None:
+        registry = ctx.get(BASH_ENV)
+        assert registry is not None  # guaranteed by inject
+        registry.register(as_contributor(item.load()), origin=item)
+
+    return Plugin(name=f"bash-env:{item.name}", apply=apply, inject=(BASH_ENV,))
+
+
+def _conflict_plugin(name: str, message: str) -> Plugin:
+    def apply(ctx: Context, config: None) -> None:
+        raise DiscoveryError(message)
+
+    return Plugin(name=f"bash-env:{name}", apply=apply)
+
+
+def _apply(ctx: Context, config: BashEnvConfig) -> None:
+    home = resolve_dsh_home(config.dsh_home) if config.dsh_home else (ctx.get(DSH_HOME) or resolve_dsh_home())
+    registry = BashEnvRegistry(home)
+    ctx.provide(BASH_ENV, registry)
+    ctx.require(BASH_ENV).register(PersistenceTranslator(ctx), builtin=True)
+    if not config.entry_points:
+        return
+    catalog = ctx.get(CATALOG) or Catalog((BASH_ENV_GROUP,))
+    fibers: dict[str, Fiber] = {}
+
+    def load(item: EntryPointItem) -> None:
+        if item.name not in config.exclude:
+            fibers[item.name] = ctx.plugin(_contributor_plugin(item), label=f"bash-env:{item.name}", origin=item)
+
+    def unload(name: str) -> None:
+        fiber = fibers.pop(name, None)
+        if fiber is not None:
+            fiber.dispose()
+
+    for item in catalog.items(BASH_ENV_GROUP):
+        load(item)
+    for name, message in catalog.conflicts(BASH_ENV_GROUP).items():
+        fibers[name] = ctx.plugin(_conflict_plugin(name, message), label=f"bash-env:{name}")
+
+    def on_diff(diff: GroupDiff) -> None:
+        for item in diff.removed:
+            unload(item.name)
+        for item in diff.changed:
+            unload(item.name)
+            load(item)
+        for item in diff.added:
+            load(item)
+
+    ctx.effect(lambda: catalog.watch(BASH_ENV_GROUP, on_diff), label="watch dsh.bash_env")
+
+
+plugin = Plugin(name="bash-env", apply=_apply, Config=BashEnvConfig)
+"""The ``bash-env`` entry of the ``dsh.plugins`` group."""

@@ -1,0 +1,86 @@
+"""The managed ``DSH_*`` namespace and the child-environment recipe."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Final, Literal, NewType
+
+from dsh.core import DshError
+
+DSH_ENV_PREFIX: Final = "DSH_"
+"""The one source of the managed prefix; every other use derives from it."""
+
+DshEnvironmentKey = NewType("DshEnvironmentKey", str)
+"""A key of the managed channel (it starts with :data:`DSH_ENV_PREFIX`)."""
+
+Shell = Literal["bash", "pwsh"]
+
+DEFAULT_CREDENTIAL_PATTERN: Final = r"KEY|SECRET|TOKEN|PASSWORD"
+"""Ambient variable names matching this (case-insensitively) never reach a child."""
+
+TERMINAL_ENV: Final[Mapping[str, str]] = {"NO_COLOR": "1", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
+"""Settings for a non-interactive child; pwsh gets them without ``TERM``."""
+
+_PREFIX_LEN = len(DSH_ENV_PREFIX)
+_PREFIX_UPPER = DSH_ENV_PREFIX.upper()
+
+
+class ChannelError(DshError, ValueError):
+    """An environment entry was passed through the wrong channel."""
+
+
+def is_managed_key(name: str) -> bool:
+    """True when ``name`` is in the managed namespace, in any letter case."""
+    return name[:_PREFIX_LEN].upper() == _PREFIX_UPPER
+
+
+def compile_credential_pattern(pattern: str | None = DEFAULT_CREDENTIAL_PATTERN) -> re.Pattern[str] | None:
+    """Compile a credential-name pattern (case-insensitive); None or blank disables scrubbing."""
+    return re.compile(pattern, re.IGNORECASE) if pattern else None
+
+
+def check_channels(env: Mapping[str, str], dsh_env: Mapping[str, str]) -> None:
+    """Reject a managed key in ``env`` or an unmanaged key in ``dsh_env``, naming the key and channel."""
+    for key in env:
+        if is_managed_key(key):
+            raise ChannelError(
+                f"environment key '{key}' is in the managed {DSH_ENV_PREFIX}* namespace; "
+                "pass it through the dsh_env channel, not env"
+            )
+    for key in dsh_env:
+        if not key.startswith(DSH_ENV_PREFIX):
+            raise ChannelError(
+                f"dsh_env key '{key}' does not start with {DSH_ENV_PREFIX}; pass it through the env channel"
+            )
+
+
+def build_child_env(
+    ambient: Mapping[str, str],
+    env: Mapping[str, str],
+    dsh_env: Mapping[str, str],
+    *,
+    shell: Shell = "bash",
+    credentials: re.Pattern[str] | None = None,
+) -> dict[str, str]:
+    """Build a child's environment, in order:
+
+    1. ``ambient`` minus every managed key (any case) and credential-shaped names;
+    2. non-interactive terminal settings (no ``TERM`` for pwsh);
+    3. the ordinary ``env`` entries;
+    4. the managed ``dsh_env`` snapshot, last, so the child's ``DSH_*`` are exactly the snapshot.
+    """
+    check_channels(env, dsh_env)
+    child = {
+        k: v
+        for k, v in ambient.items()
+        if not is_managed_key(k) and (credentials is None or not credentials.search(k))
+    }
+    for key, value in TERMINAL_ENV.items():
+        if not (shell == "pwsh" and key == "TERM"):
+            child[key] = value
+    if shell == "pwsh":
+        child.pop("TERM", None)
+    child.update(env)
+    child.update(dsh_env)
+    return child

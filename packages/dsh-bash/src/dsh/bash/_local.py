@@ -1,0 +1,237 @@
+"""The local executor: runs bash or pwsh children on this machine."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import signal
+import tempfile
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from dsh.core import DSH_HOME, Context, DshError, Plugin, ServiceKey
+
+from ._env import DEFAULT_CREDENTIAL_PATTERN, Shell, build_child_env, compile_credential_pattern
+from ._request import BashExecRequest, BashExecSpec, ExecResult
+
+DEFAULT_MAX_OUTPUT = 30_000
+
+
+def shell_argv(shell: Shell, command: str) -> tuple[str, ...]:
+    """The non-interactive argv for ``command``: no profile or rc files, no pwsh logo."""
+    if shell == "pwsh":
+        return ("pwsh", "-NoLogo", "-NoProfile", "-NonInteractive", "-Command", command)
+    return ("bash", "--noprofile", "--norc", "-c", command)
+
+
+class Executor(Protocol):
+    """What a shell executor provides as the ``shell_executor`` service."""
+
+    async def run(self, request: BashExecRequest) -> ExecResult:
+        """Run in the foreground and return how it ended."""
+        ...
+
+    async def start(self, request: BashExecRequest) -> BackgroundProcess:
+        """Start in the background and return a handle at once."""
+        ...
+
+
+def _kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+class BackgroundProcess:
+    """A command running in the background; its output accumulates until read."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self, proc: asyncio.subprocess.Process, request: BashExecRequest) -> None:
+        self.id = f"task-{next(self._ids)}"
+        self.request = request
+        self.proc = proc
+        self.started = time.monotonic()
+        self._out: list[bytes] = []
+        self._err: list[bytes] = []
+        self._read_out = 0
+        self._read_err = 0
+        self._pumps = [
+            asyncio.ensure_future(self._pump(proc.stdout, self._out)),
+            asyncio.ensure_future(self._pump(proc.stderr, self._err)),
+        ]
+
+    @staticmethod
+    async def _pump(stream: asyncio.StreamReader | None, sink: list[bytes]) -> None:
+        if stream is None:
+            return
+        while chunk := await stream.read(65536):
+            sink.append(chunk)
+
+    @property
+    def exit_code(self) -> int | None:
+        """The exit status once the command ended, else None."""
+        return self.proc.returncode
+
+    def read(self) -> tuple[str, str]:
+        """Output (stdout, stderr) produced since the previous read."""
+        out = b"".join(self._out[self._read_out :])
+        err = b"".join(self._err[self._read_err :])
+        self._read_out, self._read_err = len(self._out), len(self._err)
+        return out.decode(errors="replace"), err.decode(errors="replace")
+
+    async def wait(self) -> int:
+        """Wait for the command and its output to end; return the exit status."""
+        code = await self.proc.wait()
+        await asyncio.gather(*self._pumps)
+        return code
+
+    async def stop(self, grace: float = 2.0) -> int:
+        """Terminate the process group (SIGTERM, then SIGKILL after ``grace`` seconds)."""
+        if self.proc.returncode is None:
+            _kill_group(self.proc.pid, signal.SIGTERM)
+            try:
+                await asyncio.wait_for(self.proc.wait(), grace)
+            except TimeoutError:
+                _kill_group(self.proc.pid)
+        _kill_group(self.proc.pid)
+        return await self.wait()
+
+
+class LocalExecutor:
+    """Runs commands as local child processes, each in its own process group.
+
+    The child environment is built by :func:`~dsh.bash.build_child_env` from the ambient
+    environment at call time; :data:`os.environ` is never modified.
+    """
+
+    def __init__(
+        self,
+        *,
+        credential_pattern: str | None = DEFAULT_CREDENTIAL_PATTERN,
+        max_output: int = DEFAULT_MAX_OUTPUT,
+        spill_dir: str | os.PathLike[str] | None = None,
+        ambient: Mapping[str, str] | None = None,
+    ) -> None:
+        self.credentials = compile_credential_pattern(credential_pattern)
+        self.max_output = max_output
+        self.spill_dir = Path(spill_dir) if spill_dir is not None else Path(tempfile.gettempdir()) / "dsh-output"
+        self._ambient = ambient
+
+    def spec(self, request: BashExecRequest) -> BashExecSpec:
+        """The exact argv, environment, cwd and input a request turns into."""
+        env = build_child_env(
+            os.environ if self._ambient is None else self._ambient,
+            request.env,
+            request.dsh_env,
+            shell=request.shell,
+            credentials=self.credentials,
+        )
+        return BashExecSpec(
+            argv=shell_argv(request.shell, request.command),
+            env=env,
+            cwd=request.cwd,
+            stdin=None if request.stdin is None else request.stdin.encode(),
+            timeout=request.timeout,
+        )
+
+    async def _spawn(self, spec: BashExecSpec) -> asyncio.subprocess.Process:
+        if spec.cwd is not None and not os.path.isdir(spec.cwd):
+            raise DshError(f"working directory {spec.cwd} does not exist")
+        try:
+            return await asyncio.create_subprocess_exec(
+                *spec.argv,
+                stdin=asyncio.subprocess.PIPE if spec.stdin is not None else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=dict(spec.env),
+                cwd=spec.cwd,
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            raise DshError(f"shell '{spec.argv[0]}' was not found on PATH") from None
+
+    async def run(self, request: BashExecRequest) -> ExecResult:
+        """Run to completion or timeout; a timeout kills the whole process group."""
+        spec = self.spec(request)
+        started = time.monotonic()
+        proc = await self._spawn(spec)
+        timed_out = False
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(spec.stdin), spec.timeout)
+        except TimeoutError:
+            timed_out = True
+            _kill_group(proc.pid)
+            out, err = await proc.communicate()
+        except asyncio.CancelledError:
+            _kill_group(proc.pid)
+            raise
+        code = proc.returncode if proc.returncode is not None else -1
+        stdout, stdout_spill = self._trim(out, "stdout")
+        stderr, stderr_spill = self._trim(err, "stderr")
+        return ExecResult(
+            exit_code=code,
+            stdout=stdout,
+            stderr=stderr,
+            timed_out=timed_out,
+            duration=time.monotonic() - started,
+            stdout_spill=stdout_spill,
+            stderr_spill=stderr_spill,
+        )
+
+    async def start(self, request: BashExecRequest) -> BackgroundProcess:
+        """Start without waiting; see :class:`BackgroundProcess`."""
+        spec = self.spec(request)
+        proc = await self._spawn(spec)
+        if spec.stdin is not None and proc.stdin is not None:
+            proc.stdin.write(spec.stdin)
+            proc.stdin.close()
+        return BackgroundProcess(proc, request)
+
+    def _trim(self, data: bytes, stream: str) -> tuple[str, str | None]:
+        text = data.decode(errors="replace")
+        if len(text) <= self.max_output:
+            return text, None
+        self.spill_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = self.spill_dir / f"{uuid.uuid4().hex}.{stream}"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        tail = text[-self.max_output :]
+        note = f"[{stream} truncated: showing the last {self.max_output} of {len(text)} characters; full text in {path}]\n"
+        return note + tail, str(path)
+
+
+SHELL_EXECUTOR: ServiceKey[Executor] = ServiceKey("shell_executor")
+"""The executor service; tools fall back to a default :class:`LocalExecutor` without one."""
+
+
+class LocalExecutorConfig(BaseModel):
+    """Config of the ``bash-local`` plugin."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    credential_pattern: str | None = DEFAULT_CREDENTIAL_PATTERN
+    """Regex of ambient variable names to scrub; null keeps every name."""
+    max_output: int = DEFAULT_MAX_OUTPUT
+    spill_dir: str | None = None
+    """Where truncated output is spilled; default ``<DSH_HOME>/output``."""
+
+
+def _apply(ctx: Context, config: LocalExecutorConfig) -> None:
+    home = ctx.get(DSH_HOME)
+    spill = config.spill_dir or (str(home / "output") if home is not None else None)
+    ctx.provide(
+        SHELL_EXECUTOR,
+        LocalExecutor(credential_pattern=config.credential_pattern, max_output=config.max_output, spill_dir=spill),
+    )
+
+
+local_executor_plugin = Plugin(name="bash-local", apply=_apply, Config=LocalExecutorConfig)
+"""Provides a configured :class:`LocalExecutor` as ``shell_executor``."""

@@ -1,0 +1,52 @@
+"""Requests, specs and results of the shell execution seam."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ._env import Shell
+
+
+@dataclass(frozen=True)
+class BashExecRequest:
+    """What a caller asks to run.
+
+    ``env`` is the ordinary channel (in-process plugins such as hooks); ``dsh_env`` is the
+    managed snapshot and the only way a ``DSH_*`` variable reaches a child.
+    """
+
+    command: str
+    cwd: str | None = None
+    timeout: float | None = None
+    """Seconds before the whole process group is killed; None waits forever."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    dsh_env: Mapping[str, str] = field(default_factory=dict)
+    shell: Shell = "bash"
+    stdin: str | None = None
+    """Text fed to the child's stdin (hook payloads); None gives it no input."""
+
+
+@dataclass(frozen=True)
+class BashExecSpec:
+    """What the executor will spawn: argv, the complete environment, cwd and input."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    cwd: str | None
+    stdin: bytes | None
+    timeout: float | None
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """How a command ended, with its (possibly tail-truncated) output."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    duration: float = 0.0
+    stdout_spill: str | None = None
+    """When stdout was truncated to its tail, the file holding all of it."""
+    stderr_spill: str | None = None

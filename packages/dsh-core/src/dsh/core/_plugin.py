@@ -1,0 +1,81 @@
+"""The plugin contract: ``name``, optional ``inject`` and ``Config``, and ``apply(ctx, config)``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from ._errors import PluginError
+from ._services import ServiceKey, key_name
+
+if TYPE_CHECKING:
+    from ._context import Context
+
+ApplyFn = Callable[["Context", Any], None]
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """A plugin defined in code; a module with the same attributes is a plugin too.
+
+    ``apply`` receives the fiber's context and the validated ``Config`` instance, or
+    ``None`` when the plugin declares no ``Config``.
+    """
+
+    name: str
+    apply: ApplyFn
+    Config: type[BaseModel] | None = None
+    inject: tuple[str | ServiceKey[Any], ...] = ()
+
+
+def plugin_name(plugin: object) -> str:
+    """Return the plugin's name, or raise :class:`PluginError` when it has none."""
+    name = getattr(plugin, "name", None)
+    if not isinstance(name, str) or not name.strip():
+        raise PluginError(f"plugin {plugin!r} has no non-blank string 'name'")
+    return name
+
+
+def plugin_inject(plugin: object) -> tuple[str, ...]:
+    """Return the service names the plugin requires before it may start."""
+    raw: Sequence[str | ServiceKey[Any]] = getattr(plugin, "inject", ()) or ()
+    if isinstance(raw, str):
+        raise PluginError(f"plugin '{plugin_name(plugin)}' declares inject as a string; use a list of names")
+    return tuple(key_name(k) for k in raw)
+
+
+def plugin_apply(plugin: object) -> ApplyFn:
+    """Return the plugin's ``apply`` callable, or raise :class:`PluginError`."""
+    apply = getattr(plugin, "apply", None)
+    if not callable(apply):
+        raise PluginError(f"plugin '{plugin_name(plugin)}' has no callable 'apply'")
+    return apply  # type: ignore[no-any-return]
+
+
+def format_validation_error(exc: ValidationError, prefix: str = "") -> str:
+    """Render a pydantic error as one sentence per failing field, naming each field."""
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in (*((prefix,) if prefix else ()), *err["loc"]))
+        parts.append(f"field '{loc or '<root>'}': {err['msg']}")
+    return "; ".join(parts)
+
+
+def validate_config(plugin: object, raw: object) -> Any:
+    """Validate ``raw`` against the plugin's ``Config``; raise :class:`PluginError` naming the field."""
+    config_cls = getattr(plugin, "Config", None)
+    if config_cls is None:
+        if raw not in (None, {}):
+            raise PluginError(f"plugin '{plugin_name(plugin)}' takes no config, but got {raw!r}")
+        return None
+    if not (isinstance(config_cls, type) and issubclass(config_cls, BaseModel)):
+        raise PluginError(f"plugin '{plugin_name(plugin)}' has a Config that is not a pydantic model")
+    try:
+        return config_cls.model_validate(raw or {})
+    except ValidationError as exc:
+        raise PluginError(
+            f"plugin '{plugin_name(plugin)}' has invalid config: {format_validation_error(exc, 'config')}"
+        ) from None

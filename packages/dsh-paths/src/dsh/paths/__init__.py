@@ -1,0 +1,44 @@
+"""Resolution of the dsh harness home (``DSH_HOME``).
+
+The precedence is a contract: an explicitly configured value, else the ``DSH_HOME``
+environment variable (a blank value counts as unset), else ``~/.dsh``. The result is
+always absolute with ``~`` expanded. Resolution is pure: it creates nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+__all__ = ["DEFAULT_HOME", "HOME_ENV", "resolve_dsh_home"]
+
+HOME_ENV = "DSH_HOME"
+"""The environment variable consulted when no home is configured."""
+
+DEFAULT_HOME = "~/.dsh"
+"""The home used when neither configuration nor environment names one."""
+
+
+def resolve_dsh_home(
+    configured: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Path:
+    """Return the absolute harness home for ``configured`` under ``env``.
+
+    ``env`` defaults to :data:`os.environ`. ``~`` expands against the ``HOME`` of ``env``
+    when it has one, so a caller resolving for another environment gets that user's home.
+    """
+    environ = os.environ if env is None else env
+    raw: str | None = None
+    if configured is not None and str(configured).strip():
+        raw = os.fspath(configured)
+    else:
+        from_env = environ.get(HOME_ENV, "")
+        raw = from_env if from_env.strip() else DEFAULT_HOME
+    if raw == "~" or raw.startswith("~/"):
+        user_home = environ.get("HOME") or os.path.expanduser("~")
+        raw = user_home + raw[1:]
+    else:
+        raw = os.path.expanduser(raw)
+    return Path(os.path.abspath(raw))

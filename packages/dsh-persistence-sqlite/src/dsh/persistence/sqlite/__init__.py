@@ -1,0 +1,170 @@
+"""SQLite session persistence for dsh: one database (WAL) for every session.
+
+``locate()`` returns None: a row range in a shared database is no honest per-session file,
+so shells get no ``DSH_SESSION_JSONL`` and hooks get a null or empty ``transcript_path``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from dsh.core import DSH_HOME, Context, Plugin
+from dsh.paths import resolve_dsh_home
+from dsh.session import (
+    SESSION_PERSISTENCE,
+    PersistenceError,
+    SessionEvent,
+    SessionHeader,
+    SessionLocation,
+    SessionNotFoundError,
+    StoredSession,
+    validate_session_id,
+)
+
+__all__ = ["SqliteConfig", "SqlitePersistence", "plugin"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    header TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events (
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    at REAL NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+"""
+
+
+class SqlitePersistence:
+    """All sessions in one SQLite database in WAL mode.
+
+    Each write is one ``BEGIN IMMEDIATE`` transaction; a busy timeout makes concurrent
+    writers from other processes wait their turn instead of failing or corrupting the file.
+    The database is created at the first write, never by ``locate``, ``load`` or ``list``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], busy_timeout: float = 30.0) -> None:
+        self.path = os.path.abspath(os.fspath(path))
+        self.busy_timeout = busy_timeout
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"SqlitePersistence({self.path!r})"
+
+    def locate(self, header: SessionHeader) -> SessionLocation | None:
+        """Always None: there is no dedicated per-session file."""
+        return None
+
+    def _connect(self, create: bool) -> sqlite3.Connection | None:
+        if self._conn is not None:
+            return self._conn
+        if not create and not os.path.exists(self.path):
+            return None
+        directory = os.path.dirname(self.path)
+        if create and not os.path.isdir(directory):
+            os.makedirs(directory, mode=0o700, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        os.close(fd)
+        conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.executescript(_SCHEMA)
+        self._conn = conn
+        return conn
+
+    def write(self, header: SessionHeader, events: Sequence[SessionEvent]) -> None:
+        """Insert the header (first time) and ``events`` in one transaction."""
+        with self._lock:
+            conn = self._connect(create=True)
+            assert conn is not None
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute(
+                    "INSERT OR IGNORE INTO sessions (id, created_at, header) VALUES (?, ?, ?)",
+                    (header.id, header.created_at, header.model_dump_json()),
+                )
+                (last,) = conn.execute(
+                    "SELECT COALESCE(MAX(seq), -1) FROM events WHERE session_id = ?", (header.id,)
+                ).fetchone()
+                conn.executemany(
+                    "INSERT INTO events (session_id, seq, type, at, data) VALUES (?, ?, ?, ?, ?)",
+                    [
+                        (header.id, last + 1 + i, e.type, e.at, json.dumps(e.data, ensure_ascii=False))
+                        for i, e in enumerate(events)
+                    ],
+                )
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise PersistenceError(f"{self.path}: writing session {header.id} failed: {exc}") from exc
+
+    def load(self, session_id: str) -> StoredSession:
+        """Read one session's header and events in order."""
+        validate_session_id(session_id)
+        with self._lock:
+            conn = self._connect(create=False)
+            row = None if conn is None else conn.execute(
+                "SELECT header FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if conn is None or row is None:
+                raise SessionNotFoundError(f"no session {session_id} in {self.path}")
+            rows = conn.execute(
+                "SELECT type, at, data FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
+            ).fetchall()
+        header = SessionHeader.model_validate_json(row[0])
+        events = tuple(SessionEvent(type=t, at=at, data=json.loads(d)) for t, at, d in rows)
+        return StoredSession(header, events)
+
+    def list(self) -> list[SessionHeader]:
+        """Every stored header, oldest first."""
+        with self._lock:
+            conn = self._connect(create=False)
+            rows = [] if conn is None else conn.execute("SELECT header FROM sessions ORDER BY created_at, id").fetchall()
+        return [SessionHeader.model_validate_json(r[0]) for r in rows]
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+class SqliteConfig(BaseModel):
+    """Config of the ``sqlite`` backend."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str | None = None
+    """Database file; default ``<DSH_HOME>/sessions.sqlite3``."""
+    busy_timeout: float = 30.0
+    dsh_home: str | None = None
+
+
+def _apply(ctx: Context, config: SqliteConfig) -> None:
+    if config.path:
+        path = Path(os.path.expanduser(config.path))
+    else:
+        path = (ctx.get(DSH_HOME) or resolve_dsh_home(config.dsh_home)) / "sessions.sqlite3"
+    backend = SqlitePersistence(path.absolute(), config.busy_timeout)
+    ctx.provide(SESSION_PERSISTENCE, backend)
+    ctx.effect(lambda: backend.close, label="close sqlite")
+
+
+plugin = Plugin(name="sqlite", apply=_apply, Config=SqliteConfig)
+"""The ``sqlite`` entry of the ``dsh.persistence`` group."""

@@ -1,0 +1,126 @@
+"""The tool contract shared by every tool package and the agent loop.
+
+It lives here, beside :class:`ToolExecution`, so tool packages never import the agent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from dsh.core import Disposer, DshError, Plugin, ServiceKey
+
+from ._model import SessionHeader
+
+if TYPE_CHECKING:
+    from dsh.core import Context
+
+
+@dataclass(frozen=True)
+class AgentRef:
+    """The agent that made a tool call, and the header of its session."""
+
+    name: str
+    header: SessionHeader
+    agent_type: str = "main"
+
+
+@dataclass(frozen=True)
+class ToolExecution:
+    """One tool call: which tool, its id, its arguments, and the calling agent (if any)."""
+
+    tool: str
+    call_id: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    agent: AgentRef | None = None
+    turn_id: str | None = None
+
+    @property
+    def session(self) -> SessionHeader | None:
+        """The calling agent's session header, or None for a call without an agent."""
+        return None if self.agent is None else self.agent.header
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What the model sees of a tool: name, description, and a JSON Schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """A tool's answer: text for the model, whether it is an error, and structured data."""
+
+    output: str
+    is_error: bool = False
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """A model-facing tool."""
+
+    @property
+    def spec(self) -> ToolSpec:
+        """The tool's name, description and argument schema."""
+        ...
+
+    async def __call__(self, arguments: Mapping[str, Any], execution: ToolExecution) -> ToolResult:
+        """Run the call."""
+        ...
+
+
+class ToolError(DshError):
+    """A tool cannot be registered or called."""
+
+
+class ToolRegistry:
+    """The ``tools`` service; ``register`` is an effect of the calling plugin's fiber."""
+
+    def __init__(self, _tools: dict[str, Tool] | None = None, _ctx: Context | None = None) -> None:
+        self._tools: dict[str, Tool] = {} if _tools is None else _tools
+        self._ctx = _ctx
+
+    def __dsh_bind__(self, ctx: Context) -> ToolRegistry:
+        return ToolRegistry(self._tools, ctx)
+
+    def register(self, tool: Tool) -> Disposer:
+        """Add ``tool``; a second tool of the same name fails naming it."""
+        name = tool.spec.name
+
+        def setup() -> Disposer:
+            if name in self._tools:
+                raise ToolError(f"a tool named '{name}' is already registered")
+            self._tools[name] = tool
+
+            def remove() -> None:
+                if self._tools.get(name) is tool:
+                    del self._tools[name]
+
+            return remove
+
+        return self._ctx.effect(setup, label=f"tool {name}") if self._ctx is not None else setup()
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called ``name``, if registered."""
+        return self._tools.get(name)
+
+    def specs(self) -> list[ToolSpec]:
+        """Every registered tool's spec, sorted by name."""
+        return [self._tools[n].spec for n in sorted(self._tools)]
+
+
+TOOLS: ServiceKey[ToolRegistry] = ServiceKey("tools")
+"""The tool registry service."""
+
+
+def _apply_tools(ctx: Context, config: None) -> None:
+    ctx.provide(TOOLS, ToolRegistry())
+
+
+tools_plugin = Plugin(name="tools", apply=_apply_tools)
+"""Provides an empty ``tools`` registry."""

@@ -1,0 +1,227 @@
+"""Model-facing shell tools: a foreground/background shell call plus companions to read and stop tasks."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dsh.bash import (
+    DSH_ENV_PREFIX,
+    SHELL_EXECUTOR,
+    BackgroundProcess,
+    BashExecRequest,
+    ExecResult,
+    Executor,
+    LocalExecutor,
+    Shell,
+)
+from dsh.bash_env import BASH_ENV, CollectionError
+from dsh.core import Context, DshError, Plugin
+from dsh.session import TOOLS, ToolExecution, ToolResult, ToolSpec
+
+BASH_DESCRIPTION = (
+    "Run a command in a fresh, non-interactive bash shell and return its output and exit code. "
+    "The working directory defaults to the session's; `workdir` overrides it. Set `run_in_background` "
+    "for long-running commands and read them later with the companion output tool. "
+    f"The harness describes the current session and environment through managed ${DSH_ENV_PREFIX}* "
+    f"environment variables, set anew for every call; inspect them (for example `env | grep ^{DSH_ENV_PREFIX}`) "
+    "when you need facts about the current harness."
+)
+
+
+class ShellToolConfig(BaseModel):
+    """Config of a shell tool plugin."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    default_timeout: float = Field(default=120.0, gt=0)
+    """Seconds a foreground call may run when the model gives no timeout."""
+    max_timeout: float = Field(default=600.0, gt=0)
+
+
+@dataclass
+class TaskTable:
+    """Background tasks started by one shell tool."""
+
+    tasks: dict[str, BackgroundProcess] = field(default_factory=dict)
+
+    def kill_all(self) -> None:
+        """Stop every task's process group at once (used when the tool unloads)."""
+        import signal
+
+        for task in self.tasks.values():
+            if task.exit_code is None:
+                try:
+                    os.killpg(task.proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        self.tasks.clear()
+
+
+def _format(result: ExecResult) -> str:
+    parts = []
+    if result.stdout:
+        parts.append(result.stdout.rstrip("\n"))
+    if result.stderr:
+        parts.append("[stderr]\n" + result.stderr.rstrip("\n"))
+    if result.timed_out:
+        parts.append("[timed out: the process group was killed]")
+    parts.append(f"[exit code: {result.exit_code}]")
+    return "\n".join(parts)
+
+
+def _number(arguments: Mapping[str, Any], key: str) -> float | None:
+    value = arguments.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise DshError(f"argument '{key}' must be a number of seconds, not {value!r}")
+    return float(value)
+
+
+class ShellTool:
+    """The ``bash`` (or ``pwsh``) tool.
+
+    Every call collects a fresh ``DSH_*`` snapshot for its own execution and builds the
+    request from named arguments only: model-supplied ``env`` or ``stdin`` never reach the child.
+    """
+
+    def __init__(
+        self, ctx: Context, *, name: str, shell: Shell, description: str, config: ShellToolConfig, tasks: TaskTable
+    ) -> None:
+        self._ctx = ctx
+        self.shell = shell
+        self.config = config
+        self.tasks = tasks
+        self._fallback: LocalExecutor | None = None
+        self.spec = ToolSpec(
+            name=name,
+            description=description,
+            parameters={
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "description": "The command to run."},
+                    "description": {"type": "string", "description": "A few words on what the command does."},
+                    "timeout": {"type": "number", "description": f"Seconds before the command is killed (max {config.max_timeout:g})."},
+                    "workdir": {"type": "string", "description": "Directory to run in."},
+                    "run_in_background": {"type": "boolean", "description": "Start and return a task id at once."},
+                },
+                "required": ["command"],
+                "additionalProperties": False,
+            },
+        )
+
+    def executor(self) -> Executor:
+        """The deployment's executor, or a default local one."""
+        executor = self._ctx.get(SHELL_EXECUTOR)
+        if executor is not None:
+            return executor
+        if self._fallback is None:
+            self._fallback = LocalExecutor()
+        return self._fallback
+
+    def request(self, arguments: Mapping[str, Any], execution: ToolExecution) -> BashExecRequest:
+        """Build the request for a call: named arguments plus a fresh snapshot for ``execution``."""
+        command = arguments.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise DshError("argument 'command' must be a non-blank string")
+        timeout = _number(arguments, "timeout") or self.config.default_timeout
+        timeout = min(timeout, self.config.max_timeout)
+        workdir = arguments.get("workdir")
+        if workdir is not None and not isinstance(workdir, str):
+            raise DshError("argument 'workdir' must be a string")
+        session = execution.session
+        cwd = workdir or (session.cwd if session is not None else None)
+        registry = self._ctx.require(BASH_ENV)
+        return BashExecRequest(
+            command=command,
+            cwd=os.path.abspath(cwd) if cwd else None,
+            timeout=timeout,
+            dsh_env=registry.collect(execution),
+            shell=self.shell,
+        )
+
+    async def __call__(self, arguments: Mapping[str, Any], execution: ToolExecution) -> ToolResult:
+        """Run the command in the foreground, or start it in the background."""
+        try:
+            request = self.request(arguments, execution)
+            if arguments.get("run_in_background") is True:
+                task = await self.executor().start(request)
+                self.tasks.tasks[task.id] = task
+                return ToolResult(
+                    f"started background task {task.id}; read it with {self.spec.name}_output",
+                    data={"task_id": task.id},
+                )
+            result = await self.executor().run(request)
+        except (CollectionError, DshError) as exc:
+            return ToolResult(str(exc), is_error=True, data={"error": str(exc)})
+        return ToolResult(
+            _format(result),
+            is_error=result.exit_code != 0,
+            data={
+                "exit_code": result.exit_code,
+                "stdout": result.stdout,
+                "stderr": result.stderr,
+                "timed_out": result.timed_out,
+                "stdout_spill": result.stdout_spill,
+                "stderr_spill": result.stderr_spill,
+            },
+        )
+
+
+class _TaskTool:
+    def __init__(self, name: str, description: str, tasks: TaskTable, stop: bool) -> None:
+        self.tasks = tasks
+        self.stop = stop
+        self.spec = ToolSpec(
+            name=name,
+            description=description,
+            parameters={
+                "type": "object",
+                "properties": {"task_id": {"type": "string"}},
+                "required": ["task_id"],
+                "additionalProperties": False,
+            },
+        )
+
+    async def __call__(self, arguments: Mapping[str, Any], execution: ToolExecution) -> ToolResult:
+        task_id = arguments.get("task_id")
+        task = self.tasks.tasks.get(task_id) if isinstance(task_id, str) else None
+        if task is None:
+            known = ", ".join(sorted(self.tasks.tasks)) or "none"
+            return ToolResult(f"no background task {task_id!r}; known tasks: {known}", is_error=True)
+        if self.stop:
+            code = await task.stop()
+        else:
+            code = task.exit_code
+        out, err = task.read()
+        status = "running" if code is None else f"exited with code {code}"
+        text = "\n".join(p for p in (out.rstrip("\n"), ("[stderr]\n" + err.rstrip("\n")) if err else "") if p)
+        return ToolResult(
+            f"{text}\n[{task.id} {status}]".lstrip("\n"),
+            data={"task_id": task.id, "exit_code": code, "stdout": out, "stderr": err},
+        )
+
+
+def install_shell_tools(ctx: Context, *, name: str, shell: Shell, description: str, config: ShellToolConfig) -> ShellTool:
+    """Register a shell tool and its ``<name>_output`` and ``<name>_stop`` companions on ``ctx``'s fiber."""
+    tools = ctx.require(TOOLS)
+    tasks = TaskTable()
+    tool = ShellTool(ctx, name=name, shell=shell, description=description, config=config, tasks=tasks)
+    tools.register(tool)
+    tools.register(_TaskTool(f"{name}_output", f"Read new output and the status of a background {name} task.", tasks, stop=False))
+    tools.register(_TaskTool(f"{name}_stop", f"Stop a background {name} task (its whole process group).", tasks, stop=True))
+    ctx.effect(lambda: tasks.kill_all, label=f"{name} background tasks")
+    return tool
+
+
+def _apply(ctx: Context, config: ShellToolConfig) -> None:
+    install_shell_tools(ctx, name="bash", shell="bash", description=BASH_DESCRIPTION, config=config)
+
+
+plugin = Plugin(name="tool-bash", apply=_apply, Config=ShellToolConfig, inject=(BASH_ENV, TOOLS))
+"""The ``tool-bash`` entry of the ``dsh.plugins`` group."""
