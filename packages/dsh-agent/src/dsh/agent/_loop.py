@@ -14,7 +14,7 @@ from dsh.core import CATALOG, Context, Plugin
 from dsh.hooks import HOOKS, HookOutcome, reports_as_data
 from dsh.session import SESSIONS, TOOLS, AgentRef, Session, ToolExecution, ToolResult, ToolSpec
 
-from ._model import Model, ModelStep, ToolCall
+from ._model import Model, ToolCall
 
 _current_agent: ContextVar[Agent | None] = ContextVar("dsh_current_agent", default=None)
 _call_ids = itertools.count(1)
@@ -122,7 +122,9 @@ class Agent:
     async def call_tool(self, call: ToolCall, turn_id: str | None = None) -> ToolResult:
         """Run one tool call as the model would: PreToolUse hooks, the tool, PostToolUse hooks, the record."""
         call_id = call.id or f"call-{next(_call_ids)}"
-        execution = ToolExecution(tool=call.name, call_id=call_id, arguments=call.arguments, agent=self.ref, turn_id=turn_id)
+        execution = ToolExecution(
+            tool=call.name, call_id=call_id, arguments=call.arguments, agent=self.ref, turn_id=turn_id
+        )
         self.session.record("tool/call", call_id=call_id, name=call.name, arguments=call.arguments)
         tools = self.ctx.get(TOOLS)
         tool = None if tools is None else tools.get(call.name)
@@ -133,7 +135,9 @@ class Agent:
         else:
             pre = await self._hook("PreToolUse", turn_id, hook_fields)
             if pre.blocked:
-                result = ToolResult(f"blocked by a PreToolUse hook: {pre.reason}", is_error=True, data={"blocked": True})
+                result = ToolResult(
+                    f"blocked by a PreToolUse hook: {pre.reason}", is_error=True, data={"blocked": True}
+                )
             else:
                 token = _current_agent.set(self)
                 try:

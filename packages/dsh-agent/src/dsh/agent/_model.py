@@ -94,8 +94,12 @@ class ScriptedModel:
     When a turn's steps run out the model answers with empty text, ending the turn.
     """
 
-    def __init__(self, turns: Sequence[Sequence[ModelStep]], subagents: dict[str, list[ModelStep]] | None = None,
-                 name: str = "dsh-scripted") -> None:
+    def __init__(
+        self,
+        turns: Sequence[Sequence[ModelStep]],
+        subagents: dict[str, list[ModelStep]] | None = None,
+        name: str = "dsh-scripted",
+    ) -> None:
         self.name = name
         self._turns = deque(list(t) for t in turns)
         self._steps: deque[ModelStep] = deque()

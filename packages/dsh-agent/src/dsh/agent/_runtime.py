@@ -30,7 +30,9 @@ def default_deployment(env: Mapping[str, str] | None = None) -> Deployment:
         PluginEntry(id="bash-env", name="bash-env"),
         PluginEntry(id="tool-bash", name="tool-bash"),
     ]
-    hooks = {d: str(home / "hooks" / f"{d}.json") for d in ("claude", "codex") if (home / "hooks" / f"{d}.json").is_file()}
+    hooks = {
+        d: str(home / "hooks" / f"{d}.json") for d in ("claude", "codex") if (home / "hooks" / f"{d}.json").is_file()
+    }
     if hooks:
         plugins.append(PluginEntry(id="hooks", name="hooks", config=hooks))
     return Deployment(persistence=PersistenceChoice(backend="jsonl"), plugins=plugins)

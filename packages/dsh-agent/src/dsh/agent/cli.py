@@ -111,7 +111,13 @@ async def _exec(args: argparse.Namespace) -> int:
             stdout, stderr = "", result.output + "\n"
         if args.json:
             _print_json(
-                {"session_id": session.id, "location": _location(session), "exit_code": code, "stdout": stdout, "stderr": stderr}
+                {
+                    "session_id": session.id,
+                    "location": _location(session),
+                    "exit_code": code,
+                    "stdout": stdout,
+                    "stderr": stderr,
+                }
             )
         else:
             sys.stdout.write(stdout)
@@ -129,9 +135,9 @@ async def _run(args: argparse.Namespace) -> int:
         session, source = _open_session(runtime.ctx.require(SESSIONS), args.session, None)
         agent = Agent(runtime.ctx, session, ScriptedModel.from_script(script))
         await agent.start(source)
-        turns = []
-        for turn in script.turns:
-            result = await agent.run_turn(turn.user)
+        turns: list[dict[str, Any]] = []
+        for scripted in script.turns:
+            result = await agent.run_turn(scripted.user)
             turns.append(
                 {
                     "turn_id": result.turn_id,
@@ -184,7 +190,8 @@ def _env(args: argparse.Namespace) -> int:
             _print_json({"session_id": args.session, "variables": rows})
         else:
             for row in rows:
-                owner = f"{row['owner']} ({row['distribution'] or 'in-process'}{' ' + row['version'] if row['version'] else ''})"
+                dist = " ".join(str(p) for p in (row["distribution"], row["version"]) if p) or "in-process"
+                owner = f"{row['owner']} ({dist})"
                 value = f" = {row['value']}" if args.session and row["value"] is not None else ""
                 tag = " [built-in]" if row["builtin"] else ""
                 print(f"{row['key']}{value}\n    {row['description']}\n    owner: {owner}{tag}")
@@ -195,9 +202,9 @@ def _env(args: argparse.Namespace) -> int:
 
 def _plugin_rows(runtime: Runtime) -> list[dict[str, Any]]:
     by_origin: dict[tuple[str, str], Fiber] = {}
-    for fiber in runtime.fibers():
-        if fiber.origin is not None:
-            by_origin[(fiber.origin.group, fiber.origin.name)] = fiber
+    for live in runtime.fibers():
+        if live.origin is not None:
+            by_origin[(live.origin.group, live.origin.name)] = live
     rows = []
     for group in GROUPS:
         for item in runtime.catalog.items(group):
@@ -216,19 +223,40 @@ def _plugin_rows(runtime: Runtime) -> list[dict[str, Any]]:
             )
         for name, message in runtime.catalog.conflicts(group).items():
             rows.append(
-                {"group": group, "name": name, "distribution": None, "version": None, "state": "failed",
-                 "entry": None, "error": message}
+                {
+                    "group": group,
+                    "name": name,
+                    "distribution": None,
+                    "version": None,
+                    "state": "failed",
+                    "entry": None,
+                    "error": message,
+                }
             )
     for entry_id, fiber in runtime.entries.items():
         if fiber.origin is None:
             rows.append(
-                {"group": "deployment", "name": fiber.name, "distribution": None, "version": None,
-                 "state": fiber.state.value, "entry": entry_id, "error": fiber.error}
+                {
+                    "group": "deployment",
+                    "name": fiber.name,
+                    "distribution": None,
+                    "version": None,
+                    "state": fiber.state.value,
+                    "entry": entry_id,
+                    "error": fiber.error,
+                }
             )
     for entry_id, message in runtime.failures.items():
         rows.append(
-            {"group": "deployment", "name": entry_id, "distribution": None, "version": None, "state": "failed",
-             "entry": entry_id, "error": message}
+            {
+                "group": "deployment",
+                "name": entry_id,
+                "distribution": None,
+                "version": None,
+                "state": "failed",
+                "entry": entry_id,
+                "error": message,
+            }
         )
     return rows
 
@@ -260,7 +288,10 @@ def _sessions(args: argparse.Namespace) -> int:
                 _print_json({"sessions": [h.model_dump(mode="json") for h in headers]})
             else:
                 for h in headers:
-                    print(f"{h.id}  {h.created_at}  {h.cwd}" + (f"  (parent {h.parent_session})" if h.parent_session else ""))
+                    print(
+                        f"{h.id}  {h.created_at}  {h.cwd}"
+                        + (f"  (parent {h.parent_session})" if h.parent_session else "")
+                    )
             return 0
         session = store.resume(args.id)
         location = _location(session)
@@ -274,8 +305,14 @@ def _sessions(args: argparse.Namespace) -> int:
             return 0
         events = [e.model_dump(mode="json") for e in session.history]
         if args.json:
-            _print_json({"header": session.header.model_dump(mode="json"), "location": location, "events": events,
-                         "damage": list(session.damage)})
+            _print_json(
+                {
+                    "header": session.header.model_dump(mode="json"),
+                    "location": location,
+                    "events": events,
+                    "damage": list(session.damage),
+                }
+            )
         else:
             print(json.dumps(session.header.model_dump(mode="json")))
             for event in events:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import importlib.metadata as md
 import re
 from collections.abc import Callable, Mapping
@@ -225,7 +226,7 @@ class BashEnvRegistry:
                 out[key] = value
         return MappingProxyType(out)
 
-    def list(self) -> list[VariableInfo]:
+    def list(self) -> builtins.list[VariableInfo]:
         """Every declared key (built-ins included, marked), sorted by key, without running resolvers."""
         version = _own_version()
         rows = [
@@ -236,11 +237,12 @@ class BashEnvRegistry:
             dist = entry.origin.distribution if entry.origin else (BUILTIN_DISTRIBUTION if entry.builtin else None)
             ver = entry.origin.version if entry.origin else (version if entry.builtin else None)
             rows.extend(
-                VariableInfo(key, desc, entry.name, dist, ver, entry.builtin) for key, desc in entry.descriptions.items()
+                VariableInfo(key, desc, entry.name, dist, ver, entry.builtin)
+                for key, desc in entry.descriptions.items()
             )
         return sorted(rows, key=lambda r: r.key)
 
-    def contributors(self) -> list[str]:
+    def contributors(self) -> builtins.list[str]:
         """Names of the registered contributors, sorted."""
         return sorted(self._state.entries)
 

@@ -72,9 +72,7 @@ def build_child_env(
     """
     check_channels(env, dsh_env)
     child = {
-        k: v
-        for k, v in ambient.items()
-        if not is_managed_key(k) and (credentials is None or not credentials.search(k))
+        k: v for k, v in ambient.items() if not is_managed_key(k) and (credentials is None or not credentials.search(k))
     }
     for key, value in TERMINAL_ENV.items():
         if not (shell == "pwsh" and key == "TERM"):

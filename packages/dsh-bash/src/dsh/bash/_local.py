@@ -204,7 +204,9 @@ class LocalExecutor:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         tail = text[-self.max_output :]
-        note = f"[{stream} truncated: showing the last {self.max_output} of {len(text)} characters; full text in {path}]\n"
+        note = (
+            f"[{stream} truncated: showing the last {self.max_output} of {len(text)} characters; full text in {path}]\n"
+        )
         return note + tail, str(path)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
@@ -44,10 +45,8 @@ class _Registry:
                 fiber.unload_to_pending()
 
     def forget(self, fiber: Fiber) -> None:
-        try:
+        with contextlib.suppress(ValueError):
             self.fibers.remove(fiber)
-        except ValueError:
-            pass
 
 
 class Context:
@@ -86,7 +85,7 @@ class Context:
             while len(fiber._effects) > mark:
                 fiber._effects[-1].dispose()
             raise
-        effect = _Effect(fiber, dispose, label or getattr(setup, "__qualname__", "effect"))
+        effect = _Effect(fiber, dispose, label or str(getattr(setup, "__qualname__", "effect")))
         fiber._effects.append(effect)
         return effect.dispose
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import itertools
 import logging
@@ -49,10 +50,8 @@ class _Effect:
         if self.done:
             return
         self.done = True
-        try:
+        with contextlib.suppress(ValueError):
             self.owner._effects.remove(self)
-        except ValueError:
-            pass
         if self._fn is not None:
             self._fn()
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
     from ._context import Context
@@ -48,6 +48,6 @@ class CallerBound(Protocol[T_co]):
         ...
 
 
-def key_name(key: ServiceKey[object] | str) -> str:
+def key_name(key: ServiceKey[Any] | str) -> str:
     """Return the service name of ``key``."""
     return key.name if isinstance(key, ServiceKey) else key

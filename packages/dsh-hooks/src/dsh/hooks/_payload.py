@@ -19,18 +19,105 @@ TOOL_NAMES: Mapping[str, str] = {
 
 # Keys each Codex event accepts (its schemas forbid any other).
 _CODEX_KEYS: Mapping[str, frozenset[str]] = {
-    "SessionStart": frozenset({"cwd", "hook_event_name", "model", "permission_mode", "session_id", "source", "transcript_path"}),
-    "UserPromptSubmit": frozenset({"agent_id", "agent_type", "cwd", "hook_event_name", "model", "permission_mode", "prompt", "session_id", "transcript_path", "turn_id"}),
-    "PreToolUse": frozenset({"agent_id", "agent_type", "cwd", "hook_event_name", "model", "permission_mode", "session_id", "tool_input", "tool_name", "tool_use_id", "transcript_path", "turn_id"}),
-    "PostToolUse": frozenset({"agent_id", "agent_type", "cwd", "hook_event_name", "model", "permission_mode", "session_id", "tool_input", "tool_name", "tool_response", "tool_use_id", "transcript_path", "turn_id"}),
-    "Stop": frozenset({"cwd", "hook_event_name", "last_assistant_message", "model", "permission_mode", "session_id", "stop_hook_active", "transcript_path", "turn_id"}),
-    "SubagentStart": frozenset({"agent_id", "agent_type", "cwd", "hook_event_name", "model", "permission_mode", "session_id", "transcript_path", "turn_id"}),
-    "SubagentStop": frozenset({"agent_id", "agent_transcript_path", "agent_type", "cwd", "hook_event_name", "last_assistant_message", "model", "permission_mode", "session_id", "stop_hook_active", "transcript_path", "turn_id"}),
+    "SessionStart": frozenset(
+        {"cwd", "hook_event_name", "model", "permission_mode", "session_id", "source", "transcript_path"}
+    ),
+    "UserPromptSubmit": frozenset(
+        {
+            "agent_id",
+            "agent_type",
+            "cwd",
+            "hook_event_name",
+            "model",
+            "permission_mode",
+            "prompt",
+            "session_id",
+            "transcript_path",
+            "turn_id",
+        }
+    ),
+    "PreToolUse": frozenset(
+        {
+            "agent_id",
+            "agent_type",
+            "cwd",
+            "hook_event_name",
+            "model",
+            "permission_mode",
+            "session_id",
+            "tool_input",
+            "tool_name",
+            "tool_use_id",
+            "transcript_path",
+            "turn_id",
+        }
+    ),
+    "PostToolUse": frozenset(
+        {
+            "agent_id",
+            "agent_type",
+            "cwd",
+            "hook_event_name",
+            "model",
+            "permission_mode",
+            "session_id",
+            "tool_input",
+            "tool_name",
+            "tool_response",
+            "tool_use_id",
+            "transcript_path",
+            "turn_id",
+        }
+    ),
+    "Stop": frozenset(
+        {
+            "cwd",
+            "hook_event_name",
+            "last_assistant_message",
+            "model",
+            "permission_mode",
+            "session_id",
+            "stop_hook_active",
+            "transcript_path",
+            "turn_id",
+        }
+    ),
+    "SubagentStart": frozenset(
+        {
+            "agent_id",
+            "agent_type",
+            "cwd",
+            "hook_event_name",
+            "model",
+            "permission_mode",
+            "session_id",
+            "transcript_path",
+            "turn_id",
+        }
+    ),
+    "SubagentStop": frozenset(
+        {
+            "agent_id",
+            "agent_transcript_path",
+            "agent_type",
+            "cwd",
+            "hook_event_name",
+            "last_assistant_message",
+            "model",
+            "permission_mode",
+            "session_id",
+            "stop_hook_active",
+            "transcript_path",
+            "turn_id",
+        }
+    ),
 }
 
 # Keys the Claude Code SDK types declare for each event (required and optional).
 _CLAUDE_KEYS: Mapping[str, frozenset[str]] = {
-    event: frozenset({"session_id", "transcript_path", "cwd", "hook_event_name", "permission_mode", "agent_id", "agent_type", *extra})
+    event: frozenset(
+        {"session_id", "transcript_path", "cwd", "hook_event_name", "permission_mode", "agent_id", "agent_type", *extra}
+    )
     for event, extra in {
         "SessionStart": ("source", "model"),
         "UserPromptSubmit": ("prompt",),

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Coroutine, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -89,30 +90,31 @@ def _read_json(stdout: str) -> Mapping[str, Any] | None:
 
 def interpret(dialect: Dialect, event: str, command: str, exit_code: int, stdout: str, stderr: str) -> HookReport:
     """Read a finished hook's exit code and output the way its dialect does."""
-    base = {"dialect": dialect, "event": event, "command": command, "exit_code": exit_code, "stdout": stdout, "stderr": stderr}
+    report = partial(HookReport, dialect, event, command, exit_code, stdout, stderr)
     if exit_code == 2:
-        reason = stderr.strip()
-        if dialect == "codex" and not reason:
-            return HookReport(**base, error="exited 2 without a reason on stderr; Codex does not block on that")
-        return HookReport(**base, blocked=True, reason=reason or f"blocked by hook: {command}")
+        why = stderr.strip()
+        if dialect == "codex" and not why:
+            return report(error="exited 2 without a reason on stderr; Codex does not block on that")
+        return report(blocked=True, reason=why or f"blocked by hook: {command}")
     if exit_code != 0:
-        return HookReport(**base, error=f"exited with status {exit_code}: {stderr.strip()[:500]}")
+        return report(error=f"exited with status {exit_code}: {stderr.strip()[:500]}")
     output = _read_json(stdout)
     if output is None:
-        return HookReport(**base)
-    specific = output.get("hookSpecificOutput")
-    specific = specific if isinstance(specific, Mapping) else {}
-    decision = output.get("decision")
-    permission = specific.get("permissionDecision")
-    reason = specific.get("permissionDecisionReason") or output.get("reason")
-    blocked = decision == "block" or permission == "deny"
+        return report()
+    raw_specific = output.get("hookSpecificOutput")
+    specific: Mapping[str, Any] = raw_specific if isinstance(raw_specific, Mapping) else {}
+    blocked = output.get("decision") == "block" or specific.get("permissionDecision") == "deny"
     stop = output.get("continue") is False
+    reason: Any = None
+    if blocked:
+        reason = specific.get("permissionDecisionReason") or output.get("reason")
+    elif stop:
+        reason = output.get("stopReason")
     context = specific.get("additionalContext")
-    return HookReport(
-        **base,
+    return report(
         blocked=blocked,
         stop=stop,
-        reason=(str(reason) if reason else None) if blocked else (output.get("stopReason") if stop else None),
+        reason=str(reason) if reason else None,
         additional_context=context if isinstance(context, str) else None,
     )
 
@@ -197,7 +199,7 @@ class HookRunner:
             match_value = TOOL_NAMES.get(fields["tool_name"], fields["tool_name"])
         elif event == "SessionStart":
             match_value = fields.get("source")
-        jobs = []
+        jobs: list[Coroutine[Any, Any, HookReport]] = []
         facts: HookFacts | None = None
         for dialect in ("claude", "codex"):
             hooks = self.matching(dialect, event, match_value)
@@ -229,7 +231,13 @@ class HookRunner:
             return HookReport(dialect, event, hook.command, None, "", "", error=str(exc))
         if result.timed_out:
             return HookReport(
-                dialect, event, hook.command, result.exit_code, result.stdout, result.stderr, timed_out=True,
+                dialect,
+                event,
+                hook.command,
+                result.exit_code,
+                result.stdout,
+                result.stderr,
+                timed_out=True,
                 error=f"timed out after {request.timeout:g} s and was killed",
             )
         return interpret(dialect, event, hook.command, result.exit_code, result.stdout, result.stderr)

@@ -50,4 +50,5 @@ __all__ = [
     "new_session_id",
     "sessions_plugin",
     "tools_plugin",
+    "validate_session_id",
 ]

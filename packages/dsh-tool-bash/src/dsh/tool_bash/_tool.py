@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,14 +53,10 @@ class TaskTable:
 
     def kill_all(self) -> None:
         """Stop every task's process group at once (used when the tool unloads)."""
-        import signal
-
         for task in self.tasks.values():
             if task.exit_code is None:
-                try:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(task.proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
         self.tasks.clear()
 
 
@@ -106,7 +104,10 @@ class ShellTool:
                 "properties": {
                     "command": {"type": "string", "description": "The command to run."},
                     "description": {"type": "string", "description": "A few words on what the command does."},
-                    "timeout": {"type": "number", "description": f"Seconds before the command is killed (max {config.max_timeout:g})."},
+                    "timeout": {
+                        "type": "number",
+                        "description": f"Seconds before the command is killed (max {config.max_timeout:g}).",
+                    },
                     "workdir": {"type": "string", "description": "Directory to run in."},
                     "run_in_background": {"type": "boolean", "description": "Start and return a task id at once."},
                 },
@@ -194,6 +195,7 @@ class _TaskTool:
         if task is None:
             known = ", ".join(sorted(self.tasks.tasks)) or "none"
             return ToolResult(f"no background task {task_id!r}; known tasks: {known}", is_error=True)
+        code: int | None
         if self.stop:
             code = await task.stop()
         else:
@@ -207,14 +209,20 @@ class _TaskTool:
         )
 
 
-def install_shell_tools(ctx: Context, *, name: str, shell: Shell, description: str, config: ShellToolConfig) -> ShellTool:
+def install_shell_tools(
+    ctx: Context, *, name: str, shell: Shell, description: str, config: ShellToolConfig
+) -> ShellTool:
     """Register a shell tool and its ``<name>_output`` and ``<name>_stop`` companions on ``ctx``'s fiber."""
     tools = ctx.require(TOOLS)
     tasks = TaskTable()
     tool = ShellTool(ctx, name=name, shell=shell, description=description, config=config, tasks=tasks)
     tools.register(tool)
-    tools.register(_TaskTool(f"{name}_output", f"Read new output and the status of a background {name} task.", tasks, stop=False))
-    tools.register(_TaskTool(f"{name}_stop", f"Stop a background {name} task (its whole process group).", tasks, stop=True))
+    tools.register(
+        _TaskTool(f"{name}_output", f"Read new output and the status of a background {name} task.", tasks, stop=False)
+    )
+    tools.register(
+        _TaskTool(f"{name}_stop", f"Stop a background {name} task (its whole process group).", tasks, stop=True)
+    )
     ctx.effect(lambda: tasks.kill_all, label=f"{name} background tasks")
     return tool
 

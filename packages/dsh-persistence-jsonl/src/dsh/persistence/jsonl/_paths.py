@@ -30,7 +30,7 @@ def escape_cwd(cwd: str) -> str:
     name = "".join(out) or "%00"
     if len(name) > MAX_COMPONENT:
         digest = hashlib.sha256(raw).hexdigest()[:16]
-        name = f"{name[:MAX_COMPONENT - 17].rstrip('%')}~{digest}"
+        name = f"{name[: MAX_COMPONENT - 17].rstrip('%')}~{digest}"
     return name
 
 

@@ -118,9 +118,11 @@ class SqlitePersistence:
         validate_session_id(session_id)
         with self._lock:
             conn = self._connect(create=False)
-            row = None if conn is None else conn.execute(
-                "SELECT header FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
+            row = (
+                None
+                if conn is None
+                else conn.execute("SELECT header FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            )
             if conn is None or row is None:
                 raise SessionNotFoundError(f"no session {session_id} in {self.path}")
             rows = conn.execute(
@@ -134,7 +136,9 @@ class SqlitePersistence:
         """Every stored header, oldest first."""
         with self._lock:
             conn = self._connect(create=False)
-            rows = [] if conn is None else conn.execute("SELECT header FROM sessions ORDER BY created_at, id").fetchall()
+            rows = (
+                [] if conn is None else conn.execute("SELECT header FROM sessions ORDER BY created_at, id").fetchall()
+            )
         return [SessionHeader.model_validate_json(r[0]) for r in rows]
 
     def close(self) -> None:

@@ -1,0 +1,30 @@
+"""Shared fixtures: an isolated harness home and an environment free of ambient dsh state."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dsh.bash import is_managed_key
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_dsh(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests start without the developer's own DSH_* variables (a test may add its own)."""
+    for key in list(os.environ):
+        if is_managed_key(key):
+            monkeypatch.delenv(key)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh harness home, also exported as $DSH_HOME."""
+    path = tmp_path / "dsh-home"
+    monkeypatch.setenv("DSH_HOME", str(path))
+    yield path

@@ -1,0 +1,118 @@
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dsh.core import (
+    BASH_ENV_GROUP,
+    PLUGINS_GROUP,
+    Catalog,
+    Context,
+    DiscoveryError,
+    FiberState,
+    GroupDiff,
+)
+from tests.helpers import make_dist, remove_dist
+
+PLUGIN_SRC = """
+from dsh.core import Plugin
+plugin = Plugin(name="{name}", apply=lambda ctx, cfg: ctx.provide("{name}-svc", "{version}"))
+"""
+
+
+def _touch(path: Path) -> None:
+    # Directory mtimes have coarse granularity on some filesystems; force a visible change.
+    stamp = time.time_ns() + 10_000_000
+    os.utime(path, ns=(stamp, stamp))
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "site"
+    path.mkdir()
+    monkeypatch.syspath_prepend(str(path))
+    return path
+
+
+def test_items_are_attributed_sorted_and_loadable(site: Path) -> None:
+    make_dist(site, "acme-b", "2.0", {PLUGINS_GROUP: {"zeta": "acme_b:plugin"}}, {"acme_b": PLUGIN_SRC.format(name="zeta", version="2.0")})
+    make_dist(site, "acme-a", "1.5", {PLUGINS_GROUP: {"alpha": "acme_a:plugin"}}, {"acme_a": PLUGIN_SRC.format(name="alpha", version="1.5")})
+    catalog = Catalog()
+    ours = [i for i in catalog.items(PLUGINS_GROUP) if i.distribution.startswith("acme-")]
+    assert [(i.name, i.distribution, i.version) for i in ours] == [("alpha", "acme-a", "1.5"), ("zeta", "acme-b", "2.0")]
+    assert ours[0].load().name == "alpha"
+    # The project's own plugins are found with their distribution too.
+    bash_env = catalog.find(PLUGINS_GROUP, "bash-env")
+    assert bash_env.distribution == "dsh-bash-env"
+
+
+def test_two_distributions_claiming_one_name_is_one_error_naming_both(site: Path) -> None:
+    make_dist(site, "first-dist", "1.0", {BASH_ENV_GROUP: {"region": "first:c"}})
+    make_dist(site, "second-dist", "3.1", {BASH_ENV_GROUP: {"region": "second:c"}})
+    catalog = Catalog()
+    assert "region" not in [i.name for i in catalog.items(BASH_ENV_GROUP)]
+    message = catalog.conflicts(BASH_ENV_GROUP)["region"]
+    assert "first-dist 1.0" in message and "second-dist 3.1" in message
+    with pytest.raises(DiscoveryError, match="claimed by two distributions"):
+        catalog.find(BASH_ENV_GROUP, "region")
+
+
+def test_unknown_name_lists_available(site: Path) -> None:
+    with pytest.raises(DiscoveryError) as err:
+        Catalog().find(PLUGINS_GROUP, "nope")
+    assert "no entry point 'nope'" in str(err.value) and "bash-env" in str(err.value) and "tool-bash" in str(err.value)
+
+
+def test_load_failure_names_the_entry_point_and_distribution(site: Path) -> None:
+    make_dist(site, "broken-dist", "0.1", {PLUGINS_GROUP: {"broken": "broken_mod:plugin"}}, {"broken_mod": "raise ImportError('no deps')\n"})
+    item = Catalog().find(PLUGINS_GROUP, "broken")
+    with pytest.raises(DiscoveryError, match=r"'broken'.*broken-dist 0.1.*no deps"):
+        item.load()
+
+
+def test_refresh_sees_install_uninstall_and_change(site: Path) -> None:
+    catalog = Catalog()
+    diffs: list[GroupDiff] = []
+    catalog.watch(PLUGINS_GROUP, diffs.append)
+    assert catalog.refresh() == []
+
+    info = make_dist(site, "late", "1.0", {PLUGINS_GROUP: {"late": "late_mod:plugin"}}, {"late_mod": PLUGIN_SRC.format(name="late", version="1.0")})
+    _touch(site)
+    (diff,) = catalog.refresh()
+    assert [i.name for i in diff.added] == ["late"] and diffs == [diff]
+
+    remove_dist(info)
+    make_dist(site, "late", "2.0", {PLUGINS_GROUP: {"late": "late_mod:plugin"}})
+    _touch(site)
+    (diff,) = catalog.refresh()
+    assert [(i.name, i.version) for i in diff.changed] == [("late", "2.0")]
+
+    remove_dist(info.parent / "late-2.0.dist-info", ("late_mod",))
+    _touch(site)
+    (diff,) = catalog.refresh()
+    assert [i.name for i in diff.removed] == ["late"]
+    assert catalog.refresh() == []
+
+
+def test_refresh_without_change_is_cheap_and_empty(site: Path) -> None:
+    catalog = Catalog()
+    start = time.perf_counter()
+    for _ in range(100):
+        assert catalog.refresh() == []
+    # Not a benchmark: only a guard that the fingerprint path does not rescan every time.
+    assert time.perf_counter() - start < 1.0
+
+
+def test_plugin_from_entry_point_runs_in_a_fiber_with_its_origin(site: Path) -> None:
+    make_dist(site, "svc-dist", "4.2", {PLUGINS_GROUP: {"svc": "svc_mod:plugin"}}, {"svc_mod": PLUGIN_SRC.format(name="svc", version="4.2")})
+    item = Catalog().find(PLUGINS_GROUP, "svc")
+    root = Context.root()
+    fiber = root.plugin(item.load(), origin=item)
+    assert fiber.state is FiberState.ACTIVE
+    assert fiber.origin is not None and fiber.origin.distribution == "svc-dist"
+    assert root.get("svc-svc") == "4.2"
+    sys.modules.pop("svc_mod", None)

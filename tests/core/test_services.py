@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel
+
+from dsh.core import Context, FiberState, Plugin, ServiceConflictError, ServiceKey
+
+DB: ServiceKey[str] = ServiceKey("db")
+
+
+def _provider(value: str) -> Plugin:
+    return Plugin(name=f"provider-{value}", apply=lambda ctx, cfg: ctx.provide(DB, value))
+
+
+def test_dependent_waits_restarts_and_returns_to_pending() -> None:
+    root = Context.root()
+    seen: list[str | None] = []
+    stopped: list[str] = []
+
+    def apply(ctx: Context, config: None) -> None:
+        seen.append(ctx.get(DB))
+        ctx.effect(lambda: (lambda: stopped.append("stop")))
+
+    dependent = root.plugin(Plugin(name="dep", apply=apply, inject=(DB,)))
+    assert dependent.state is FiberState.PENDING
+    assert dependent.missing == ["db"]
+    assert seen == []
+
+    first = root.plugin(_provider("one"))
+    assert dependent.state is FiberState.ACTIVE
+    assert seen == ["one"]
+
+    # Replacing the provider restarts the dependent against the new one.
+    first.reload(_provider("two"))
+    assert seen == ["one", "two"]
+    assert stopped == ["stop"]
+    assert dependent.state is FiberState.ACTIVE
+
+    first.dispose()
+    assert dependent.state is FiberState.PENDING
+    assert stopped == ["stop", "stop"]
+    assert root.get(DB) is None
+
+
+def test_get_is_none_while_provider_inactive() -> None:
+    root = Context.root()
+    fiber = root.plugin(_provider("x"))
+    assert root.get(DB) == "x"
+    assert root.get("db") == "x"
+    fiber.dispose()
+    assert root.get(DB) is None
+
+
+def test_duplicate_provider_fails_loudly_naming_both() -> None:
+    root = Context.root()
+    root.plugin(_provider("a"))
+    second = root.plugin(_provider("b"))
+    assert second.state is FiberState.FAILED
+    assert "service 'db' is already provided by plugin 'provider-a'" in (second.error or "")
+    with pytest.raises(ServiceConflictError):
+        root.provide(DB, "c")
+
+
+def test_invalid_config_names_the_field() -> None:
+    class Config(BaseModel):
+        port: int
+
+    root = Context.root()
+    fiber = root.plugin(Plugin(name="server", apply=lambda ctx, cfg: None, Config=Config), {"port": "many"})
+    assert fiber.state is FiberState.FAILED
+    assert fiber.error is not None
+    assert "plugin 'server' has invalid config" in fiber.error and "field 'config.port'" in fiber.error
+
+
+def test_valid_config_reaches_apply() -> None:
+    class Config(BaseModel):
+        port: int = 80
+
+    got: list[int] = []
+    root = Context.root()
+    root.plugin(Plugin(name="server", apply=lambda ctx, cfg: got.append(cfg.port), Config=Config), {"port": "8080"})
+    assert got == [8080]
+
+
+class _Registry:
+    """A caller-bound service: each view registers on its caller's fiber."""
+
+    def __init__(self, items: list[str], ctx: Context | None = None) -> None:
+        self.items = items
+        self.ctx = ctx
+
+    def __dsh_bind__(self, ctx: Context) -> _Registry:
+        return _Registry(self.items, ctx)
+
+    def add(self, item: str) -> None:
+        assert self.ctx is not None
+
+        def setup() -> object:
+            self.items.append(item)
+            return lambda: self.items.remove(item)
+
+        self.ctx.effect(setup)  # type: ignore[arg-type]
+
+
+def test_registry_methods_attach_effects_to_the_calling_plugin() -> None:
+    root = Context.root()
+    items: list[str] = []
+    REG: ServiceKey[_Registry] = ServiceKey("reg")
+    root.plugin(Plugin(name="owner", apply=lambda ctx, cfg: ctx.provide(REG, _Registry(items))))
+    caller = root.plugin(Plugin(name="caller", apply=lambda ctx, cfg: ctx.require(REG).add("x"), inject=(REG,)))
+    other = root.plugin(Plugin(name="other", apply=lambda ctx, cfg: ctx.require(REG).add("y"), inject=(REG,)))
+    assert items == ["x", "y"]
+    caller.dispose()
+    assert items == ["y"]
+    assert other.state is FiberState.ACTIVE

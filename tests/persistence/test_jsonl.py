@@ -1,0 +1,171 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsh.persistence.jsonl import HEADER_TYPE, JsonlPersistence, escape_cwd
+from dsh.session import SessionHeader, SessionLockedError, SessionStore
+
+
+def _store(root: Path) -> tuple[JsonlPersistence, SessionStore]:
+    backend = JsonlPersistence(root)
+    return backend, SessionStore(lambda: backend)
+
+
+@settings(max_examples=300)
+@given(st.text(min_size=0, max_size=400))
+def test_every_cwd_maps_to_one_directory_inside_the_root(cwd: str) -> None:
+    root = "/srv/dsh/sessions"
+    name = escape_cwd("/" + cwd)
+    assert "/" not in name and "\x00" not in name
+    assert name not in ("", ".", "..") and not name.startswith(".")
+    assert len(name) <= 150
+    path = os.path.normpath(os.path.join(root, name, "id.jsonl"))
+    assert os.path.dirname(os.path.dirname(path)) == root
+
+
+@pytest.mark.parametrize("cwd", ["/a/../../etc", "/with space/ünïcode", "/" + "x" * 300, "/..", "/a%2Fb"])
+def test_hostile_cwds_are_escaped(cwd: str, tmp_path: Path) -> None:
+    backend, store = _store(tmp_path / "root")
+    session = store.create()
+    header = session.header.model_copy(update={"cwd": cwd})
+    location = backend.locate(header)
+    assert Path(location.path).resolve().is_relative_to((tmp_path / "root").resolve())
+    assert escape_cwd("/a%2Fb") != escape_cwd("/a/b")
+
+
+def test_first_flush_publishes_header_with_batch_and_modes(tmp_path: Path) -> None:
+    backend, store = _store(tmp_path / "root")
+    session = store.create(tmp_path)
+    session.record("turn/start")
+    session.record("turn/end")
+    session.flush()
+    path = Path(backend.locate(session.header).path)
+    lines = path.read_text().splitlines()
+    assert json.loads(lines[0]) == {"type": HEADER_TYPE, "header": session.header.model_dump(mode="json")}
+    assert [json.loads(line)["type"] for line in lines[1:]] == ["turn/start", "turn/end"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "root").stat().st_mode) == 0o700
+    assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_torn_last_line_is_reported_and_next_flush_continues(tmp_path: Path) -> None:
+    backend, store = _store(tmp_path / "root")
+    session = store.create(tmp_path)
+    session.record("message/user", text="one")
+    session.flush()
+    path = Path(backend.locate(session.header).path)
+    with path.open("ab") as fh:
+        fh.write(b'{"type":"message/user","da')  # a crash mid-append
+    backend.close()
+
+    backend2, store2 = _store(tmp_path / "root")
+    resumed = store2.resume(session.id)
+    assert [e.data.get("text") for e in resumed.history] == ["one"]
+    assert len(resumed.damage) == 1 and "torn last line" in resumed.damage[0]
+    resumed.record("message/user", text="two")
+    resumed.flush()
+    again = store2.resume(session.id)
+    assert [e.data.get("text") for e in again.history] == ["one", "two"]
+    assert again.damage == ()
+
+
+def test_corrupt_middle_line_is_skipped_and_reported(tmp_path: Path) -> None:
+    backend, store = _store(tmp_path / "root")
+    session = store.create(tmp_path)
+    for text in ("a", "b"):
+        session.record("message/user", text=text)
+        session.flush()
+    path = Path(backend.locate(session.header).path)
+    lines = path.read_bytes().split(b"\n")
+    lines.insert(2, b"not json")
+    path.write_bytes(b"\n".join(lines))
+    loaded = backend.load(session.id)
+    assert [e.data["text"] for e in loaded.events] == ["a", "b"]
+    assert loaded.damage == (f"{path}: skipped corrupt line 3: JSONDecodeError",)
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys, time
+    from dsh.persistence.jsonl import JsonlPersistence
+    from dsh.session import SessionHeader, SessionEvent
+    backend = JsonlPersistence(sys.argv[1])
+    header = SessionHeader.model_validate_json(sys.argv[2])
+    mode = sys.argv[3]
+    backend.write(header, [SessionEvent(type="turn/start")])
+    print("locked", flush=True)
+    if mode == "hold":
+        time.sleep(60)
+    big = "x" * 200_000
+    i = 0
+    while True:
+        backend.write(header, [SessionEvent(type="message/user", data={"i": i, "pad": big}) for _ in range(20)])
+        i += 1
+    """
+)
+
+
+def _spawn_writer(root: Path, header: SessionHeader, mode: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(root), header.model_dump_json(), mode], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+@pytest.mark.integration
+def test_second_process_gets_a_clear_lock_error(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    backend, store = _store(root)
+    session = store.create(tmp_path)
+    proc = _spawn_writer(root, session.header, "hold")
+    try:
+        session.record("turn/start")
+        with pytest.raises(SessionLockedError, match=rf"session {session.id} is being written by another process"):
+            session.flush()
+    finally:
+        proc.kill()
+        proc.wait()
+    lines = Path(backend.locate(session.header).path).read_text().splitlines()
+    assert len(lines) == 2, "nothing from the refused writer was interleaved"
+    session.flush()  # the lock died with its holder
+    assert len(backend.load(session.id).events) == 2
+
+
+@pytest.mark.integration
+def test_sigkill_mid_flush_loses_no_complete_line(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    backend, store = _store(root)
+    session = store.create(tmp_path)
+    proc = _spawn_writer(root, session.header, "spin")
+    time.sleep(0.4)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    path = Path(backend.locate(session.header).path)
+    raw = path.read_bytes()
+    complete = raw.count(b"\n")
+    loaded = backend.load(session.id)
+    assert len(loaded.events) == complete - 1  # every complete line but the header is an event
+    assert all(e.type in ("turn/start", "message/user") for e in loaded.events)
+    torn = not raw.endswith(b"\n")
+    assert bool(loaded.damage) == torn
+    # The next writer continues correctly from whatever was left.
+    resumed = store.resume(session.id)
+    resumed.record("turn/end")
+    resumed.flush()
+    after = backend.load(session.id)
+    assert after.damage == ()
+    assert len(after.events) == len(loaded.events) + 1 and after.events[-1].type == "turn/end"

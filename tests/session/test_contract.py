@@ -1,0 +1,141 @@
+"""One contract suite for every persistence backend."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dsh.persistence.jsonl import JsonlPersistence
+from dsh.persistence.sqlite import SqlitePersistence
+from dsh.session import SessionNotFoundError, SessionPersistence, SessionStore
+
+
+@pytest.fixture(params=["jsonl", "sqlite"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionPersistence]:
+    root = tmp_path / "store"
+    made: SessionPersistence = (
+        JsonlPersistence(root / "sessions") if request.param == "jsonl" else SqlitePersistence(root / "db.sqlite3")
+    )
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def store(backend: SessionPersistence) -> SessionStore:
+    return SessionStore(lambda: backend)
+
+
+def test_backend_satisfies_protocol(backend: SessionPersistence) -> None:
+    assert isinstance(backend, SessionPersistence)
+
+
+def test_create_has_id_before_first_turn_and_writes_nothing(store: SessionStore, tmp_path: Path) -> None:
+    session = store.create(tmp_path)
+    assert session.id
+    assert store.list() == []
+    assert not (tmp_path / "store").exists()
+
+
+def test_append_flush_load_roundtrip(store: SessionStore, tmp_path: Path) -> None:
+    session = store.create(tmp_path)
+    session.record("turn/start", turn_id="t1")
+    session.record("message/user", text="héllo")
+    assert session.flush() == 2
+    assert session.flush() == 0
+    session.record("turn/end", turn_id="t1")
+    session.flush()
+    loaded = store.resume(session.id)
+    assert loaded.header == session.header
+    assert [(e.type, e.data) for e in loaded.history] == [
+        ("turn/start", {"turn_id": "t1"}),
+        ("message/user", {"text": "héllo"}),
+        ("turn/end", {"turn_id": "t1"}),
+    ]
+    assert loaded.damage == ()
+
+
+def test_only_flushed_prefix_is_stored_during_a_turn(store: SessionStore, tmp_path: Path) -> None:
+    session = store.create(tmp_path)
+    session.record("turn/start")
+    session.flush()
+    session.record("message/user", text="buffered")
+    assert [e.type for e in store.resume(session.id).history] == ["turn/start"]
+
+
+def test_list_returns_headers(store: SessionStore, tmp_path: Path) -> None:
+    ids = []
+    for _ in range(3):
+        session = store.create(tmp_path)
+        session.record("turn/start")
+        session.flush()
+        ids.append(session.id)
+    assert sorted(h.id for h in store.list()) == sorted(ids)
+
+
+def test_resume_keeps_id_and_location(store: SessionStore, tmp_path: Path) -> None:
+    session = store.create(tmp_path)
+    session.record("turn/start")
+    session.flush()
+    resumed = store.resume(session.id)
+    assert resumed.id == session.id
+    assert resumed.locate() == session.locate()
+    resumed.record("turn/start")
+    resumed.flush()
+    assert len(store.resume(session.id).history) == 2
+
+
+def test_fork_seeds_up_to_a_boundary(store: SessionStore, tmp_path: Path) -> None:
+    session = store.create(tmp_path)
+    for i in range(4):
+        session.record("message/user", text=str(i))
+    session.flush()
+    fork = store.fork(session.id, upto=2)
+    assert fork.id != session.id
+    assert fork.header.parent_session == session.id and fork.header.origin == "fork"
+    assert fork.header.seed_length == 2
+    fork.flush()
+    assert [e.data["text"] for e in store.resume(fork.id).history] == ["0", "1"]
+    assert backend_location_differs(store, session.header, fork.header)
+
+
+def backend_location_differs(store: SessionStore, a: object, b: object) -> bool:
+    la, lb = store.locate(a), store.locate(b)  # type: ignore[arg-type]
+    return la is None and lb is None or la != lb
+
+
+def test_spawn_records_parent_and_depth(store: SessionStore, tmp_path: Path) -> None:
+    parent = store.create(tmp_path)
+    child = store.spawn(parent.header)
+    assert child.id != parent.id
+    assert child.header.parent_session == parent.id
+    assert child.header.origin == "subagent"
+    assert child.header.delegation_depth == parent.header.delegation_depth + 1
+    assert backend_location_differs(store, parent.header, child.header)
+    child.record("turn/start")
+    child.flush()
+    assert store.resume(child.id).header.parent_session == parent.id
+
+
+def test_missing_session_is_not_found(store: SessionStore) -> None:
+    with pytest.raises(SessionNotFoundError, match="no session nope"):
+        store.resume("nope")
+
+
+def test_locate_is_pure(backend: SessionPersistence, store: SessionStore, tmp_path: Path) -> None:
+    session = store.create(tmp_path)
+    location = backend.locate(session.header)
+    assert not (tmp_path / "store").exists(), "locate must not create the root"
+    if isinstance(backend, SqlitePersistence):
+        assert location is None
+        return
+    assert location is not None and location.kind == "jsonl"
+    assert os.path.isabs(location.path)
+    assert not os.path.exists(location.path)
+    assert location.path.startswith(str(tmp_path / "store" / "sessions") + os.sep)
+    session.record("turn/start")
+    session.flush()
+    assert os.path.exists(location.path)
+    assert backend.locate(store.resume(session.id).header) == location
