@@ -5,6 +5,10 @@ from __future__ import annotations
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dsh.core import Runtime
 
 
 def make_dist(
@@ -34,3 +38,25 @@ def remove_dist(info: Path, modules: tuple[str, ...] = ()) -> None:
     shutil.rmtree(info)
     for module in modules:
         (info.parent / f"{module}.py").unlink(missing_ok=True)
+
+
+def harness(tmp_path: Path, backend: str = "jsonl", plugins: list[dict[str, object]] | None = None) -> Runtime:
+    """A booted agent runtime over a fresh home under ``tmp_path``."""
+    from dsh.agent import BUILTINS
+    from dsh.core import boot, parse_deployment
+
+    deployment = parse_deployment(
+        {
+            "dsh_home": str(tmp_path / "home"),
+            "persistence": {"backend": backend},
+            "plugins": plugins
+            if plugins is not None
+            else [
+                {"id": "bash-local", "name": "bash-local"},
+                {"id": "bash-env", "name": "bash-env"},
+                {"id": "tool-bash", "name": "tool-bash"},
+                {"id": "tool-pwsh", "name": "tool-pwsh"},
+            ],
+        }
+    )
+    return boot(deployment, source="test deployment", builtins=BUILTINS)

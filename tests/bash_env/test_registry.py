@@ -1,0 +1,191 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from dsh.bash_env import (
+    BASH_ENV,
+    BashEnvRegistry,
+    CollectionError,
+    ContributorError,
+    FunctionContributor,
+    VariableSpec,
+    plugin,
+)
+from dsh.core import DSH_HOME, Context, FiberState, Plugin
+from dsh.persistence.jsonl import JsonlPersistence
+from dsh.persistence.sqlite import SqlitePersistence
+from dsh.session import SESSION_PERSISTENCE, AgentRef, SessionHeader, ToolExecution
+
+HEADER = SessionHeader(id="sess-1", cwd="/work/project")
+AGENT_CALL = ToolExecution("bash", "c1", agent=AgentRef("main", HEADER))
+BARE_CALL = ToolExecution("bash", "c2")
+
+
+def _contributor(name: str, variables: Mapping[str, object], values: Mapping[str, object] | None = None) -> FunctionContributor:
+    return FunctionContributor(name, variables, lambda execution: values or {})  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> BashEnvRegistry:
+    return BashEnvRegistry(tmp_path / "home")
+
+
+@pytest.mark.parametrize(
+    ("contributor", "message"),
+    [
+        (_contributor("  ", {"DSH_A": "a"}), "blank or missing name"),
+        (_contributor("c", {}), "contributor 'c' declares no variables"),
+        (_contributor("c", {"DSH_lower": "a"}), "contributor 'c' declares key 'DSH_lower', which is not DSH_"),
+        (_contributor("c", {"OTHER_A": "a"}), "key 'OTHER_A'"),
+        (_contributor("c", {"DSH_": "a"}), "key 'DSH_'"),
+        (_contributor("c", {"DSH_1A": "a"}), "key 'DSH_1A'"),
+        (_contributor("c", {"DSH_HOME": "a"}), "contributor 'c' declares key 'DSH_HOME', which is reserved"),
+        (_contributor("c", {"DSH_SESSION_ID": "a"}), "reserved"),
+        (_contributor("c", {"DSH_SHELL": "a"}), "reserved"),
+        (_contributor("c", {"DSH_A": " "}), "contributor 'c' gives key 'DSH_A' a blank description"),
+        (_contributor("c", {"DSH_A": VariableSpec("")}), "blank description"),
+    ],
+)
+def test_malformed_contributors_are_rejected_at_registration(
+    registry: BashEnvRegistry, contributor: FunctionContributor, message: str
+) -> None:
+    with pytest.raises(ContributorError, match=message):
+        registry.register(contributor)
+    assert registry.contributors() == []
+
+
+def test_duplicate_name_and_duplicate_key_ownership(registry: BashEnvRegistry) -> None:
+    registry.register(_contributor("region", {"DSH_REGION": "r"}))
+    with pytest.raises(ContributorError, match="a contributor named 'region' is already registered"):
+        registry.register(_contributor("region", {"DSH_OTHER": "o"}))
+    with pytest.raises(ContributorError, match="key 'DSH_REGION' is already owned by contributor 'region'; contributor 'zone' cannot declare it"):
+        registry.register(_contributor("zone", {"DSH_ZONE": "z", "DSH_REGION": "r"}))
+    assert registry.contributors() == ["region"]
+    assert [v.key for v in registry.list() if not v.builtin] == ["DSH_REGION"]
+
+
+def test_collect_builds_a_fresh_immutable_snapshot(registry: BashEnvRegistry, tmp_path: Path) -> None:
+    registry.register(_contributor("b-second", {"DSH_B": "b"}, {"DSH_B": "2"}))
+    registry.register(FunctionContributor("a-first", {"DSH_A": "a"}, lambda e: {"DSH_A": e.call_id}))
+    snap = registry.collect(AGENT_CALL)
+    assert dict(snap) == {
+        "DSH_HOME": str(tmp_path / "home"),
+        "DSH_SHELL": "1",
+        "DSH_SESSION_ID": "sess-1",
+        "DSH_A": "c1",
+        "DSH_B": "2",
+    }
+    with pytest.raises(TypeError):
+        snap["DSH_A"] = "x"  # type: ignore[index]
+    bare = registry.collect(BARE_CALL)
+    assert "DSH_SESSION_ID" not in bare and bare["DSH_A"] == "c2"
+    assert snap is not registry.collect(AGENT_CALL)
+
+
+def test_omitted_key_is_absent(registry: BashEnvRegistry) -> None:
+    registry.register(_contributor("opt", {"DSH_OPT": "optional"}, {}))
+    assert "DSH_OPT" not in registry.collect(AGENT_CALL)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"DSH_UNDECLARED": "x"}, "contributor 'bad' returned undeclared key 'DSH_UNDECLARED'"),
+        ({"DSH_OK": 3}, "contributor 'bad' returned a int for key 'DSH_OK', not a string"),
+        ({"DSH_OK": None}, "returned a NoneType for key 'DSH_OK'"),
+    ],
+)
+def test_bad_output_fails_collection_naming_contributor_and_key(
+    registry: BashEnvRegistry, values: dict[str, object], message: str
+) -> None:
+    registry.register(_contributor("bad", {"DSH_OK": "ok"}, values))
+    with pytest.raises(CollectionError, match=message):
+        registry.collect(AGENT_CALL)
+
+
+def test_raising_contributor_fails_only_that_collection(registry: BashEnvRegistry) -> None:
+    calls = []
+
+    def flaky(execution: ToolExecution) -> Mapping[str, str]:
+        calls.append(execution.call_id)
+        if len(calls) == 1:
+            raise RuntimeError("backend down")
+        return {"DSH_FLAKY": "ok"}
+
+    registry.register(FunctionContributor("flaky", {"DSH_FLAKY": "f"}, flaky))
+    with pytest.raises(CollectionError, match="contributor 'flaky' raised RuntimeError while resolving: backend down"):
+        registry.collect(AGENT_CALL)
+    assert registry.collect(AGENT_CALL)["DSH_FLAKY"] == "ok"
+
+
+def test_explicit_disposer_removes_keys(registry: BashEnvRegistry) -> None:
+    dispose = registry.register(_contributor("tmp", {"DSH_TMP": "t"}, {"DSH_TMP": "1"}))
+    dispose()
+    dispose()
+    assert "DSH_TMP" not in registry.collect(AGENT_CALL)
+    assert "DSH_TMP" not in [v.key for v in registry.list()]
+    registry.register(_contributor("tmp", {"DSH_TMP": "t"}))  # name and key are free again
+
+
+def _harness(tmp_path: Path) -> Context:
+    root = Context.root()
+    root.provide(DSH_HOME, tmp_path / "home")
+    root.plugin(plugin, {"entry_points": False})
+    return root
+
+
+def test_disposing_the_registering_plugin_removes_its_keys(tmp_path: Path) -> None:
+    root = _harness(tmp_path)
+
+    def apply(ctx: Context, config: None) -> None:
+        ctx.require(BASH_ENV).register(_contributor("mine", {"DSH_MINE": "m"}, {"DSH_MINE": "1"}))
+
+    fiber = root.plugin(Plugin(name="third-party", apply=apply, inject=(BASH_ENV,)))
+    registry = root.require(BASH_ENV)
+    assert registry.collect(AGENT_CALL)["DSH_MINE"] == "1"
+    fiber.dispose()
+    assert "DSH_MINE" not in registry.collect(AGENT_CALL)
+    assert "DSH_MINE" not in [v.key for v in registry.list()]
+
+
+def test_malformed_contributor_fails_its_plugin_and_others_run(tmp_path: Path) -> None:
+    root = _harness(tmp_path)
+    bad = root.plugin(
+        Plugin(name="bad", apply=lambda ctx, cfg: ctx.require(BASH_ENV).register(_contributor("x", {"DSH_HOME": "h"})), inject=(BASH_ENV,))
+    )
+    good = root.plugin(
+        Plugin(name="good", apply=lambda ctx, cfg: ctx.require(BASH_ENV).register(_contributor("y", {"DSH_Y": "y"})), inject=(BASH_ENV,))
+    )
+    assert bad.state is FiberState.FAILED and "reserved" in (bad.error or "")
+    assert good.state is FiberState.ACTIVE
+
+
+def test_list_includes_builtins_marked_and_sorted(tmp_path: Path) -> None:
+    registry = _harness(tmp_path).require(BASH_ENV)
+    rows = registry.list()
+    assert [r.key for r in rows] == ["DSH_HOME", "DSH_SESSION_ID", "DSH_SESSION_JSONL", "DSH_SHELL"]
+    assert all(r.builtin and r.distribution == "dsh-bash-env" for r in rows)
+    assert {r.owner for r in rows} == {"bash-env", "session-persistence"}
+
+
+def test_translator_follows_the_current_persistence_service(tmp_path: Path) -> None:
+    root = _harness(tmp_path)
+    registry = root.require(BASH_ENV)
+    assert "DSH_SESSION_JSONL" not in registry.collect(AGENT_CALL), "no persistence: no path"
+
+    jsonl = root.plugin(Plugin(name="jsonl", apply=lambda ctx, cfg: ctx.provide(SESSION_PERSISTENCE, JsonlPersistence(tmp_path / "s"))))
+    path = registry.collect(AGENT_CALL)["DSH_SESSION_JSONL"]
+    assert path == JsonlPersistence(tmp_path / "s").locate(HEADER).path
+    assert "DSH_SESSION_JSONL" not in registry.collect(BARE_CALL), "no agent: no path"
+    assert not (tmp_path / "s").exists(), "collecting creates nothing"
+
+    jsonl.dispose()
+    root.plugin(Plugin(name="sqlite", apply=lambda ctx, cfg: ctx.provide(SESSION_PERSISTENCE, SqlitePersistence(tmp_path / "db"))))
+    assert "DSH_SESSION_JSONL" not in registry.collect(AGENT_CALL), "sqlite has no per-session file"
+
+    root.fiber.registry.services.pop("session_persistence")
+    root.plugin(Plugin(name="jsonl2", apply=lambda ctx, cfg: ctx.provide(SESSION_PERSISTENCE, JsonlPersistence(tmp_path / "t"))))
+    assert registry.collect(AGENT_CALL)["DSH_SESSION_JSONL"].startswith(str(tmp_path / "t"))
