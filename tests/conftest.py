@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,8 +22,8 @@ def _no_ambient_dsh(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh harness home, also exported as $DSH_HOME."""
     path = tmp_path / "dsh-home"
     monkeypatch.setenv("DSH_HOME", str(path))
-    yield path
+    return path

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -60,3 +63,26 @@ def harness(tmp_path: Path, backend: str = "jsonl", plugins: list[dict[str, obje
         }
     )
     return boot(deployment, source="test deployment", builtins=BUILTINS)
+
+
+def dsh(
+    *args: str,
+    home: Path,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    python: str | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """Run the real ``dsh`` command (``python -m dsh.agent``) with ``home`` as $DSH_HOME."""
+    full_env = {**os.environ, "DSH_HOME": str(home), **(env or {})}
+    # The interpreter's own bin comes first so a nested `dsh` resolves to this installation.
+    full_env["PATH"] = f"{Path(python or sys.executable).parent}{os.pathsep}{full_env.get('PATH', '')}"
+    return subprocess.run(
+        [python or sys.executable, "-m", "dsh.agent", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd,
+        timeout=timeout,
+        check=False,
+    )

@@ -4,9 +4,9 @@ import pytest
 
 from dsh.bash import (
     DSH_ENV_PREFIX,
+    BashExecRequest,
     ChannelError,
     LocalExecutor,
-    BashExecRequest,
     build_child_env,
     compile_credential_pattern,
     is_managed_key,
@@ -60,7 +60,11 @@ def test_credential_scrub_is_configurable() -> None:
 @pytest.mark.parametrize(
     ("env", "dsh_env", "message"),
     [
-        ({"DSH_SESSION_ID": "x"}, {}, "environment key 'DSH_SESSION_ID' is in the managed DSH_\\* namespace; pass it through the dsh_env channel"),
+        (
+            {"DSH_SESSION_ID": "x"},
+            {},
+            "environment key 'DSH_SESSION_ID' is in the managed DSH_\\* namespace; pass it through the dsh_env channel",
+        ),
         ({"dsh_sneaky": "x"}, {}, "'dsh_sneaky'.*dsh_env channel"),
         ({}, {"HOME": "/x"}, "dsh_env key 'HOME' does not start with DSH_; pass it through the env channel"),
         ({}, {"dsh_lower": "x"}, "dsh_env key 'dsh_lower'"),

@@ -45,7 +45,9 @@ def test_channel_violation_raises_before_spawning() -> None:
 
 
 def test_exit_code_stdout_stderr_stdin_and_cwd(tmp_path: Path) -> None:
-    result = run(BashExecRequest("pwd; read line; echo got:$line; echo oops >&2; exit 3", cwd=str(tmp_path), stdin="hi\n"))
+    result = run(
+        BashExecRequest("pwd; read line; echo got:$line; echo oops >&2; exit 3", cwd=str(tmp_path), stdin="hi\n")
+    )
     assert result.exit_code == 3  # type: ignore[attr-defined]
     assert result.stdout == f"{tmp_path}\ngot:hi\n"  # type: ignore[attr-defined]
     assert result.stderr == "oops\n"  # type: ignore[attr-defined]
@@ -97,5 +99,5 @@ def test_background_process_reads_incrementally_and_stops() -> None:
 def test_missing_workdir_is_a_clear_error(tmp_path: Path) -> None:
     from dsh.core import DshError
 
-    with pytest.raises(DshError, match="working directory .* does not exist"):
+    with pytest.raises(DshError, match=r"working directory .* does not exist"):
         run(BashExecRequest("true", cwd=str(tmp_path / "absent")))

@@ -24,7 +24,9 @@ AGENT_CALL = ToolExecution("bash", "c1", agent=AgentRef("main", HEADER))
 BARE_CALL = ToolExecution("bash", "c2")
 
 
-def _contributor(name: str, variables: Mapping[str, object], values: Mapping[str, object] | None = None) -> FunctionContributor:
+def _contributor(
+    name: str, variables: Mapping[str, object], values: Mapping[str, object] | None = None
+) -> FunctionContributor:
     return FunctionContributor(name, variables, lambda execution: values or {})  # type: ignore[arg-type]
 
 
@@ -61,7 +63,10 @@ def test_duplicate_name_and_duplicate_key_ownership(registry: BashEnvRegistry) -
     registry.register(_contributor("region", {"DSH_REGION": "r"}))
     with pytest.raises(ContributorError, match="a contributor named 'region' is already registered"):
         registry.register(_contributor("region", {"DSH_OTHER": "o"}))
-    with pytest.raises(ContributorError, match="key 'DSH_REGION' is already owned by contributor 'region'; contributor 'zone' cannot declare it"):
+    with pytest.raises(
+        ContributorError,
+        match="key 'DSH_REGION' is already owned by contributor 'region'; contributor 'zone' cannot declare it",
+    ):
         registry.register(_contributor("zone", {"DSH_ZONE": "z", "DSH_REGION": "r"}))
     assert registry.contributors() == ["region"]
     assert [v.key for v in registry.list() if not v.builtin] == ["DSH_REGION"]
@@ -154,10 +159,18 @@ def test_disposing_the_registering_plugin_removes_its_keys(tmp_path: Path) -> No
 def test_malformed_contributor_fails_its_plugin_and_others_run(tmp_path: Path) -> None:
     root = _harness(tmp_path)
     bad = root.plugin(
-        Plugin(name="bad", apply=lambda ctx, cfg: ctx.require(BASH_ENV).register(_contributor("x", {"DSH_HOME": "h"})), inject=(BASH_ENV,))
+        Plugin(
+            name="bad",
+            apply=lambda ctx, cfg: ctx.require(BASH_ENV).register(_contributor("x", {"DSH_HOME": "h"})),
+            inject=(BASH_ENV,),
+        )
     )
     good = root.plugin(
-        Plugin(name="good", apply=lambda ctx, cfg: ctx.require(BASH_ENV).register(_contributor("y", {"DSH_Y": "y"})), inject=(BASH_ENV,))
+        Plugin(
+            name="good",
+            apply=lambda ctx, cfg: ctx.require(BASH_ENV).register(_contributor("y", {"DSH_Y": "y"})),
+            inject=(BASH_ENV,),
+        )
     )
     assert bad.state is FiberState.FAILED and "reserved" in (bad.error or "")
     assert good.state is FiberState.ACTIVE
@@ -176,16 +189,48 @@ def test_translator_follows_the_current_persistence_service(tmp_path: Path) -> N
     registry = root.require(BASH_ENV)
     assert "DSH_SESSION_JSONL" not in registry.collect(AGENT_CALL), "no persistence: no path"
 
-    jsonl = root.plugin(Plugin(name="jsonl", apply=lambda ctx, cfg: ctx.provide(SESSION_PERSISTENCE, JsonlPersistence(tmp_path / "s"))))
+    jsonl = root.plugin(
+        Plugin(name="jsonl", apply=lambda ctx, cfg: ctx.provide(SESSION_PERSISTENCE, JsonlPersistence(tmp_path / "s")))
+    )
     path = registry.collect(AGENT_CALL)["DSH_SESSION_JSONL"]
     assert path == JsonlPersistence(tmp_path / "s").locate(HEADER).path
     assert "DSH_SESSION_JSONL" not in registry.collect(BARE_CALL), "no agent: no path"
     assert not (tmp_path / "s").exists(), "collecting creates nothing"
 
     jsonl.dispose()
-    root.plugin(Plugin(name="sqlite", apply=lambda ctx, cfg: ctx.provide(SESSION_PERSISTENCE, SqlitePersistence(tmp_path / "db"))))
+    root.plugin(
+        Plugin(
+            name="sqlite", apply=lambda ctx, cfg: ctx.provide(SESSION_PERSISTENCE, SqlitePersistence(tmp_path / "db"))
+        )
+    )
     assert "DSH_SESSION_JSONL" not in registry.collect(AGENT_CALL), "sqlite has no per-session file"
 
     root.fiber.registry.services.pop("session_persistence")
-    root.plugin(Plugin(name="jsonl2", apply=lambda ctx, cfg: ctx.provide(SESSION_PERSISTENCE, JsonlPersistence(tmp_path / "t"))))
+    root.plugin(
+        Plugin(name="jsonl2", apply=lambda ctx, cfg: ctx.provide(SESSION_PERSISTENCE, JsonlPersistence(tmp_path / "t")))
+    )
     assert registry.collect(AGENT_CALL)["DSH_SESSION_JSONL"].startswith(str(tmp_path / "t"))
+
+
+class _ClassContributor:
+    name = "cls"
+    variables: Mapping[str, str] = {"DSH_CLS": "c"}
+
+    def resolve(self, execution: ToolExecution) -> Mapping[str, str]:
+        return {"DSH_CLS": "instance"}
+
+
+def test_entry_point_objects_become_contributors(registry: BashEnvRegistry) -> None:
+    from dsh.bash_env import as_contributor
+
+    made = as_contributor(_ClassContributor)
+    assert isinstance(made, _ClassContributor)
+    instance = _ClassContributor()
+    assert as_contributor(instance) is instance
+    assert as_contributor(lambda: instance) is instance
+    registry.register(made)
+    assert registry.collect(BARE_CALL)["DSH_CLS"] == "instance"
+    with pytest.raises(ContributorError, match="not a contributor"):
+        as_contributor(lambda: 42)
+    with pytest.raises(ContributorError, match="neither a contributor nor a callable"):
+        as_contributor(42)

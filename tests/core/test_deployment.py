@@ -72,13 +72,18 @@ def test_unknown_plugin_lists_available(tmp_path: Path) -> None:
 
 def test_unknown_backend_lists_installed(tmp_path: Path) -> None:
     deployment = parse_deployment({"dsh_home": str(tmp_path), "persistence": {"backend": "postgres"}})
-    with pytest.raises(BootError, match=r"no entry point 'postgres' in group 'dsh.persistence'; available: jsonl, sqlite"):
+    with pytest.raises(
+        BootError, match=r"no entry point 'postgres' in group 'dsh.persistence'; available: jsonl, sqlite"
+    ):
         boot(deployment)
 
 
 def test_invalid_plugin_config_fails_boot_naming_entry_and_field(tmp_path: Path) -> None:
     deployment = parse_deployment(
-        {"dsh_home": str(tmp_path), "plugins": [{"id": "shell", "name": "tool-bash", "config": {"default_timeout": -1}}]}
+        {
+            "dsh_home": str(tmp_path),
+            "plugins": [{"id": "shell", "name": "tool-bash", "config": {"default_timeout": -1}}],
+        }
     )
     with pytest.raises(BootError) as err:
         boot(deployment, source="d.yaml")
@@ -100,20 +105,30 @@ def test_module_attr_reference_and_its_failure(tmp_path: Path) -> None:
     assert ok.entries["e"].state is FiberState.ACTIVE
     ok.close()
     bad = compose(parse_deployment({"dsh_home": str(tmp_path), "plugins": [{"id": "e", "name": "nowhere.mod:plugin"}]}))
-    assert bad.problems() == ["entry 'e': cannot import plugin 'nowhere.mod:plugin': ModuleNotFoundError: No module named 'nowhere'"]
+    assert bad.problems() == [
+        "entry 'e': cannot import plugin 'nowhere.mod:plugin': ModuleNotFoundError: No module named 'nowhere'"
+    ]
     bad.close()
 
 
 def test_home_is_resolved_once_and_conflicts_fail(tmp_path: Path) -> None:
     same = parse_deployment(
-        {"dsh_home": str(tmp_path / "h"), "plugins": [{"id": "env", "name": "bash-env", "config": {"dsh_home": str(tmp_path / "h/.")}}]}
+        {
+            "dsh_home": str(tmp_path / "h"),
+            "plugins": [{"id": "env", "name": "bash-env", "config": {"dsh_home": str(tmp_path / "h/.")}}],
+        }
     )
     runtime = boot(same)
     runtime.close()
     clash = parse_deployment(
-        {"dsh_home": str(tmp_path / "a"), "plugins": [{"id": "env", "name": "bash-env", "config": {"dsh_home": str(tmp_path / "b")}}]}
+        {
+            "dsh_home": str(tmp_path / "a"),
+            "plugins": [{"id": "env", "name": "bash-env", "config": {"dsh_home": str(tmp_path / "b")}}],
+        }
     )
-    with pytest.raises(DeploymentError, match=r"dsh_home resolves to .*/a but entry 'env' config.dsh_home resolves to .*/b"):
+    with pytest.raises(
+        DeploymentError, match=r"dsh_home resolves to .*/a but entry 'env' config.dsh_home resolves to .*/b"
+    ):
         boot(clash, source="d.yaml")
 
 

@@ -39,11 +39,26 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_items_are_attributed_sorted_and_loadable(site: Path) -> None:
-    make_dist(site, "acme-b", "2.0", {PLUGINS_GROUP: {"zeta": "acme_b:plugin"}}, {"acme_b": PLUGIN_SRC.format(name="zeta", version="2.0")})
-    make_dist(site, "acme-a", "1.5", {PLUGINS_GROUP: {"alpha": "acme_a:plugin"}}, {"acme_a": PLUGIN_SRC.format(name="alpha", version="1.5")})
+    make_dist(
+        site,
+        "acme-b",
+        "2.0",
+        {PLUGINS_GROUP: {"zeta": "acme_b:plugin"}},
+        {"acme_b": PLUGIN_SRC.format(name="zeta", version="2.0")},
+    )
+    make_dist(
+        site,
+        "acme-a",
+        "1.5",
+        {PLUGINS_GROUP: {"alpha": "acme_a:plugin"}},
+        {"acme_a": PLUGIN_SRC.format(name="alpha", version="1.5")},
+    )
     catalog = Catalog()
     ours = [i for i in catalog.items(PLUGINS_GROUP) if i.distribution.startswith("acme-")]
-    assert [(i.name, i.distribution, i.version) for i in ours] == [("alpha", "acme-a", "1.5"), ("zeta", "acme-b", "2.0")]
+    assert [(i.name, i.distribution, i.version) for i in ours] == [
+        ("alpha", "acme-a", "1.5"),
+        ("zeta", "acme-b", "2.0"),
+    ]
     assert ours[0].load().name == "alpha"
     # The project's own plugins are found with their distribution too.
     bash_env = catalog.find(PLUGINS_GROUP, "bash-env")
@@ -68,7 +83,13 @@ def test_unknown_name_lists_available(site: Path) -> None:
 
 
 def test_load_failure_names_the_entry_point_and_distribution(site: Path) -> None:
-    make_dist(site, "broken-dist", "0.1", {PLUGINS_GROUP: {"broken": "broken_mod:plugin"}}, {"broken_mod": "raise ImportError('no deps')\n"})
+    make_dist(
+        site,
+        "broken-dist",
+        "0.1",
+        {PLUGINS_GROUP: {"broken": "broken_mod:plugin"}},
+        {"broken_mod": "raise ImportError('no deps')\n"},
+    )
     item = Catalog().find(PLUGINS_GROUP, "broken")
     with pytest.raises(DiscoveryError, match=r"'broken'.*broken-dist 0.1.*no deps"):
         item.load()
@@ -80,7 +101,13 @@ def test_refresh_sees_install_uninstall_and_change(site: Path) -> None:
     catalog.watch(PLUGINS_GROUP, diffs.append)
     assert catalog.refresh() == []
 
-    info = make_dist(site, "late", "1.0", {PLUGINS_GROUP: {"late": "late_mod:plugin"}}, {"late_mod": PLUGIN_SRC.format(name="late", version="1.0")})
+    info = make_dist(
+        site,
+        "late",
+        "1.0",
+        {PLUGINS_GROUP: {"late": "late_mod:plugin"}},
+        {"late_mod": PLUGIN_SRC.format(name="late", version="1.0")},
+    )
     _touch(site)
     (diff,) = catalog.refresh()
     assert [i.name for i in diff.added] == ["late"] and diffs == [diff]
@@ -108,7 +135,13 @@ def test_refresh_without_change_is_cheap_and_empty(site: Path) -> None:
 
 
 def test_plugin_from_entry_point_runs_in_a_fiber_with_its_origin(site: Path) -> None:
-    make_dist(site, "svc-dist", "4.2", {PLUGINS_GROUP: {"svc": "svc_mod:plugin"}}, {"svc_mod": PLUGIN_SRC.format(name="svc", version="4.2")})
+    make_dist(
+        site,
+        "svc-dist",
+        "4.2",
+        {PLUGINS_GROUP: {"svc": "svc_mod:plugin"}},
+        {"svc_mod": PLUGIN_SRC.format(name="svc", version="4.2")},
+    )
     item = Catalog().find(PLUGINS_GROUP, "svc")
     root = Context.root()
     fiber = root.plugin(item.load(), origin=item)

@@ -19,7 +19,7 @@ def test_dependent_waits_restarts_and_returns_to_pending() -> None:
 
     def apply(ctx: Context, config: None) -> None:
         seen.append(ctx.get(DB))
-        ctx.effect(lambda: (lambda: stopped.append("stop")))
+        ctx.effect(lambda: lambda: stopped.append("stop"))
 
     dependent = root.plugin(Plugin(name="dep", apply=apply, inject=(DB,)))
     assert dependent.state is FiberState.PENDING

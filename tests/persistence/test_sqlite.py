@@ -43,7 +43,9 @@ def test_database_uses_wal_and_is_created_at_first_write(tmp_path: Path) -> None
 def test_two_processes_writing_at_once_do_not_corrupt(tmp_path: Path) -> None:
     db = tmp_path / "s.sqlite3"
     procs = [
-        subprocess.Popen([sys.executable, "-c", WRITER, str(db), f"writer-{n}", "60"], stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(db), f"writer-{n}", "60"], stderr=subprocess.PIPE, text=True
+        )
         for n in range(2)
     ]
     for proc in procs:

@@ -103,7 +103,7 @@ def test_fork_seeds_up_to_a_boundary(store: SessionStore, tmp_path: Path) -> Non
 
 def backend_location_differs(store: SessionStore, a: object, b: object) -> bool:
     la, lb = store.locate(a), store.locate(b)  # type: ignore[arg-type]
-    return la is None and lb is None or la != lb
+    return (la is None and lb is None) or la != lb
 
 
 def test_spawn_records_parent_and_depth(store: SessionStore, tmp_path: Path) -> None:

@@ -5,7 +5,9 @@ from dsh.core import Context, Plugin
 
 
 def _apply(ctx: Context, config: None) -> None:
-    ctx.require(BASH_ENV).register(FunctionContributor("bad", {"DSH_DECLARED": "d"}, lambda e: {"DSH_NOT_DECLARED": "x"}))
+    ctx.require(BASH_ENV).register(
+        FunctionContributor("bad", {"DSH_DECLARED": "d"}, lambda e: {"DSH_NOT_DECLARED": "x"})
+    )
 
 
 plugin = Plugin(name="bad", apply=_apply, inject=(BASH_ENV,))

@@ -21,7 +21,9 @@ def runtime(tmp_path: Path) -> Iterator[Runtime]:
     rt.close()
 
 
-def _call(runtime: Runtime, session: Session, arguments: dict[str, object], tool: str = "bash", call_id: str = "c") -> ToolResult:
+def _call(
+    runtime: Runtime, session: Session, arguments: dict[str, object], tool: str = "bash", call_id: str = "c"
+) -> ToolResult:
     bash = runtime.ctx.require(TOOLS).get(tool)
     assert bash is not None
     execution = ToolExecution(tool, call_id, arguments, agent=AgentRef("main", session.header))
@@ -44,8 +46,11 @@ def test_model_env_and_stdin_are_ignored_in_the_foreground(runtime: Runtime, tmp
     result = _call(
         runtime,
         session,
-        {"command": 'read -t 1 line; echo "id=$DSH_SESSION_ID stdin=${line:-none} x=${EXTRA:-unset}"',
-         "env": {"DSH_SESSION_ID": "spoofed", "EXTRA": "1"}, "stdin": "evil\n"},
+        {
+            "command": 'read -t 1 line; echo "id=$DSH_SESSION_ID stdin=${line:-none} x=${EXTRA:-unset}"',
+            "env": {"DSH_SESSION_ID": "spoofed", "EXTRA": "1"},
+            "stdin": "evil\n",
+        },
     )
     assert result.data["stdout"] == f"id={session.id} stdin=none x=unset\n"
 
@@ -56,8 +61,12 @@ def test_model_env_is_ignored_in_the_background(runtime: Runtime, tmp_path: Path
     async def scenario() -> str:
         tools = runtime.ctx.require(TOOLS)
         execution = ToolExecution("bash", "bg", agent=AgentRef("main", session.header))
-        args = {"command": 'echo "id=$DSH_SESSION_ID j=$DSH_SESSION_JSONL"', "run_in_background": True,
-                "env": {"DSH_SESSION_ID": "spoofed"}, "stdin": "x"}
+        args = {
+            "command": 'echo "id=$DSH_SESSION_ID j=$DSH_SESSION_JSONL"',
+            "run_in_background": True,
+            "env": {"DSH_SESSION_ID": "spoofed"},
+            "stdin": "x",
+        }
         started = await tools.get("bash")(args, execution)  # type: ignore[misc]
         task_id = started.data["task_id"]
         output = ""
@@ -102,7 +111,9 @@ def test_parent_and_child_overlapping_calls_see_only_their_own_identity(runtime:
 
     async def one(session: Session, n: int) -> tuple[str, str]:
         execution = ToolExecution("bash", f"{session.id}-{n}", agent=AgentRef("a", session.header))
-        result = await bash({"command": 'sleep 0.0$((RANDOM % 5)); echo "$DSH_SESSION_ID $DSH_SESSION_JSONL"'}, execution)
+        result = await bash(
+            {"command": 'sleep 0.0$((RANDOM % 5)); echo "$DSH_SESSION_ID $DSH_SESSION_JSONL"'}, execution
+        )
         return session.id, result.data["stdout"]
 
     async def scenario() -> list[tuple[str, str]]:

@@ -12,7 +12,9 @@ from dsh.tool_bash import ShellTool
 from dsh.tool_pwsh import PWSH_DESCRIPTION
 from tests.helpers import harness
 
-needs_pwsh = pytest.mark.skipif(shutil.which("pwsh") is None, reason="needs the pwsh binary (PowerShell), not installable here")
+needs_pwsh = pytest.mark.skipif(
+    shutil.which("pwsh") is None, reason="needs the pwsh binary (PowerShell), not installable here"
+)
 
 
 def test_description_uses_env_drive_wording() -> None:
@@ -62,7 +64,10 @@ def test_pwsh_child_sees_its_session(tmp_path: Path) -> None:
         tool = runtime.ctx.require(TOOLS).get("pwsh")
         assert tool is not None
         result = asyncio.run(
-            tool({"command": "Write-Output $env:DSH_SESSION_ID"}, ToolExecution("pwsh", "p", agent=AgentRef("m", session.header)))
+            tool(
+                {"command": "Write-Output $env:DSH_SESSION_ID"},
+                ToolExecution("pwsh", "p", agent=AgentRef("m", session.header)),
+            )
         )
         assert result.data["stdout"].strip() == session.id
     finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -58,5 +59,10 @@ def open_runtime(
     """
     deployment, source = _deployment(path, env)
     if check:
-        return boot(deployment, source=source, builtins=BUILTINS, env=env)
-    return compose(deployment, source=source, builtins=BUILTINS, env=env)
+        runtime = boot(deployment, source=source, builtins=BUILTINS, env=env)
+    else:
+        runtime = compose(deployment, source=source, builtins=BUILTINS, env=env)
+    # A broken third-party contributor must not stop the harness, but it must not go unseen either.
+    for warning in runtime.warnings():
+        print(f"dsh: warning: {warning}", file=sys.stderr)
+    return runtime

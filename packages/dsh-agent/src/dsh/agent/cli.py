@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import shlex
 import sys
@@ -34,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
         if session:
             p.add_argument("--session", metavar="ID", help="resume this session instead of creating one")
         p.add_argument("--json", action="store_true", help="print JSON")
-        p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+        # SUPPRESS keeps `dsh --debug VERB` working: the sub-parser must not reset it to False.
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
 
     p = sub.add_parser("exec", help="run COMMAND as the model's bash tool would, as one turn")
     common(p)
@@ -327,6 +329,8 @@ def _sessions(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dsh`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
+    # The command reports failures itself (boot report, warnings); --debug adds the library's log.
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.CRITICAL, format="dsh: %(name)s: %(message)s")
     try:
         if args.verb == "exec":
             return asyncio.run(_exec(args))

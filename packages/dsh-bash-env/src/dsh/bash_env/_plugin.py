@@ -96,7 +96,9 @@ def _apply(ctx: Context, config: BashEnvConfig) -> None:
 
     def load(item: EntryPointItem) -> None:
         if item.name not in config.exclude:
-            fibers[item.name] = ctx.plugin(_contributor_plugin(item), label=f"bash-env:{item.name}", origin=item)
+            fibers[item.name] = ctx.plugin(
+                _contributor_plugin(item), label=f"bash-env:{item.name}", origin=item, essential=False
+            )
 
     def unload(name: str) -> None:
         fiber = fibers.pop(name, None)
@@ -106,7 +108,7 @@ def _apply(ctx: Context, config: BashEnvConfig) -> None:
     for item in catalog.items(BASH_ENV_GROUP):
         load(item)
     for name, message in catalog.conflicts(BASH_ENV_GROUP).items():
-        fibers[name] = ctx.plugin(_conflict_plugin(name, message), label=f"bash-env:{name}")
+        fibers[name] = ctx.plugin(_conflict_plugin(name, message), label=f"bash-env:{name}", essential=False)
 
     def on_diff(diff: GroupDiff) -> None:
         for item in diff.removed:

@@ -260,7 +260,8 @@ BASH_ENV: ServiceKey[BashEnvRegistry] = ServiceKey("bash_env")
 
 def as_contributor(obj: Any) -> Contributor:
     """An entry point's object as a contributor: the object itself, or what a zero-argument callable returns."""
-    if hasattr(obj, "resolve") and hasattr(obj, "variables"):
+    # A class has the contributor attributes too, but only its instances can resolve.
+    if not isinstance(obj, type) and hasattr(obj, "resolve") and hasattr(obj, "variables"):
         return obj  # type: ignore[no-any-return]
     if callable(obj):
         made = obj()

@@ -76,7 +76,9 @@ class BackgroundProcess:
 
     @property
     def exit_code(self) -> int | None:
-        """The exit status once the command ended, else None."""
+        """The exit status once the command ended and all its output was read, else None."""
+        if self.proc.returncode is None or not all(p.done() for p in self._pumps):
+            return None
         return self.proc.returncode
 
     def read(self) -> tuple[str, str]:

@@ -96,14 +96,16 @@ class Context:
         *,
         label: str | None = None,
         origin: EntryPointItem | None = None,
+        essential: bool = True,
     ) -> Fiber:
         """Load ``plugin`` in a child fiber; it starts once the services it injects exist.
 
         A malformed plugin, invalid config or raising ``apply`` leave the child FAILED
-        (with the reason on :attr:`Fiber.error`) and never raise here.
+        (with the reason on :attr:`Fiber.error`) and never raise here. A non-``essential``
+        child's failure is a warning of the deployment, not a boot failure.
         """
         parent = self.fiber
-        child = Fiber(parent.registry, parent, plugin, config, label=label, origin=origin)
+        child = Fiber(parent.registry, parent, plugin, config, label=label, origin=origin, essential=essential)
         parent.registry.fibers.append(child)
         parent.children.append(child)
 

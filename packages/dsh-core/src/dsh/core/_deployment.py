@@ -163,10 +163,12 @@ class Runtime:
         return self.ctx.fiber.walk()
 
     def problems(self) -> list[str]:
-        """One line per entry that failed or still waits for services."""
+        """One line per essential fiber that failed or still waits for services (these fail boot)."""
         lines = [f"entry '{eid}': {msg}" for eid, msg in self.failures.items()]
         for fiber in [*self.builtins, *self.entries.values()]:
             for f in fiber.walk():
+                if not f.essential:
+                    continue
                 if f.state is FiberState.FAILED:
                     lines.append(f"entry '{f.label}' (plugin '{f.name}') failed: {f.error}")
                 elif f.state is FiberState.PENDING:
@@ -175,6 +177,16 @@ class Runtime:
                         + ", ".join(f.missing)
                     )
         return lines
+
+    def warnings(self) -> list[str]:
+        """One line per failed non-essential fiber (an auto-discovered contributor, say): loud, not fatal."""
+        return [
+            f"plugin '{f.label}'"
+            + (f" (from {f.origin.distribution} {f.origin.version})" if f.origin else "")
+            + f" failed: {f.error}"
+            for f in self.fibers()
+            if not f.essential and f.state is FiberState.FAILED
+        ]
 
     def check(self) -> None:
         """Raise :class:`BootError` listing every failed or pending entry."""

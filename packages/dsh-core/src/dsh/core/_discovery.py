@@ -97,9 +97,9 @@ def _scan(groups: tuple[str, ...]) -> _Scan:
             item = EntryPointItem(group, ep.name, ep.value, dist_name, version)
             other = bucket.get(ep.name)
             if other is not None and other.distribution != dist_name:
+                first, second = sorted([f"{other.distribution} {other.version}", f"{dist_name} {version}"])
                 scan.conflicts[group][ep.name] = (
-                    f"entry point '{ep.name}' in group '{group}' is claimed by two distributions: "
-                    f"{other.distribution} {other.version} and {dist_name} {version}"
+                    f"entry point '{ep.name}' in group '{group}' is claimed by two distributions: {first} and {second}"
                 )
                 continue
             bucket[ep.name] = item

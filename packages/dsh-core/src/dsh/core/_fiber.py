@@ -9,7 +9,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ._errors import PluginError
+from ._errors import DshError, PluginError
 from ._plugin import plugin_apply, plugin_inject, plugin_name, validate_config
 
 if TYPE_CHECKING:
@@ -68,8 +68,10 @@ class Fiber:
         *,
         label: str | None = None,
         origin: EntryPointItem | None = None,
+        essential: bool = True,
     ) -> None:
         self.id = next(_ids)
+        self.essential = essential
         self.registry = registry
         self.parent = parent
         self.plugin = plugin
@@ -137,7 +139,8 @@ class Fiber:
         except Exception as exc:
             self._unload_effects()
             self._provided.clear()
-            self._fail(PluginError(f"plugin '{self.label}' failed in apply: {type(exc).__name__}: {exc}"))
+            message = str(exc) if isinstance(exc, DshError) else f"apply raised {type(exc).__name__}: {exc}"
+            self._fail(PluginError(message))
             self.exception = exc
             return
         self.state = FiberState.ACTIVE

@@ -1,0 +1,126 @@
+"""The ``dsh`` command as a user runs it: a real process each time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import dsh
+
+pytestmark = pytest.mark.integration
+
+
+def test_exec_json_reports_identity_and_exit_code(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    proc = dsh(
+        "exec",
+        "--json",
+        "--",
+        'echo "$DSH_SESSION_ID|$DSH_SESSION_JSONL|$DSH_HOME|$DSH_SHELL"; exit 7',
+        home=home,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 7, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["exit_code"] == 7
+    assert out["location"]["kind"] == "jsonl"
+    assert out["stdout"] == f"{out['session_id']}|{out['location']['path']}|{home}|1\n"
+    lines = Path(out["location"]["path"]).read_text().splitlines()
+    assert json.loads(lines[0])["header"]["id"] == out["session_id"]
+    assert json.loads(lines[0])["header"]["cwd"] == str(tmp_path)
+    assert any(json.loads(line)["type"] == "tool/result" for line in lines)
+
+
+def test_exec_passes_output_through_and_several_words_are_argv(tmp_path: Path) -> None:
+    proc = dsh("exec", "--", "printf", "%s|", "a b", "$HOME", home=tmp_path / "h")
+    assert proc.returncode == 0 and proc.stdout == "a b|$HOME|"
+
+
+def test_exec_resumes_a_session(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    first = json.loads(dsh("exec", "--json", "--", "true", home=home).stdout)
+    second = json.loads(
+        dsh("exec", "--json", "--session", first["session_id"], "--", "echo $DSH_SESSION_ID", home=home).stdout
+    )
+    assert second["session_id"] == first["session_id"] and second["stdout"].strip() == first["session_id"]
+    assert second["location"] == first["location"]
+    shown = json.loads(dsh("sessions", "show", first["session_id"], "--json", home=home).stdout)
+    assert [e["type"] for e in shown["events"]].count("turn/start") == 2
+
+
+def test_sessions_list_show_locate(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    made = json.loads(dsh("exec", "--json", "--", "true", home=home).stdout)
+    listed = json.loads(dsh("sessions", "list", "--json", home=home).stdout)
+    assert [s["id"] for s in listed["sessions"]] == [made["session_id"]]
+    located = dsh("sessions", "locate", made["session_id"], home=home)
+    assert located.stdout.strip() == made["location"]["path"]
+    missing = dsh("sessions", "show", "nope", home=home)
+    assert missing.returncode == 1 and missing.stderr.startswith("dsh: no session nope")
+    hostile = dsh("sessions", "locate", "../etc", home=home)
+    assert (
+        hostile.returncode == 1 and "disallowed character '/'" in hostile.stderr and "Traceback" not in hostile.stderr
+    )
+
+
+def test_env_catalogue_and_values(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    catalogue = json.loads(dsh("env", "--json", home=home).stdout)
+    rows = {r["key"]: r for r in catalogue["variables"]}
+    assert {"DSH_HOME", "DSH_SHELL", "DSH_SESSION_ID", "DSH_SESSION_JSONL"} <= set(rows)
+    assert rows["DSH_HOME"]["builtin"] and rows["DSH_HOME"]["distribution"] == "dsh-bash-env"
+    made = json.loads(dsh("exec", "--json", "--", "true", home=home).stdout)
+    values = {
+        r["key"]: r["value"]
+        for r in json.loads(dsh("env", "--json", "--session", made["session_id"], home=home).stdout)["variables"]
+    }
+    assert values["DSH_SESSION_ID"] == made["session_id"] and values["DSH_SESSION_JSONL"] == made["location"]["path"]
+    assert values["DSH_HOME"] == str(home) and values["DSH_SHELL"] == "1"
+
+
+def test_plugins_lists_our_distributions_with_state(tmp_path: Path) -> None:
+    out = json.loads(dsh("plugins", "--json", home=tmp_path / "h").stdout)
+    rows = {(r["group"], r["name"]): r for r in out["plugins"]}
+    assert rows[("dsh.plugins", "bash-env")]["distribution"] == "dsh-bash-env"
+    assert rows[("dsh.plugins", "bash-env")]["version"] == "0.1.0"
+    assert rows[("dsh.plugins", "bash-env")]["state"] == "active"
+    assert rows[("dsh.persistence", "jsonl")]["state"] == "active"
+    assert rows[("dsh.persistence", "sqlite")]["state"] == "not loaded"
+    assert out["problems"] == []
+
+
+def test_errors_are_one_line_unless_debug(tmp_path: Path) -> None:
+    deployment = tmp_path / "d.yaml"
+    deployment.write_text("plugins:\n  - {id: x, name: no-such}\n")
+    proc = dsh("exec", "--deployment", str(deployment), "--", "true", home=tmp_path / "h")
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(f"dsh: {deployment}: deployment did not boot")
+    assert "no entry point 'no-such'" in proc.stderr
+    debug = dsh("--debug", "exec", "--deployment", str(deployment), "--", "true", home=tmp_path / "h")
+    assert "Traceback" in debug.stderr
+    deployment.write_text("plugins:\n  - {id: x}\n")
+    bad = dsh("plugins", "--deployment", str(deployment), home=tmp_path / "h")
+    assert bad.returncode == 1 and "entry 'x' (plugins[0]), field 'name'" in bad.stderr
+    assert dsh("exec", home=tmp_path / "h").stderr == "dsh: dsh exec needs a command after --\n"
+
+
+def test_sqlite_deployment_has_no_transcript_variable(tmp_path: Path) -> None:
+    deployment = tmp_path / "d.yaml"
+    deployment.write_text(
+        "persistence: {backend: sqlite}\nplugins:\n  - {id: env, name: bash-env}\n  - {id: bash, name: tool-bash}\n"
+    )
+    out = json.loads(
+        dsh(
+            "exec",
+            "--json",
+            "--deployment",
+            str(deployment),
+            "--",
+            "echo ${DSH_SESSION_JSONL-unset}",
+            home=tmp_path / "h",
+        ).stdout
+    )
+    assert out["location"] is None and out["stdout"] == "unset\n"
+    assert (tmp_path / "h" / "sessions.sqlite3").exists()
