@@ -1,4 +1,4 @@
-"""Shared fixtures: an isolated harness home and an environment free of ambient dsh state."""
+"""Shared fixtures: every test starts in an environment free of ambient dsh state."""
 
 from __future__ import annotations
 
@@ -19,11 +19,3 @@ def _no_ambient_dsh(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in list(os.environ):
         if is_managed_key(key):
             monkeypatch.delenv(key)
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh harness home, also exported as $DSH_HOME."""
-    path = tmp_path / "dsh-home"
-    monkeypatch.setenv("DSH_HOME", str(path))
-    return path

@@ -124,3 +124,17 @@ def test_sqlite_deployment_has_no_transcript_variable(tmp_path: Path) -> None:
     )
     assert out["location"] is None and out["stdout"] == "unset\n"
     assert (tmp_path / "h" / "sessions.sqlite3").exists()
+
+
+def test_default_deployment_fires_hooks_from_the_home(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "hooks").mkdir(parents=True)
+    payload = tmp_path / "payload.json"
+    (home / "hooks" / "claude.json").write_text(
+        json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": f"cat > {payload}"}]}]}})
+    )
+    out = json.loads(dsh("exec", "--json", "--", "echo hi", home=home).stdout)
+    seen = json.loads(payload.read_text())
+    assert seen["hook_event_name"] == "PreToolUse" and seen["tool_name"] == "Bash"
+    assert seen["session_id"] == out["session_id"] and seen["transcript_path"] == out["location"]["path"]
+    assert seen["tool_input"] == {"command": "echo hi"}

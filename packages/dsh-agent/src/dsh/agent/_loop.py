@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import uuid
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -17,7 +18,10 @@ from dsh.session import SESSIONS, TOOLS, AgentRef, Session, ToolExecution, ToolR
 from ._model import Model, ToolCall
 
 _current_agent: ContextVar[Agent | None] = ContextVar("dsh_current_agent", default=None)
-_call_ids = itertools.count(1)
+
+
+def _new_call_id() -> str:
+    return f"call-{uuid.uuid4().hex[:16]}"
 
 
 @dataclass
@@ -91,7 +95,7 @@ class Agent:
             stop_hook_active = False
             for _ in range(self.max_steps):
                 step = await self.model.step(session, self._tool_specs())
-                calls = [c if c.id else c.model_copy(update={"id": f"call-{next(_call_ids)}"}) for c in step.tool_calls]
+                calls = [c if c.id else c.model_copy(update={"id": _new_call_id()}) for c in step.tool_calls]
                 session.record(
                     "message/assistant",
                     text=step.text,
@@ -121,7 +125,7 @@ class Agent:
 
     async def call_tool(self, call: ToolCall, turn_id: str | None = None) -> ToolResult:
         """Run one tool call as the model would: PreToolUse hooks, the tool, PostToolUse hooks, the record."""
-        call_id = call.id or f"call-{next(_call_ids)}"
+        call_id = call.id or _new_call_id()
         execution = ToolExecution(
             tool=call.name, call_id=call_id, arguments=call.arguments, agent=self.ref, turn_id=turn_id
         )
