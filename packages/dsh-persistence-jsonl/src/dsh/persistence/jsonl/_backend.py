@@ -60,8 +60,9 @@ class JsonlPersistence:
     Files are created 0600 and directories 0700.
     """
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True) -> None:
         self.root = os.path.abspath(os.fspath(root))
+        self.fsync = fsync
         self._locks: dict[str, int] = {}
 
     def __repr__(self) -> str:
@@ -103,11 +104,13 @@ class JsonlPersistence:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             try:
                 os.write(fd, _line({"type": HEADER_TYPE, "header": header.model_dump(mode="json")}) + payload)
-                os.fsync(fd)
+                if self.fsync:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
             os.replace(tmp, path)
-            _fsync_dir(directory)
+            if self.fsync:
+                _fsync_dir(directory)
             return
         if not payload:
             return
@@ -119,7 +122,8 @@ class JsonlPersistence:
             view = memoryview(payload)
             while view:
                 view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            if self.fsync:
+                os.fsync(fd)
         finally:
             os.close(fd)
 
@@ -206,6 +210,8 @@ class JsonlConfig(BaseModel):
     """Directory of transcripts; default ``<DSH_HOME>/sessions``."""
     dsh_home: str | None = None
     """Harness home; must agree with the deployment's (composition checks)."""
+    fsync: bool = True
+    """fsync every flush; turning it off trades crash durability of recent turns for speed."""
 
 
 def _apply(ctx: Context, config: JsonlConfig) -> None:
@@ -214,7 +220,7 @@ def _apply(ctx: Context, config: JsonlConfig) -> None:
     else:
         home = ctx.get(DSH_HOME) or resolve_dsh_home(config.dsh_home)
         root = home / "sessions"
-    backend = JsonlPersistence(root.absolute())
+    backend = JsonlPersistence(root.absolute(), fsync=config.fsync)
     ctx.provide(SESSION_PERSISTENCE, backend)
     ctx.effect(lambda: backend.close, label="close jsonl locks")
 

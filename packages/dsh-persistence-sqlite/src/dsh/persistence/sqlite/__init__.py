@@ -12,6 +12,7 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -29,6 +30,8 @@ from dsh.session import (
 )
 
 __all__ = ["SqliteConfig", "SqlitePersistence", "plugin"]
+
+Synchronous = Literal["FULL", "NORMAL", "OFF"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -55,9 +58,12 @@ class SqlitePersistence:
     The database is created at the first write, never by ``locate``, ``load`` or ``list``.
     """
 
-    def __init__(self, path: str | os.PathLike[str], busy_timeout: float = 30.0) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], busy_timeout: float = 30.0, synchronous: Synchronous = "FULL"
+    ) -> None:
         self.path = os.path.abspath(os.fspath(path))
         self.busy_timeout = busy_timeout
+        self.synchronous = synchronous
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
 
@@ -81,7 +87,7 @@ class SqlitePersistence:
         conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
         conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute(f"PRAGMA synchronous = {self.synchronous}")
         conn.executescript(_SCHEMA)
         self._conn = conn
         return conn
@@ -157,6 +163,8 @@ class SqliteConfig(BaseModel):
     path: str | None = None
     """Database file; default ``<DSH_HOME>/sessions.sqlite3``."""
     busy_timeout: float = 30.0
+    synchronous: Synchronous = "FULL"
+    """SQLite's durability level; FULL syncs every flush."""
     dsh_home: str | None = None
 
 
@@ -165,7 +173,7 @@ def _apply(ctx: Context, config: SqliteConfig) -> None:
         path = Path(os.path.expanduser(config.path))
     else:
         path = (ctx.get(DSH_HOME) or resolve_dsh_home(config.dsh_home)) / "sessions.sqlite3"
-    backend = SqlitePersistence(path.absolute(), config.busy_timeout)
+    backend = SqlitePersistence(path.absolute(), config.busy_timeout, config.synchronous)
     ctx.provide(SESSION_PERSISTENCE, backend)
     ctx.effect(lambda: backend.close, label="close sqlite")
 

@@ -1,0 +1,371 @@
+"""Measure dsh's hot paths against their floors, in one run, and print one JSON document.
+
+    hatch run bench                 # full sizes; also writes benchmarks/results-latest.json
+    hatch run bench --quick         # tiny sizes (what the test suite smoke-runs)
+
+Every figure is measured beside its floor in the same process run (interleaved where both are
+processes), and reported as medians plus a ratio, because this machine is shared and noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gen_dists import generate  # noqa: E402
+
+from dsh.agent import BUILTINS  # noqa: E402
+from dsh.bash_env import BASH_ENV, FunctionContributor  # noqa: E402
+from dsh.core import Catalog, Runtime, boot, parse_deployment  # noqa: E402
+from dsh.persistence.jsonl import JsonlPersistence  # noqa: E402
+from dsh.persistence.sqlite import SqlitePersistence  # noqa: E402
+from dsh.session import SESSIONS, TOOLS, AgentRef, SessionEvent, SessionHeader, ToolExecution  # noqa: E402
+
+TARGETS = {
+    "collect_builtins": ("median_us", 10.0),
+    "collect_10_contributors": ("median_us", 40.0),
+    "bash_tool_true": ("ratio", 1.15),
+    "overlapping_8x16": ("ratio", 1.2),
+    "dsh_env_500_minus_10": ("ratio", 1.3),
+    "refresh_unchanged_500": ("median_ms", 2.0),
+    "flush_100_jsonl": ("ratio", 2.0),
+    "flush_100_sqlite": ("ratio", 2.0),
+    "dsh_exec_true": ("ratio", 6.0),
+}
+
+
+def per_call_us(fn: Callable[[], object], batch: int, repeats: int) -> float:
+    """Median over ``repeats`` batches of the per-call time of ``fn``, in microseconds."""
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter_ns()
+        for _ in range(batch):
+            fn()
+        samples.append((time.perf_counter_ns() - start) / batch / 1000)
+    return statistics.median(samples)
+
+
+def harness(home: Path, plugins: list[dict[str, Any]] | None = None) -> Runtime:
+    home.mkdir(parents=True, exist_ok=True)
+    deployment = parse_deployment(
+        {
+            "dsh_home": str(home),
+            "plugins": plugins
+            or [{"id": "bash-local", "name": "bash-local"}, {"id": "bash-env", "name": "bash-env"},
+                {"id": "tool-bash", "name": "tool-bash"}],
+        }
+    )
+    return boot(deployment, builtins=BUILTINS)
+
+
+def bench_collect(home: Path, size: dict[str, int]) -> dict[str, Any]:
+    runtime = harness(home)
+    try:
+        registry = runtime.ctx.require(BASH_ENV)
+        header = SessionHeader(id="bench-session", cwd="/work/project")
+        execution = ToolExecution("bash", "c", agent=AgentRef("main", header))
+        path = JsonlPersistence(home / "sessions").locate(header).path
+        home_s = str(home)
+
+        def by_hand() -> object:
+            return MappingProxyType(
+                {"DSH_HOME": home_s, "DSH_SHELL": "1", "DSH_SESSION_ID": header.id, "DSH_SESSION_JSONL": path}
+            )
+
+        assert dict(registry.collect(execution)) == dict(by_hand())
+        batch, repeats = size["collect_batch"], size["collect_repeats"]
+        ours = per_call_us(lambda: registry.collect(execution), batch, repeats)
+        floor = per_call_us(by_hand, batch, repeats)
+        out: dict[str, Any] = {
+            "collect_builtins": {"median_us": ours, "floor_median_us": floor, "ratio": ours / floor},
+        }
+        for n in range(10):
+            key = f"DSH_BENCH_{n}"
+            registry.register(FunctionContributor(f"bench-{n}", {key: "benchmark"}, lambda e, k=key: {k: "v"}))
+        extra = {f"DSH_BENCH_{n}": "v" for n in range(10)}
+
+        def by_hand_10() -> object:
+            values = {"DSH_HOME": home_s, "DSH_SHELL": "1", "DSH_SESSION_ID": header.id, "DSH_SESSION_JSONL": path}
+            values.update(extra)
+            return MappingProxyType(values)
+
+        assert dict(registry.collect(execution)) == dict(by_hand_10())
+        ours = per_call_us(lambda: registry.collect(execution), batch, repeats)
+        floor = per_call_us(by_hand_10, batch, repeats)
+        out["collect_10_contributors"] = {"median_us": ours, "floor_median_us": floor, "ratio": ours / floor}
+        return out
+    finally:
+        runtime.close()
+
+
+async def _raw_true() -> None:
+    proc = await asyncio.create_subprocess_exec(
+        "bash", "-c", "true", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    await proc.communicate()
+
+
+def bench_bash_tool(home: Path, size: dict[str, int]) -> dict[str, Any]:
+    runtime = harness(home)
+    try:
+        session = runtime.ctx.require(SESSIONS).create(home)
+        bash = runtime.ctx.require(TOOLS).get("bash")
+        assert bash is not None
+        execution = ToolExecution("bash", "c", agent=AgentRef("main", session.header))
+
+        async def scenario() -> tuple[list[float], list[float]]:
+            ours, floor = [], []
+            for _ in range(size["tool_calls"]):
+                start = time.perf_counter()
+                result = await bash({"command": "true"}, execution)
+                ours.append(time.perf_counter() - start)
+                assert result.data["exit_code"] == 0
+                start = time.perf_counter()
+                await _raw_true()
+                floor.append(time.perf_counter() - start)
+            return ours, floor
+
+        ours, floor = asyncio.run(scenario())
+        o, f = statistics.median(ours), statistics.median(floor)
+        return {"bash_tool_true": {"median_ms": o * 1000, "floor_median_ms": f * 1000, "ratio": o / f}}
+    finally:
+        runtime.close()
+
+
+def bench_overlapping(home: Path, size: dict[str, int]) -> dict[str, Any]:
+    runtime = harness(home)
+    agents, calls = size["agents"], size["calls_per_agent"]
+    try:
+        store = runtime.ctx.require(SESSIONS)
+        sessions = [store.create(home) for _ in range(agents)]
+        bash = runtime.ctx.require(TOOLS).get("bash")
+        assert bash is not None
+
+        async def ours() -> int:
+            async def one(n: int) -> bool:
+                session = sessions[n % agents]
+                execution = ToolExecution("bash", f"c{n}", agent=AgentRef(f"a{n % agents}", session.header))
+                result = await bash({"command": 'echo "$DSH_SESSION_ID"'}, execution)
+                return bool(result.data["stdout"].strip() == session.id)
+
+            results = await asyncio.gather(*(one(n) for n in range(agents * calls)))
+            return sum(not ok for ok in results)
+
+        async def raw() -> None:
+            async def one(n: int) -> None:
+                proc = await asyncio.create_subprocess_exec(
+                    "bash", "-c", 'echo "$X"', stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                    env={**os.environ, "X": sessions[n % agents].id},
+                )
+                await proc.communicate()
+
+            await asyncio.gather(*(one(n) for n in range(agents * calls)))
+
+        ours_t, raw_t, wrong = [], [], 0
+        for _ in range(size["overlap_rounds"]):
+            start = time.perf_counter()
+            wrong += asyncio.run(ours())
+            ours_t.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            asyncio.run(raw())
+            raw_t.append(time.perf_counter() - start)
+        o, r = statistics.median(ours_t), statistics.median(raw_t)
+        return {
+            "overlapping_8x16": {
+                "agents": agents, "calls_per_agent": calls, "median_ms": o * 1000, "floor_median_ms": r * 1000,
+                "ratio": o / r, "calls_that_saw_another_session": wrong,
+            }
+        }
+    finally:
+        runtime.close()
+
+
+BARE = "import importlib.metadata as m; m.entry_points(group='dsh.bash_env')"
+
+
+def _wall(argv: list[str], env: Mapping[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, env=dict(env), check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def bench_discovery(tmp: Path, size: dict[str, int]) -> dict[str, Any]:
+    small, big = size["dists_small"], size["dists_big"]
+    sites = {n: generate(tmp / f"site-{n}", n) for n in (small, big)}
+    base_env = {**os.environ, "DSH_HOME": str(tmp / "home")}
+    walls: dict[str, list[float]] = {}
+    for _ in range(size["process_rounds"]):
+        for n, site in sites.items():
+            env = {**base_env, "PYTHONPATH": str(site)}
+            walls.setdefault(f"dsh_{n}", []).append(_wall([sys.executable, "-m", "dsh.agent", "env", "--json"], env))
+            walls.setdefault(f"bare_{n}", []).append(_wall([sys.executable, "-c", BARE], env))
+    med = {k: statistics.median(v) for k, v in walls.items()}
+    ours = med[f"dsh_{big}"] - med[f"dsh_{small}"]
+    floor = med[f"bare_{big}"] - med[f"bare_{small}"]
+    out: dict[str, Any] = {
+        "dsh_env_500_minus_10": {
+            "sizes": [small, big],
+            "dsh_env_ms": {str(n): med[f"dsh_{n}"] * 1000 for n in (small, big)},
+            "bare_entry_points_ms": {str(n): med[f"bare_{n}"] * 1000 for n in (small, big)},
+            "difference_ms": ours * 1000,
+            "floor_difference_ms": floor * 1000,
+            "ratio": ours / floor if floor > 0 else None,
+        }
+    }
+    sys.path.insert(0, str(sites[big]))
+    try:
+        catalog = Catalog()
+        assert catalog.refresh() == []
+        samples = []
+        for _ in range(size["refresh_repeats"]):
+            start = time.perf_counter_ns()
+            catalog.refresh()
+            samples.append((time.perf_counter_ns() - start) / 1e6)
+        start = time.perf_counter_ns()
+        catalog.refresh(force=True)
+        forced = (time.perf_counter_ns() - start) / 1e6
+        out["refresh_unchanged_500"] = {"distributions": big, "median_ms": statistics.median(samples), "forced_rescan_ms": forced}
+    finally:
+        sys.path.remove(str(sites[big]))
+    return out
+
+
+def _events(n: int) -> list[SessionEvent]:
+    return [SessionEvent(type="tool/result", data={"call_id": f"c{i}", "output": "x" * 200, "is_error": False}) for i in range(n)]
+
+
+def bench_flush(tmp: Path, size: dict[str, int]) -> dict[str, Any]:
+    events = _events(100)
+    payload = b"".join(
+        (json.dumps({"type": e.type, "at": e.at, "data": e.data}, separators=(",", ":")) + "\n").encode() for e in events
+    )
+    out: dict[str, Any] = {}
+    raw_path = tmp / "raw.log"
+    fd = os.open(raw_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+
+    def raw_flush() -> None:
+        os.write(fd, payload)
+        os.fsync(fd)
+
+    for name, backend in (
+        ("jsonl", JsonlPersistence(tmp / "jsonl")),
+        ("sqlite", SqlitePersistence(tmp / "db.sqlite3")),
+    ):
+        header = SessionHeader(id=f"flush-{name}", cwd="/w")
+        backend.write(header, events)  # the first write publishes the file; measure appends
+        ours, floor = [], []
+        for _ in range(size["flush_rounds"]):
+            start = time.perf_counter()
+            backend.write(header, events)
+            ours.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            raw_flush()
+            floor.append(time.perf_counter() - start)
+        backend.close()
+        o, f = statistics.median(ours), statistics.median(floor)
+        out[f"flush_100_{name}"] = {"median_ms": o * 1000, "floor_median_ms": f * 1000, "ratio": o / f}
+
+    # Sustained appends without fsync: events per second against raw unsynced writes.
+    total = size["sustained_events"]
+    batch = _events(100)
+    line = payload
+    start = time.perf_counter()
+    for _ in range(total // 100):
+        os.write(fd, line)
+    raw_rate = total / (time.perf_counter() - start)
+    os.close(fd)
+    rates = {"raw_write_events_per_s": raw_rate}
+    for name, backend in (
+        ("jsonl_no_fsync", JsonlPersistence(tmp / "jsonl-nofsync", fsync=False)),
+        ("sqlite_synchronous_off", SqlitePersistence(tmp / "nosync.sqlite3", synchronous="OFF")),
+    ):
+        header = SessionHeader(id=f"sustained-{name}", cwd="/w")
+        start = time.perf_counter()
+        for _ in range(total // 100):
+            backend.write(header, batch)
+        rates[f"{name}_events_per_s"] = total / (time.perf_counter() - start)
+        backend.close()
+    out["sustained_appends"] = rates
+    return out
+
+
+def bench_exec(tmp: Path, size: dict[str, int]) -> dict[str, Any]:
+    env = {**os.environ, "DSH_HOME": str(tmp / "exec-home")}
+    ours, floor = [], []
+    for _ in range(size["process_rounds"]):
+        ours.append(_wall([sys.executable, "-m", "dsh.agent", "exec", "--", "true"], env))
+        floor.append(_wall([sys.executable, "-c", "pass"], env))
+    o, f = statistics.median(ours), statistics.median(floor)
+    return {"dsh_exec_true": {"median_ms": o * 1000, "floor_median_ms": f * 1000, "ratio": o / f}}
+
+
+FULL = {
+    "collect_batch": 2000, "collect_repeats": 51, "tool_calls": 200, "agents": 8, "calls_per_agent": 16,
+    "overlap_rounds": 9, "dists_small": 10, "dists_big": 500, "process_rounds": 15, "refresh_repeats": 1001,
+    "flush_rounds": 40, "sustained_events": 100_000,
+}
+QUICK = {
+    "collect_batch": 50, "collect_repeats": 3, "tool_calls": 3, "agents": 2, "calls_per_agent": 2,
+    "overlap_rounds": 1, "dists_small": 2, "dists_big": 5, "process_rounds": 1, "refresh_repeats": 3,
+    "flush_rounds": 2, "sustained_events": 200,
+}
+
+
+def verdicts(results: Mapping[str, Any]) -> dict[str, Any]:
+    out = {}
+    for name, (field, target) in TARGETS.items():
+        value = results.get(name, {}).get(field)
+        out[name] = {"field": field, "target": target, "value": value, "met": value is not None and value <= target}
+    overlap = results.get("overlapping_8x16", {})
+    if overlap:
+        out["overlapping_8x16"]["met"] = out["overlapping_8x16"]["met"] and overlap["calls_that_saw_another_session"] == 0
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the benchmarks run, measures nothing")
+    parser.add_argument("--out", default=str(Path(__file__).with_name("results-latest.json")), help="JSON file to write")
+    args = parser.parse_args()
+    size = QUICK if args.quick else FULL
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="dsh-bench-") as tmp_s:
+        tmp = Path(tmp_s)
+        for bench in (bench_collect, bench_bash_tool, bench_overlapping):
+            results.update(bench(tmp / "home", size))
+        results.update(bench_discovery(tmp, size))
+        results.update(bench_flush(tmp, size))
+        results.update(bench_exec(tmp, size))
+    document = {
+        "machine": {
+            "python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
+            "processor": platform.machine(),
+        },
+        "command": "hatch run bench" + (" --quick" if args.quick else ""),
+        "quick": args.quick,
+        "sizes": size,
+        "results": results,
+        "targets": verdicts(results),
+    }
+    text = json.dumps(document, indent=2)
+    Path(args.out).write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
