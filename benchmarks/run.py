@@ -26,14 +26,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gen_dists import generate  # noqa: E402
+from gen_dists import generate
 
-from dsh.agent import BUILTINS  # noqa: E402
-from dsh.bash_env import BASH_ENV, FunctionContributor  # noqa: E402
-from dsh.core import Catalog, Runtime, boot, parse_deployment  # noqa: E402
-from dsh.persistence.jsonl import JsonlPersistence  # noqa: E402
-from dsh.persistence.sqlite import SqlitePersistence  # noqa: E402
-from dsh.session import SESSIONS, TOOLS, AgentRef, SessionEvent, SessionHeader, ToolExecution  # noqa: E402
+from dsh.agent import BUILTINS
+from dsh.bash_env import BASH_ENV, FunctionContributor
+from dsh.core import Catalog, Runtime, boot, parse_deployment
+from dsh.persistence.jsonl import JsonlPersistence
+from dsh.persistence.sqlite import SqlitePersistence
+from dsh.session import SESSIONS, TOOLS, AgentRef, SessionEvent, SessionHeader, ToolExecution
 
 TARGETS = {
     "collect_builtins": ("median_us", 10.0),
@@ -65,8 +65,11 @@ def harness(home: Path, plugins: list[dict[str, Any]] | None = None) -> Runtime:
         {
             "dsh_home": str(home),
             "plugins": plugins
-            or [{"id": "bash-local", "name": "bash-local"}, {"id": "bash-env", "name": "bash-env"},
-                {"id": "tool-bash", "name": "tool-bash"}],
+            or [
+                {"id": "bash-local", "name": "bash-local"},
+                {"id": "bash-env", "name": "bash-env"},
+                {"id": "tool-bash", "name": "tool-bash"},
+            ],
         }
     )
     return boot(deployment, builtins=BUILTINS)
@@ -168,7 +171,11 @@ def bench_overlapping(home: Path, size: dict[str, int]) -> dict[str, Any]:
         async def raw() -> None:
             async def one(n: int) -> None:
                 proc = await asyncio.create_subprocess_exec(
-                    "bash", "-c", 'echo "$X"', stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                    "bash",
+                    "-c",
+                    'echo "$X"',
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
                     env={**os.environ, "X": sessions[n % agents].id},
                 )
                 await proc.communicate()
@@ -186,8 +193,12 @@ def bench_overlapping(home: Path, size: dict[str, int]) -> dict[str, Any]:
         o, r = statistics.median(ours_t), statistics.median(raw_t)
         return {
             "overlapping_8x16": {
-                "agents": agents, "calls_per_agent": calls, "median_ms": o * 1000, "floor_median_ms": r * 1000,
-                "ratio": o / r, "calls_that_saw_another_session": wrong,
+                "agents": agents,
+                "calls_per_agent": calls,
+                "median_ms": o * 1000,
+                "floor_median_ms": r * 1000,
+                "ratio": o / r,
+                "calls_that_saw_another_session": wrong,
             }
         }
     finally:
@@ -238,20 +249,28 @@ def bench_discovery(tmp: Path, size: dict[str, int]) -> dict[str, Any]:
         start = time.perf_counter_ns()
         catalog.refresh(force=True)
         forced = (time.perf_counter_ns() - start) / 1e6
-        out["refresh_unchanged_500"] = {"distributions": big, "median_ms": statistics.median(samples), "forced_rescan_ms": forced}
+        out["refresh_unchanged_500"] = {
+            "distributions": big,
+            "median_ms": statistics.median(samples),
+            "forced_rescan_ms": forced,
+        }
     finally:
         sys.path.remove(str(sites[big]))
     return out
 
 
 def _events(n: int) -> list[SessionEvent]:
-    return [SessionEvent(type="tool/result", data={"call_id": f"c{i}", "output": "x" * 200, "is_error": False}) for i in range(n)]
+    return [
+        SessionEvent(type="tool/result", data={"call_id": f"c{i}", "output": "x" * 200, "is_error": False})
+        for i in range(n)
+    ]
 
 
 def bench_flush(tmp: Path, size: dict[str, int]) -> dict[str, Any]:
     events = _events(100)
     payload = b"".join(
-        (json.dumps({"type": e.type, "at": e.at, "data": e.data}, separators=(",", ":")) + "\n").encode() for e in events
+        (json.dumps({"type": e.type, "at": e.at, "data": e.data}, separators=(",", ":")) + "\n").encode()
+        for e in events
     )
     out: dict[str, Any] = {}
     raw_path = tmp / "raw.log"
@@ -314,14 +333,32 @@ def bench_exec(tmp: Path, size: dict[str, int]) -> dict[str, Any]:
 
 
 FULL = {
-    "collect_batch": 2000, "collect_repeats": 51, "tool_calls": 200, "agents": 8, "calls_per_agent": 16,
-    "overlap_rounds": 9, "dists_small": 10, "dists_big": 500, "process_rounds": 15, "refresh_repeats": 1001,
-    "flush_rounds": 40, "sustained_events": 100_000,
+    "collect_batch": 2000,
+    "collect_repeats": 51,
+    "tool_calls": 200,
+    "agents": 8,
+    "calls_per_agent": 16,
+    "overlap_rounds": 9,
+    "dists_small": 10,
+    "dists_big": 500,
+    "process_rounds": 15,
+    "refresh_repeats": 1001,
+    "flush_rounds": 40,
+    "sustained_events": 100_000,
 }
 QUICK = {
-    "collect_batch": 50, "collect_repeats": 3, "tool_calls": 3, "agents": 2, "calls_per_agent": 2,
-    "overlap_rounds": 1, "dists_small": 2, "dists_big": 5, "process_rounds": 1, "refresh_repeats": 3,
-    "flush_rounds": 2, "sustained_events": 200,
+    "collect_batch": 50,
+    "collect_repeats": 3,
+    "tool_calls": 3,
+    "agents": 2,
+    "calls_per_agent": 2,
+    "overlap_rounds": 1,
+    "dists_small": 2,
+    "dists_big": 5,
+    "process_rounds": 1,
+    "refresh_repeats": 3,
+    "flush_rounds": 2,
+    "sustained_events": 200,
 }
 
 
@@ -332,14 +369,18 @@ def verdicts(results: Mapping[str, Any]) -> dict[str, Any]:
         out[name] = {"field": field, "target": target, "value": value, "met": value is not None and value <= target}
     overlap = results.get("overlapping_8x16", {})
     if overlap:
-        out["overlapping_8x16"]["met"] = out["overlapping_8x16"]["met"] and overlap["calls_that_saw_another_session"] == 0
+        out["overlapping_8x16"]["met"] = (
+            out["overlapping_8x16"]["met"] and overlap["calls_that_saw_another_session"] == 0
+        )
     return out
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the benchmarks run, measures nothing")
-    parser.add_argument("--out", default=str(Path(__file__).with_name("results-latest.json")), help="JSON file to write")
+    parser.add_argument(
+        "--out", default=str(Path(__file__).with_name("results-latest.json")), help="JSON file to write"
+    )
     args = parser.parse_args()
     size = QUICK if args.quick else FULL
     results: dict[str, Any] = {}
@@ -352,7 +393,9 @@ def main() -> int:
         results.update(bench_exec(tmp, size))
     document = {
         "machine": {
-            "python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
             "processor": platform.machine(),
         },
         "command": "hatch run bench" + (" --quick" if args.quick else ""),

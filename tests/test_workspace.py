@@ -71,3 +71,11 @@ def test_imports_only_go_down_the_layers() -> None:
     # dsh.paths imports nothing of ours.
     paths_src = (REPO / "packages/dsh-paths/src/dsh/paths/__init__.py").read_text()
     assert "from dsh." not in paths_src and "import dsh" not in paths_src
+
+
+def test_lazy_agent_exports_resolve() -> None:
+    import dsh.agent
+
+    for name in dsh.agent.__all__:
+        assert getattr(dsh.agent, name) is not None
+    assert sorted(dsh.agent.__all__) == sorted(dsh.agent._EXPORTS)

@@ -131,7 +131,13 @@ def test_default_deployment_fires_hooks_from_the_home(tmp_path: Path) -> None:
     (home / "hooks").mkdir(parents=True)
     payload = tmp_path / "payload.json"
     (home / "hooks" / "claude.json").write_text(
-        json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": f"cat > {payload}"}]}]}})
+        json.dumps(
+            {
+                "hooks": {
+                    "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": f"cat > {payload}"}]}]
+                }
+            }
+        )
     )
     out = json.loads(dsh("exec", "--json", "--", "echo hi", home=home).stdout)
     seen = json.loads(payload.read_text())

@@ -9,19 +9,33 @@ import uuid
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dsh.core import CATALOG, Context, Plugin
-from dsh.hooks import HOOKS, HookOutcome, reports_as_data
+from dsh.core import CATALOG, Context, Plugin, ServiceKey
 from dsh.session import SESSIONS, TOOLS, AgentRef, Session, ToolExecution, ToolResult, ToolSpec
 
 from ._model import Model, ToolCall
+
+if TYPE_CHECKING:
+    from dsh.hooks import HookRunner
+
+# Named here rather than imported: dsh.hooks is only imported when a deployment loads hooks.
+HOOKS: ServiceKey[HookRunner] = ServiceKey("hooks")
 
 _current_agent: ContextVar[Agent | None] = ContextVar("dsh_current_agent", default=None)
 
 
 def _new_call_id() -> str:
     return f"call-{uuid.uuid4().hex[:16]}"
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    """What the hooks of one event decided (nothing, when no hooks are loaded)."""
+
+    blocked: bool = False
+    stop: bool = False
+    reason: str = ""
 
 
 @dataclass
@@ -60,16 +74,19 @@ class Agent:
         tools = self.ctx.get(TOOLS)
         return [] if tools is None else tools.specs()
 
-    async def _hook(self, event: str, turn_id: str | None, fields: Mapping[str, Any]) -> HookOutcome:
+    async def _hook(self, event: str, turn_id: str | None, fields: Mapping[str, Any]) -> _Verdict:
         hooks = self.ctx.get(HOOKS)
         if hooks is None:
-            return HookOutcome()
+            return _Verdict()
         outcome = await hooks.dispatch(event, self.session.header, turn_id=turn_id, fields=fields)
-        if outcome.reports:
-            self.session.record("hook/result", event=event, reports=reports_as_data(outcome.reports))
-        return outcome
+        if not outcome.reports:
+            return _Verdict()
+        from dsh.hooks import reports_as_data
 
-    async def start(self, source: str = "startup") -> HookOutcome:
+        self.session.record("hook/result", event=event, reports=reports_as_data(outcome.reports))
+        return _Verdict(outcome.blocked, outcome.stop, outcome.reason)
+
+    async def start(self, source: str = "startup") -> _Verdict:
         """Fire SessionStart (``startup``, ``resume`` or ``fork``)."""
         return await self._hook("SessionStart", None, {"source": source})
 

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dsh.core import DshError, format_validation_error
@@ -74,6 +73,8 @@ class Script(BaseModel):
 
 def load_script(path: str | os.PathLike[str]) -> Script:
     """Read a script from YAML or JSON; errors name the file and field."""
+    import yaml  # only scripts need it
+
     source = os.fspath(path)
     try:
         text = Path(source).read_text(encoding="utf-8")

@@ -2,24 +2,46 @@
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import json
-import logging
 import os
-import shlex
-import sys
-import traceback
-from collections.abc import Sequence
-from typing import Any
 
-from dsh.bash_env import BASH_ENV
-from dsh.core import GROUPS, DshError, Fiber, Runtime
-from dsh.session import SESSIONS, AgentRef, Session, SessionStore, ToolExecution
 
-from ._loop import Agent
-from ._model import ScriptedModel, ToolCall, load_script
-from ._runtime import open_runtime
+def _skip_pydantic_plugin_scan() -> None:
+    """Spare each ``dsh`` process a second full scan of installed distributions.
+
+    pydantic looks for its own plugins with ``importlib.metadata.entry_points()`` when it builds
+    the first model, re-reading every installed distribution; dsh has just done the same scan
+    for its own groups. The ``dsh`` command runs without pydantic plugins unless the user set
+    ``PYDANTIC_DISABLE_PLUGINS`` (then pydantic's own rules apply). Library users are unaffected.
+    """
+    if os.environ.get("PYDANTIC_DISABLE_PLUGINS") is not None:
+        return
+    try:
+        from pydantic.plugin import _loader
+    except ImportError:  # pragma: no cover - a pydantic without the plugin loader
+        return
+    if getattr(_loader, "_plugins", "absent") is None:
+        _loader._plugins = {}
+
+
+_skip_pydantic_plugin_scan()
+
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import json  # noqa: E402
+import logging  # noqa: E402
+import shlex  # noqa: E402
+import sys  # noqa: E402
+import traceback  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+from typing import Any  # noqa: E402
+
+from dsh.bash_env import BASH_ENV  # noqa: E402
+from dsh.core import GROUPS, DshError, Fiber, Runtime  # noqa: E402
+from dsh.session import SESSIONS, AgentRef, Session, SessionStore, ToolExecution  # noqa: E402
+
+from ._loop import Agent  # noqa: E402
+from ._model import ScriptedModel, ToolCall, load_script  # noqa: E402
+from ._runtime import open_runtime  # noqa: E402
 
 BLOCKED_EXIT = 126
 """Exit status of ``dsh exec`` when a hook blocked the command (it never ran)."""

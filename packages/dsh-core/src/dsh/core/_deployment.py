@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from dsh.paths import resolve_dsh_home
@@ -100,6 +99,8 @@ def load_deployment(path: str | os.PathLike[str]) -> Deployment:
         text = Path(source).read_text(encoding="utf-8")
     except OSError as exc:
         raise DeploymentError(f"{source}: cannot read deployment file: {exc.strerror or exc}") from None
+    import yaml  # only deployment files need it; the default deployment does not
+
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:

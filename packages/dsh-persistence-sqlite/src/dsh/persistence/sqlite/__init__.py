@@ -6,7 +6,6 @@ so shells get no ``DSH_SESSION_JSONL`` and hooks get a null or empty ``transcrip
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
@@ -14,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict
 
 from dsh.core import DSH_HOME, Context, Plugin
@@ -109,12 +109,12 @@ class SqlitePersistence:
                 conn.executemany(
                     "INSERT INTO events (session_id, seq, type, at, data) VALUES (?, ?, ?, ?, ?)",
                     [
-                        (header.id, last + 1 + i, e.type, e.at, json.dumps(e.data, ensure_ascii=False))
+                        (header.id, last + 1 + i, e.type, e.at, orjson.dumps(e.data).decode())
                         for i, e in enumerate(events)
                     ],
                 )
                 conn.execute("COMMIT")
-            except sqlite3.Error as exc:
+            except (sqlite3.Error, orjson.JSONEncodeError) as exc:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise PersistenceError(f"{self.path}: writing session {header.id} failed: {exc}") from exc
@@ -135,7 +135,7 @@ class SqlitePersistence:
                 "SELECT type, at, data FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
             ).fetchall()
         header = SessionHeader.model_validate_json(row[0])
-        events = tuple(SessionEvent(type=t, at=at, data=json.loads(d)) for t, at, d in rows)
+        events = tuple(SessionEvent(type=t, at=at, data=orjson.loads(d)) for t, at, d in rows)
         return StoredSession(header, events)
 
     def list(self) -> list[SessionHeader]:
