@@ -341,7 +341,7 @@ FULL = {
     "overlap_rounds": 9,
     "dists_small": 10,
     "dists_big": 500,
-    "process_rounds": 15,
+    "process_rounds": 25,
     "refresh_repeats": 1001,
     "flush_rounds": 40,
     "sustained_events": 100_000,

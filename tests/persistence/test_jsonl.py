@@ -169,3 +169,11 @@ def test_sigkill_mid_flush_loses_no_complete_line(tmp_path: Path) -> None:
     after = backend.load(session.id)
     assert after.damage == ()
     assert len(after.events) == len(loaded.events) + 1 and after.events[-1].type == "turn/end"
+
+
+def test_unserialisable_event_is_a_clear_error(tmp_path: Path) -> None:
+    from dsh.session import PersistenceError, SessionEvent
+
+    backend = JsonlPersistence(tmp_path / "root")
+    with pytest.raises(PersistenceError, match="event 'x' of session s cannot be stored as JSON"):
+        backend.write(SessionHeader(id="s", cwd="/w"), [SessionEvent(type="x", data={"bad": object()})])

@@ -58,3 +58,26 @@ def test_two_processes_writing_at_once_do_not_corrupt(tmp_path: Path) -> None:
         assert [e.data["i"] for e in events[::5]] == list(range(60))
     assert sqlite3.connect(db).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     backend.close()
+
+
+def test_two_writers_of_one_session_keep_one_sequence(tmp_path: Path) -> None:
+    from dsh.session import SessionEvent, SessionHeader
+
+    db = tmp_path / "s.sqlite3"
+    first, second = SqlitePersistence(db), SqlitePersistence(db)
+    header = SessionHeader(id="shared", cwd="/w")
+    for n in range(3):
+        first.write(header, [SessionEvent(type="message/user", data={"n": f"a{n}"})])
+        second.write(header, [SessionEvent(type="message/user", data={"n": f"b{n}"})])
+    assert [e.data["n"] for e in first.load("shared").events] == ["a0", "b0", "a1", "b1", "a2", "b2"]
+    first.close()
+    second.close()
+
+
+def test_unserialisable_event_is_a_clear_error(tmp_path: Path) -> None:
+    from dsh.session import PersistenceError, SessionEvent, SessionHeader
+
+    backend = SqlitePersistence(tmp_path / "s.sqlite3")
+    with pytest.raises(PersistenceError, match="an event of session s cannot be stored as JSON"):
+        backend.write(SessionHeader(id="s", cwd="/w"), [SessionEvent(type="x", data={"bad": object()})])
+    backend.close()

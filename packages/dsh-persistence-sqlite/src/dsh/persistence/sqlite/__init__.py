@@ -66,6 +66,8 @@ class SqlitePersistence:
         self.synchronous = synchronous
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
+        # Next event number per session this connection wrote; saves a query per flush.
+        self._next_seq: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"SqlitePersistence({self.path!r})"
@@ -94,11 +96,27 @@ class SqlitePersistence:
 
     def write(self, header: SessionHeader, events: Sequence[SessionEvent]) -> None:
         """Insert the header (first time) and ``events`` in one transaction."""
+        try:
+            rows = [(e.type, e.at, orjson.dumps(e.data).decode()) for e in events]
+        except orjson.JSONEncodeError as exc:
+            raise PersistenceError(f"an event of session {header.id} cannot be stored as JSON: {exc}") from None
         with self._lock:
             conn = self._connect(create=True)
             assert conn is not None
             try:
-                conn.execute("BEGIN IMMEDIATE")
+                self._append(conn, header, rows)
+            except sqlite3.IntegrityError:
+                # Another process appended to this session since our last write: re-read its end.
+                self._next_seq.pop(header.id, None)
+                self._append(conn, header, rows)
+            except sqlite3.Error as exc:
+                raise PersistenceError(f"{self.path}: writing session {header.id} failed: {exc}") from exc
+
+    def _append(self, conn: sqlite3.Connection, header: SessionHeader, rows: list[tuple[str, float, str]]) -> None:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            start = self._next_seq.get(header.id)
+            if start is None:
                 conn.execute(
                     "INSERT OR IGNORE INTO sessions (id, created_at, header) VALUES (?, ?, ?)",
                     (header.id, header.created_at, header.model_dump_json()),
@@ -106,18 +124,17 @@ class SqlitePersistence:
                 (last,) = conn.execute(
                     "SELECT COALESCE(MAX(seq), -1) FROM events WHERE session_id = ?", (header.id,)
                 ).fetchone()
-                conn.executemany(
-                    "INSERT INTO events (session_id, seq, type, at, data) VALUES (?, ?, ?, ?, ?)",
-                    [
-                        (header.id, last + 1 + i, e.type, e.at, orjson.dumps(e.data).decode())
-                        for i, e in enumerate(events)
-                    ],
-                )
-                conn.execute("COMMIT")
-            except (sqlite3.Error, orjson.JSONEncodeError) as exc:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise PersistenceError(f"{self.path}: writing session {header.id} failed: {exc}") from exc
+                start = last + 1
+            conn.executemany(
+                "INSERT INTO events (session_id, seq, type, at, data) VALUES (?, ?, ?, ?, ?)",
+                [(header.id, start + i, *row) for i, row in enumerate(rows)],
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        self._next_seq[header.id] = start + len(rows)
 
     def load(self, session_id: str) -> StoredSession:
         """Read one session's header and events in order."""
@@ -153,6 +170,7 @@ class SqlitePersistence:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+            self._next_seq.clear()
 
 
 class SqliteConfig(BaseModel):

@@ -1,0 +1,45 @@
+"""The benchmark command runs end to end at tiny sizes (no timing is asserted here)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+
+@pytest.mark.integration
+def test_benchmark_command_runs_and_reports_every_figure(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "run.py"), "--quick", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    printed = json.loads(proc.stdout)
+    assert printed == json.loads(out.read_text())
+    assert set(printed["targets"]) == {
+        "collect_builtins",
+        "collect_10_contributors",
+        "bash_tool_true",
+        "overlapping_8x16",
+        "dsh_env_500_minus_10",
+        "refresh_unchanged_500",
+        "flush_100_jsonl",
+        "flush_100_sqlite",
+        "dsh_exec_true",
+    }
+    assert all(t["value"] is not None for t in printed["targets"].values())
+    assert printed["results"]["overlapping_8x16"]["calls_that_saw_another_session"] == 0
+    assert set(printed["results"]["sustained_appends"]) == {
+        "raw_write_events_per_s",
+        "jsonl_no_fsync_events_per_s",
+        "sqlite_synchronous_off_events_per_s",
+    }
