@@ -43,6 +43,14 @@ def remove_dist(info: Path, modules: tuple[str, ...] = ()) -> None:
         (info.parent / f"{module}.py").unlink(missing_ok=True)
 
 
+BAD_CONTRIBUTOR_PLUGINS: list[dict[str, object]] = [
+    {"id": "bash-env", "name": "bash-env"},
+    {"id": "tool-bash", "name": "tool-bash"},
+    {"id": "bad", "name": "tests.tool_bash.bad_contributor:plugin"},
+]
+"""A deployment whose contributor returns a key it never declared."""
+
+
 def harness(tmp_path: Path, backend: str = "jsonl", plugins: list[dict[str, object]] | None = None) -> Runtime:
     """A booted agent runtime over a fresh home under ``tmp_path``."""
     from dsh.agent import BUILTINS

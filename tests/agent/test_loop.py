@@ -11,7 +11,7 @@ from dsh.agent import Agent, ModelStep, ScriptedModel, ToolCall
 from dsh.core import Runtime
 from dsh.persistence.jsonl import JsonlPersistence
 from dsh.session import SESSIONS
-from tests.helpers import harness
+from tests.helpers import BAD_CONTRIBUTOR_PLUGINS, harness
 
 
 @pytest.fixture
@@ -111,14 +111,7 @@ def test_subagent_gets_its_own_session_and_parent_is_recorded(runtime: Runtime, 
 
 
 def test_contributor_failure_is_recorded_in_the_transcript(tmp_path: Path) -> None:
-    rt = harness(
-        tmp_path,
-        plugins=[
-            {"id": "bash-env", "name": "bash-env"},
-            {"id": "tool-bash", "name": "tool-bash"},
-            {"id": "bad", "name": "tests.tool_bash.bad_contributor:plugin"},
-        ],
-    )
+    rt = harness(tmp_path, plugins=BAD_CONTRIBUTOR_PLUGINS)
     try:
         session = rt.ctx.require(SESSIONS).create(tmp_path)
         agent = Agent(rt.ctx, session, ScriptedModel([[ModelStep(tool_calls=[_bash("echo x")])]]))

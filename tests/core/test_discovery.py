@@ -149,3 +149,27 @@ def test_plugin_from_entry_point_runs_in_a_fiber_with_its_origin(site: Path) -> 
     assert fiber.origin is not None and fiber.origin.distribution == "svc-dist"
     assert root.get("svc-svc") == "4.2"
     sys.modules.pop("svc_mod", None)
+
+
+def test_uninstalled_deployment_entry_is_disposed_on_refresh(site: Path, tmp_path: Path) -> None:
+    from dsh.core import boot, parse_deployment
+
+    info = make_dist(
+        site,
+        "svc2-dist",
+        "1.0",
+        {PLUGINS_GROUP: {"svc2": "svc2_mod:plugin"}},
+        {"svc2_mod": PLUGIN_SRC.format(name="svc2", version="1.0")},
+    )
+    runtime = boot(parse_deployment({"dsh_home": str(tmp_path / "h"), "plugins": [{"id": "s", "name": "svc2"}]}))
+    try:
+        assert runtime.ctx.get("svc2-svc") == "1.0"
+        remove_dist(info, ("svc2_mod",))
+        _touch(site)
+        runtime.refresh()
+        assert runtime.entries["s"].state is FiberState.DISPOSED
+        assert runtime.entries["s"].error == "distribution svc2-dist 1.0 was uninstalled"
+        assert runtime.ctx.get("svc2-svc") is None
+    finally:
+        runtime.close()
+        sys.modules.pop("svc2_mod", None)

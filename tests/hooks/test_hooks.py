@@ -299,3 +299,28 @@ def test_bad_hook_file_fails_the_plugin_naming_the_file(tmp_path: Path) -> None:
     with pytest.raises(BootError, match=rf"claude hooks file {bad}: invalid JSON at line 1"):
         _runtime(tmp_path, claude=str(bad))
     assert HOOKS.name == "hooks"
+
+
+def test_blocking_stop_hook_sends_the_model_back_once(tmp_path: Path) -> None:
+    record = tmp_path / "rec"
+    script = tmp_path / "stop.sh"
+    script.write_text(
+        f'#!/bin/sh\ncat > {record}-$$.json\necho \'{{"decision": "block", "reason": "run the tests first"}}\'\n'
+    )
+    script.chmod(0o755)
+    runtime = _runtime(tmp_path, claude={"Stop": [{"hooks": [{"type": "command", "command": str(script)}]}]})
+    try:
+        steps = [ModelStep(text="finished?"), ModelStep(text="tests pass")]
+        agent = _drive(runtime, tmp_path, steps)
+    finally:
+        runtime.close()
+    users = [e.data for e in agent.session.history if e.type == "message/user"]
+    assert users[-1] == {"text": "run the tests first", "source": "stop_hook"}
+    payloads = sorted(
+        (json.loads(p.read_text()) for p in tmp_path.glob("rec-*.json")), key=lambda p: p["stop_hook_active"]
+    )
+    assert [p["stop_hook_active"] for p in payloads] == [False, True]
+    assert [e.data["text"] for e in agent.session.history if e.type == "message/assistant"] == [
+        "finished?",
+        "tests pass",
+    ]

@@ -11,7 +11,7 @@ from dsh.bash_env import SESSION_JSONL_KEY
 from dsh.core import Runtime
 from dsh.session import SESSIONS, TOOLS, AgentRef, Session, ToolExecution, ToolResult
 from dsh.tool_bash import BASH_DESCRIPTION
-from tests.helpers import harness
+from tests.helpers import BAD_CONTRIBUTOR_PLUGINS, harness
 
 
 @pytest.fixture
@@ -128,14 +128,7 @@ def test_parent_and_child_overlapping_calls_see_only_their_own_identity(runtime:
 
 
 def test_collection_failure_is_an_error_result_naming_contributor_and_key(tmp_path: Path) -> None:
-    rt = harness(
-        tmp_path,
-        plugins=[
-            {"id": "bash-env", "name": "bash-env"},
-            {"id": "tool-bash", "name": "tool-bash"},
-            {"id": "bad", "name": "tests.tool_bash.bad_contributor:plugin"},
-        ],
-    )
+    rt = harness(tmp_path, plugins=BAD_CONTRIBUTOR_PLUGINS)
     try:
         session = rt.ctx.require(SESSIONS).create(tmp_path)
         result = _call(rt, session, {"command": "echo never"})
@@ -156,3 +149,9 @@ def test_timeout_argument_kills_the_command(runtime: Runtime, tmp_path: Path) ->
     session = runtime.ctx.require(SESSIONS).create(tmp_path)
     result = _call(runtime, session, {"command": "sleep 20", "timeout": 0.3})
     assert result.is_error and result.data["timed_out"] is True
+
+
+def test_relative_workdir_is_under_the_session_cwd(runtime: Runtime, tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    session = runtime.ctx.require(SESSIONS).create(tmp_path)
+    assert _call(runtime, session, {"command": "pwd", "workdir": "sub"}).data["stdout"] == f"{tmp_path / 'sub'}\n"

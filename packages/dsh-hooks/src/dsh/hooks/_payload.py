@@ -17,107 +17,25 @@ TOOL_NAMES: Mapping[str, str] = {
 }
 """Our tool names as the peers call them; others pass through unchanged."""
 
-# Keys each Codex event accepts (its schemas forbid any other).
-_CODEX_KEYS: Mapping[str, frozenset[str]] = {
-    "SessionStart": frozenset(
-        {"cwd", "hook_event_name", "model", "permission_mode", "session_id", "source", "transcript_path"}
-    ),
-    "UserPromptSubmit": frozenset(
-        {
-            "agent_id",
-            "agent_type",
-            "cwd",
-            "hook_event_name",
-            "model",
-            "permission_mode",
-            "prompt",
-            "session_id",
-            "transcript_path",
-            "turn_id",
-        }
-    ),
-    "PreToolUse": frozenset(
-        {
-            "agent_id",
-            "agent_type",
-            "cwd",
-            "hook_event_name",
-            "model",
-            "permission_mode",
-            "session_id",
-            "tool_input",
-            "tool_name",
-            "tool_use_id",
-            "transcript_path",
-            "turn_id",
-        }
-    ),
-    "PostToolUse": frozenset(
-        {
-            "agent_id",
-            "agent_type",
-            "cwd",
-            "hook_event_name",
-            "model",
-            "permission_mode",
-            "session_id",
-            "tool_input",
-            "tool_name",
-            "tool_response",
-            "tool_use_id",
-            "transcript_path",
-            "turn_id",
-        }
-    ),
-    "Stop": frozenset(
-        {
-            "cwd",
-            "hook_event_name",
-            "last_assistant_message",
-            "model",
-            "permission_mode",
-            "session_id",
-            "stop_hook_active",
-            "transcript_path",
-            "turn_id",
-        }
-    ),
-    "SubagentStart": frozenset(
-        {
-            "agent_id",
-            "agent_type",
-            "cwd",
-            "hook_event_name",
-            "model",
-            "permission_mode",
-            "session_id",
-            "transcript_path",
-            "turn_id",
-        }
-    ),
-    "SubagentStop": frozenset(
-        {
-            "agent_id",
-            "agent_transcript_path",
-            "agent_type",
-            "cwd",
-            "hook_event_name",
-            "last_assistant_message",
-            "model",
-            "permission_mode",
-            "session_id",
-            "stop_hook_active",
-            "transcript_path",
-            "turn_id",
-        }
-    ),
-}
+_IDENTITY = ("session_id", "transcript_path", "cwd", "hook_event_name", "permission_mode")
+_AGENT = ("agent_id", "agent_type")
 
-# Keys the Claude Code SDK types declare for each event (required and optional).
+# The keys each event accepts, per dialect: Codex's published schemas forbid any other key; the
+# Claude Code SDK types declare these (required and optional). Both are checked by the tests.
+_CODEX_KEYS: Mapping[str, frozenset[str]] = {
+    event: frozenset({*_IDENTITY, "model", *extra})
+    for event, extra in {
+        "SessionStart": ("source",),
+        "UserPromptSubmit": (*_AGENT, "turn_id", "prompt"),
+        "PreToolUse": (*_AGENT, "turn_id", "tool_name", "tool_input", "tool_use_id"),
+        "PostToolUse": (*_AGENT, "turn_id", "tool_name", "tool_input", "tool_response", "tool_use_id"),
+        "Stop": ("turn_id", "stop_hook_active", "last_assistant_message"),
+        "SubagentStart": (*_AGENT, "turn_id"),
+        "SubagentStop": (*_AGENT, "turn_id", "stop_hook_active", "agent_transcript_path", "last_assistant_message"),
+    }.items()
+}
 _CLAUDE_KEYS: Mapping[str, frozenset[str]] = {
-    event: frozenset(
-        {"session_id", "transcript_path", "cwd", "hook_event_name", "permission_mode", "agent_id", "agent_type", *extra}
-    )
+    event: frozenset({*_IDENTITY, *_AGENT, *extra})
     for event, extra in {
         "SessionStart": ("source", "model"),
         "UserPromptSubmit": ("prompt",),

@@ -136,11 +136,12 @@ class ShellTool:
         if workdir is not None and not isinstance(workdir, str):
             raise DshError("argument 'workdir' must be a string")
         session = execution.session
-        cwd = workdir or (session.cwd if session is not None else None)
+        base = session.cwd if session is not None else os.getcwd()
+        cwd = os.path.normpath(os.path.join(base, workdir)) if workdir else (session.cwd if session else None)
         registry = self._ctx.require(BASH_ENV)
         return BashExecRequest(
             command=command,
-            cwd=os.path.abspath(cwd) if cwd else None,
+            cwd=cwd,
             timeout=timeout,
             dsh_env=registry.collect(execution),
             shell=self.shell,
