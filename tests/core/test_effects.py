@@ -91,13 +91,15 @@ def test_disposing_a_parent_disposes_children_first() -> None:
         ctx.effect(lambda: lambda: order.append("child"))
 
     def parent(ctx: Context, config: None) -> None:
-        ctx.effect(lambda: lambda: order.append("parent"))
+        ctx.effect(lambda: lambda: order.append("parent-before"))
         ctx.plugin(Plugin(name="child", apply=child))
+        ctx.effect(lambda: lambda: order.append("parent-after"))
 
     fiber = root.plugin(Plugin(name="parent", apply=parent))
     (kid,) = fiber.children
     fiber.dispose()
-    assert order == ["child", "parent"]
+    assert order == ["child", "parent-after", "parent-before"]
+    assert fiber.children == []
     assert kid.state is FiberState.DISPOSED
 
 

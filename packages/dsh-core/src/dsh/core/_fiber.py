@@ -148,14 +148,20 @@ class Fiber:
             self.registry.service_up(name)
 
     def _unload_effects(self) -> None:
+        # Children first, whenever they were loaded; then the other effects, newest first.
+        for child in reversed(list(self.children)):
+            if child._parent_effect is not None:
+                self._dispose_effect(child._parent_effect)
         while self._effects:
-            effect = self._effects[-1]
-            try:
-                effect.dispose()
-            except Exception as exc:
-                message = f"disposer of {effect.label} raised {type(exc).__name__}: {exc}"
-                self.dispose_errors.append(message)
-                log.error("plugin %s: %s", self.label, message)
+            self._dispose_effect(self._effects[-1])
+
+    def _dispose_effect(self, effect: _Effect) -> None:
+        try:
+            effect.dispose()
+        except Exception as exc:
+            message = f"disposer of {effect.label} raised {type(exc).__name__}: {exc}"
+            self.dispose_errors.append(message)
+            log.error("plugin %s: %s", self.label, message)
 
     def unload_to_pending(self) -> None:
         """Undo everything this fiber registered and wait for its services again."""
