@@ -90,18 +90,20 @@ class Agent:
         """Fire SessionStart (``startup``, ``resume`` or ``fork``)."""
         return await self._hook("SessionStart", None, {"source": source})
 
-    def _next_turn_id(self) -> str:
-        return f"{self.session.id}:turn-{self.session.turns + 1}"
-
-    async def run_turn(self, prompt: str) -> TurnResult:
-        """Run one turn to its end and flush the transcript (the checkpoint), even on failure."""
+    def _open_turn(self, **data: Any) -> str:
+        # Installed distributions are re-read at every turn start; unchanged, that costs a few stats.
         catalog = self.ctx.get(CATALOG)
         if catalog is not None:
             catalog.refresh()
-        turn_id = self._next_turn_id()
+        turn_id = f"{self.session.id}:turn-{self.session.turns + 1}"
+        self.session.record("turn/start", turn_id=turn_id, agent=self.name, **data)
+        return turn_id
+
+    async def run_turn(self, prompt: str) -> TurnResult:
+        """Run one turn to its end and flush the transcript (the checkpoint), even on failure."""
+        turn_id = self._open_turn()
         result = TurnResult(turn_id)
         session = self.session
-        session.record("turn/start", turn_id=turn_id, agent=self.name)
         try:
             session.record("message/user", text=prompt)
             outcome = await self._hook("UserPromptSubmit", turn_id, {"prompt": prompt})
@@ -139,6 +141,15 @@ class Agent:
         finally:
             session.record("turn/end", turn_id=turn_id, blocked=result.blocked)
             session.flush()
+
+    async def run_tool_turn(self, call: ToolCall, source: str = "exec") -> ToolResult:
+        """One turn made of a single tool call, as ``dsh exec`` runs it; flushed at its end."""
+        turn_id = self._open_turn(source=source)
+        try:
+            return await self.call_tool(call, turn_id)
+        finally:
+            self.session.record("turn/end", turn_id=turn_id)
+            self.session.flush()
 
     async def call_tool(self, call: ToolCall, turn_id: str | None = None) -> ToolResult:
         """Run one tool call as the model would: PreToolUse hooks, the tool, PostToolUse hooks, the record."""

@@ -117,16 +117,10 @@ async def _exec(args: argparse.Namespace) -> int:
         session, source = _open_session(runtime.ctx.require(SESSIONS), args.session, args.cwd)
         agent = Agent(runtime.ctx, session, ScriptedModel([]))
         await agent.start(source)
-        turn_id = f"{session.id}:turn-{session.turns + 1}"
-        session.record("turn/start", turn_id=turn_id, agent=agent.name, source="exec")
         arguments: dict[str, Any] = {"command": command}
         if args.timeout is not None:
             arguments["timeout"] = args.timeout
-        try:
-            result = await agent.call_tool(ToolCall(name="bash", arguments=arguments), turn_id)
-        finally:
-            session.record("turn/end", turn_id=turn_id)
-            session.flush()
+        result = await agent.run_tool_turn(ToolCall(name="bash", arguments=arguments))
         data = result.data
         if "exit_code" in data:
             code, stdout, stderr = int(data["exit_code"]), str(data["stdout"]), str(data["stderr"])
