@@ -81,3 +81,23 @@ def test_unserialisable_event_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(PersistenceError, match="an event of session s cannot be stored as JSON"):
         backend.write(SessionHeader(id="s", cwd="/w"), [SessionEvent(type="x", data={"bad": object()})])
     backend.close()
+
+
+def test_events_view_answers_per_event_sql(tmp_path: Path) -> None:
+    from dsh.session import SessionEvent, SessionHeader
+
+    db = tmp_path / "s.sqlite3"
+    backend = SqlitePersistence(db)
+    header = SessionHeader(id="viewed", cwd="/w")
+    backend.write(header, [SessionEvent(type="turn/start"), SessionEvent(type="tool/call", data={"name": "bash"})])
+    backend.write(header, [SessionEvent(type="tool/call", data={"name": "pwsh"})])
+    rows = (
+        sqlite3.connect(db)
+        .execute(
+            "SELECT flush, position, json_extract(data, '$.name') FROM events "
+            "WHERE session_id = 'viewed' AND type = 'tool/call' ORDER BY flush, position"
+        )
+        .fetchall()
+    )
+    assert rows == [(0, 1, "bash"), (1, 0, "pwsh")]
+    backend.close()

@@ -2,6 +2,10 @@
 
 ``locate()`` returns None: a row range in a shared database is no honest per-session file,
 so shells get no ``DSH_SESSION_JSONL`` and hooks get a null or empty ``transcript_path``.
+
+Each flush is one row of ``flushes`` holding that turn's events as a JSON array: one row
+to insert per turn instead of one per event keeps a durable flush within twice the cost of
+a raw write and fsync. The ``events`` view expands them, one row per event, for SQL.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -39,14 +44,17 @@ CREATE TABLE IF NOT EXISTS sessions (
     created_at TEXT NOT NULL,
     header TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS events (
+CREATE TABLE IF NOT EXISTS flushes (
     session_id TEXT NOT NULL REFERENCES sessions(id),
     seq INTEGER NOT NULL,
-    type TEXT NOT NULL,
-    at REAL NOT NULL,
-    data TEXT NOT NULL,
+    events TEXT NOT NULL,
     PRIMARY KEY (session_id, seq)
 );
+CREATE VIEW IF NOT EXISTS events AS
+    SELECT f.session_id AS session_id, f.seq AS flush, CAST(j.key AS INTEGER) AS position,
+           json_extract(j.value, '$.type') AS type, json_extract(j.value, '$.at') AS at,
+           json_extract(j.value, '$.data') AS data
+    FROM flushes AS f, json_each(f.events) AS j;
 """
 
 
@@ -88,53 +96,61 @@ class SqlitePersistence:
         os.close(fd)
         conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-        conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {self.synchronous}")
-        conn.executescript(_SCHEMA)
+        # Switching to WAL and creating the schema can meet another process doing the same; SQLite
+        # does not always call the busy handler there, so retry until the busy timeout.
+        deadline = time.monotonic() + self.busy_timeout
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.executescript(_SCHEMA)
+                break
+            except sqlite3.OperationalError as exc:
+                if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() > deadline:
+                    conn.close()
+                    raise PersistenceError(f"{self.path}: cannot open the session database: {exc}") from exc
+                time.sleep(0.01)
         self._conn = conn
         return conn
 
     def write(self, header: SessionHeader, events: Sequence[SessionEvent]) -> None:
-        """Insert the header (first time) and ``events`` in one transaction."""
+        """Insert the header (first time) and ``events`` as one flush row, in one transaction."""
         try:
-            rows = [(e.type, e.at, orjson.dumps(e.data).decode()) for e in events]
+            batch = orjson.dumps([{"type": e.type, "at": e.at, "data": e.data} for e in events]).decode()
         except orjson.JSONEncodeError as exc:
             raise PersistenceError(f"an event of session {header.id} cannot be stored as JSON: {exc}") from None
         with self._lock:
             conn = self._connect(create=True)
             assert conn is not None
             try:
-                self._append(conn, header, rows)
+                self._append(conn, header, batch)
             except sqlite3.IntegrityError:
-                # Another process appended to this session since our last write: re-read its end.
+                # Another process flushed this session since our last write: re-read its end.
                 self._next_seq.pop(header.id, None)
-                self._append(conn, header, rows)
+                self._append(conn, header, batch)
             except sqlite3.Error as exc:
                 raise PersistenceError(f"{self.path}: writing session {header.id} failed: {exc}") from exc
 
-    def _append(self, conn: sqlite3.Connection, header: SessionHeader, rows: list[tuple[str, float, str]]) -> None:
+    def _append(self, conn: sqlite3.Connection, header: SessionHeader, batch: str) -> None:
         try:
             conn.execute("BEGIN IMMEDIATE")
-            start = self._next_seq.get(header.id)
-            if start is None:
+            seq = self._next_seq.get(header.id)
+            if seq is None:
                 conn.execute(
                     "INSERT OR IGNORE INTO sessions (id, created_at, header) VALUES (?, ?, ?)",
                     (header.id, header.created_at, header.model_dump_json()),
                 )
                 (last,) = conn.execute(
-                    "SELECT COALESCE(MAX(seq), -1) FROM events WHERE session_id = ?", (header.id,)
+                    "SELECT COALESCE(MAX(seq), -1) FROM flushes WHERE session_id = ?", (header.id,)
                 ).fetchone()
-                start = last + 1
-            conn.executemany(
-                "INSERT INTO events (session_id, seq, type, at, data) VALUES (?, ?, ?, ?, ?)",
-                [(header.id, start + i, *row) for i, row in enumerate(rows)],
-            )
+                seq = last + 1
+            conn.execute("INSERT INTO flushes (session_id, seq, events) VALUES (?, ?, ?)", (header.id, seq, batch))
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        self._next_seq[header.id] = start + len(rows)
+        self._next_seq[header.id] = seq + 1
 
     def load(self, session_id: str) -> StoredSession:
         """Read one session's header and events in order."""
@@ -148,11 +164,15 @@ class SqlitePersistence:
             )
             if conn is None or row is None:
                 raise SessionNotFoundError(f"no session {session_id} in {self.path}")
-            rows = conn.execute(
-                "SELECT type, at, data FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
+            batches = conn.execute(
+                "SELECT events FROM flushes WHERE session_id = ? ORDER BY seq", (session_id,)
             ).fetchall()
         header = SessionHeader.model_validate_json(row[0])
-        events = tuple(SessionEvent(type=t, at=at, data=orjson.loads(d)) for t, at, d in rows)
+        events = tuple(
+            SessionEvent(type=e["type"], at=e["at"], data=e["data"])
+            for (batch,) in batches
+            for e in orjson.loads(batch)
+        )
         return StoredSession(header, events)
 
     def list(self) -> list[SessionHeader]:
