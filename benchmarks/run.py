@@ -14,6 +14,7 @@ import asyncio
 import json
 import os
 import platform
+import random
 import statistics
 import subprocess
 import sys
@@ -219,11 +220,19 @@ def bench_discovery(tmp: Path, size: dict[str, int]) -> dict[str, Any]:
     sites = {n: generate(tmp / f"site-{n}", n) for n in (small, big)}
     base_env = {**os.environ, "DSH_HOME": str(tmp / "home")}
     walls: dict[str, list[float]] = {}
+    jobs = [
+        (f"{kind}_{n}", argv, {**base_env, "PYTHONPATH": str(site)})
+        for n, site in sites.items()
+        for kind, argv in (
+            ("dsh", [sys.executable, "-m", "dsh.agent", "env", "--json"]),
+            ("bare", [sys.executable, "-c", BARE]),
+        )
+    ]
+    shuffle = random.Random(6)
     for _ in range(size["process_rounds"]):
-        for n, site in sites.items():
-            env = {**base_env, "PYTHONPATH": str(site)}
-            walls.setdefault(f"dsh_{n}", []).append(_wall([sys.executable, "-m", "dsh.agent", "env", "--json"], env))
-            walls.setdefault(f"bare_{n}", []).append(_wall([sys.executable, "-c", BARE], env))
+        # A new order each round, so drift in the machine's load does not favour one process.
+        for key, argv, env in shuffle.sample(jobs, len(jobs)):
+            walls.setdefault(key, []).append(_wall(argv, env))
     med = {k: statistics.median(v) for k, v in walls.items()}
     ours = med[f"dsh_{big}"] - med[f"dsh_{small}"]
     floor = med[f"bare_{big}"] - med[f"bare_{small}"]
@@ -341,7 +350,7 @@ FULL = {
     "overlap_rounds": 9,
     "dists_small": 10,
     "dists_big": 500,
-    "process_rounds": 25,
+    "process_rounds": 41,
     "refresh_repeats": 1001,
     "flush_rounds": 40,
     "sustained_events": 100_000,
