@@ -324,3 +324,25 @@ def test_blocking_stop_hook_sends_the_model_back_once(tmp_path: Path) -> None:
         "finished?",
         "tests pass",
     ]
+
+
+def test_hooks_keep_the_users_credentials_but_never_dsh_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MY_API_TOKEN", "t0k3n")
+    monkeypatch.setenv("DSH_SESSION_ID", "outer-session")
+    out = tmp_path / "env.txt"
+    table = {"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": f"env > {out}"}]}]}}
+    runtime = _runtime(tmp_path, claude=table)
+    try:
+        _drive(
+            runtime,
+            tmp_path,
+            [ModelStep(tool_calls=[ToolCall(name="bash", arguments={"command": "true"})]), ModelStep()],
+        )
+    finally:
+        runtime.close()
+    lines = out.read_text().splitlines()
+    assert "MY_API_TOKEN=t0k3n" in lines
+    assert not [line for line in lines if line.upper().startswith("DSH_")]
+    assert f"CLAUDE_PROJECT_DIR={tmp_path}" in lines

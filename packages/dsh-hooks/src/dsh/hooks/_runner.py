@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from dsh.bash import SHELL_EXECUTOR, BashExecRequest, Executor, LocalExecutor
+from dsh.bash import BashExecRequest, Executor, LocalExecutor
 from dsh.core import Context, DshError, Plugin, ServiceKey
 from dsh.session import SESSION_PERSISTENCE, SessionHeader
 
@@ -131,6 +131,9 @@ class HooksConfig(BaseModel):
     permission_mode: Literal["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"] = "default"
     base_dir: str | None = None
     """Directory relative hook-file paths resolve against; default the working directory."""
+    credential_pattern: str | None = None
+    """Ambient names to scrub from hooks. Default none: hooks are the user's own scripts and, as in
+    the peers, see the user's environment (credentials included). ``DSH_*`` is always removed."""
 
 
 class HookRunner:
@@ -143,20 +146,13 @@ class HookRunner:
         *,
         model: str = "dsh-scripted",
         permission_mode: str = "default",
+        executor: Executor | None = None,
     ) -> None:
         self._ctx = ctx
         self.tables = dict(tables)
         self.model = model
         self.permission_mode = permission_mode
-        self._fallback: LocalExecutor | None = None
-
-    def _executor(self) -> Executor:
-        executor = self._ctx.get(SHELL_EXECUTOR)
-        if executor is not None:
-            return executor
-        if self._fallback is None:
-            self._fallback = LocalExecutor()
-        return self._fallback
+        self.executor: Executor = executor or LocalExecutor(credential_pattern=None)
 
     def transcript_path(self, header: SessionHeader) -> str | None:
         """The transcript path from the current persistence's ``locate()``; never creates anything."""
@@ -226,7 +222,7 @@ class HookRunner:
             stdin=payload,
         )
         try:
-            result = await self._executor().run(request)
+            result = await self.executor.run(request)
         except DshError as exc:
             return HookReport(dialect, event, hook.command, None, "", "", error=str(exc))
         if result.timed_out:
@@ -253,7 +249,10 @@ def _apply(ctx: Context, config: HooksConfig) -> None:
         "claude": load_hook_table("claude", config.claude, base),
         "codex": load_hook_table("codex", config.codex, base),
     }
-    ctx.provide(HOOKS, HookRunner(ctx, tables, model=config.model, permission_mode=config.permission_mode))
+    executor = LocalExecutor(credential_pattern=config.credential_pattern)
+    ctx.provide(
+        HOOKS, HookRunner(ctx, tables, model=config.model, permission_mode=config.permission_mode, executor=executor)
+    )
 
 
 plugin = Plugin(name="hooks", apply=_apply, Config=HooksConfig)
