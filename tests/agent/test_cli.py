@@ -144,3 +144,63 @@ def test_default_deployment_fires_hooks_from_the_home(tmp_path: Path) -> None:
     assert seen["hook_event_name"] == "PreToolUse" and seen["tool_name"] == "Bash"
     assert seen["session_id"] == out["session_id"] and seen["transcript_path"] == out["location"]["path"]
     assert seen["tool_input"] == {"command": "echo hi"}
+
+
+def test_exec_blocked_by_a_hook_exits_126_and_never_runs(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "hooks").mkdir(parents=True)
+    marker = tmp_path / "ran"
+    (home / "hooks" / "codex.json").write_text(
+        json.dumps(
+            {"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "echo 'not today' >&2; exit 2"}]}]}}
+        )
+    )
+    proc = dsh("exec", "--", f"touch {marker}", home=home)
+    assert proc.returncode == 126
+    assert proc.stderr == "blocked by a PreToolUse hook: not today\n"
+    assert not marker.exists()
+    (session,) = json.loads(dsh("sessions", "list", "--json", home=home).stdout)["sessions"]
+    shown = json.loads(dsh("sessions", "show", session["id"], "--json", home=home).stdout)
+    result = next(e for e in shown["events"] if e["type"] == "tool/result")
+    assert result["data"]["is_error"] and result["data"]["data"]["blocked"] is True
+
+
+def test_run_script_with_a_subagent_prints_the_conversation(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(
+        json.dumps(
+            {
+                "turns": [
+                    {
+                        "user": "who are we?",
+                        "steps": [
+                            {
+                                "text": "asking",
+                                "tool_calls": [
+                                    {"name": "bash", "arguments": {"command": "echo parent=$DSH_SESSION_ID"}},
+                                    {"name": "spawn_agent", "arguments": {"agent_type": "helper", "prompt": "you?"}},
+                                ],
+                            },
+                            {"text": "both answered"},
+                        ],
+                    }
+                ],
+                "subagents": {
+                    "helper": [
+                        {"tool_calls": [{"name": "bash", "arguments": {"command": "true"}}]},
+                        {"text": "child here"},
+                    ]
+                },
+            }
+        )
+    )
+    home = tmp_path / "home"
+    proc = dsh("run", "--script", str(script), home=home)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    session_id = lines[0].removeprefix("session ")
+    assert f"parent={session_id}" in lines
+    assert "child here" in lines and lines[-1] == "both answered"
+    sessions = json.loads(dsh("sessions", "list", "--json", home=home).stdout)["sessions"]
+    child = next(s for s in sessions if s["id"] != session_id)
+    assert child["parent_session"] == session_id and child["origin"] == "subagent"
