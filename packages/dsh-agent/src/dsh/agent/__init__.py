@@ -9,13 +9,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._loop import SPAWN_DESCRIPTION, Agent, SpawnTool, TurnResult, spawn_plugin
+    from ._loop import SPAWN_DESCRIPTION, Agent, HookVerdict, SpawnTool, TurnResult, spawn_plugin
     from ._model import Model, ModelStep, Script, ScriptedModel, ScriptTurn, ToolCall, load_script
     from ._runtime import BUILTINS, DEFAULT_SOURCE, default_deployment, open_runtime
 
 _EXPORTS = {
     "SPAWN_DESCRIPTION": "._loop",
     "Agent": "._loop",
+    "HookVerdict": "._loop",
     "SpawnTool": "._loop",
     "TurnResult": "._loop",
     "spawn_plugin": "._loop",
@@ -37,6 +38,7 @@ __all__ = [
     "DEFAULT_SOURCE",
     "SPAWN_DESCRIPTION",
     "Agent",
+    "HookVerdict",
     "Model",
     "ModelStep",
     "Script",

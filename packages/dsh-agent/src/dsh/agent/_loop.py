@@ -30,7 +30,7 @@ def _new_call_id() -> str:
 
 
 @dataclass(frozen=True)
-class _Verdict:
+class HookVerdict:
     """What the hooks of one event decided (nothing, when no hooks are loaded)."""
 
     blocked: bool = False
@@ -74,19 +74,19 @@ class Agent:
         tools = self.ctx.get(TOOLS)
         return [] if tools is None else tools.specs()
 
-    async def _hook(self, event: str, turn_id: str | None, fields: Mapping[str, Any]) -> _Verdict:
+    async def _hook(self, event: str, turn_id: str | None, fields: Mapping[str, Any]) -> HookVerdict:
         hooks = self.ctx.get(HOOKS)
         if hooks is None:
-            return _Verdict()
+            return HookVerdict()
         outcome = await hooks.dispatch(event, self.session.header, turn_id=turn_id, fields=fields)
         if not outcome.reports:
-            return _Verdict()
+            return HookVerdict()
         from dsh.hooks import reports_as_data
 
         self.session.record("hook/result", event=event, reports=reports_as_data(outcome.reports))
-        return _Verdict(outcome.blocked, outcome.stop, outcome.reason)
+        return HookVerdict(outcome.blocked, outcome.stop, outcome.reason)
 
-    async def start(self, source: str = "startup") -> _Verdict:
+    async def start(self, source: str = "startup") -> HookVerdict:
         """Fire SessionStart (``startup``, ``resume`` or ``fork``)."""
         return await self._hook("SessionStart", None, {"source": source})
 
