@@ -105,19 +105,22 @@ def _apply(ctx: Context, config: BashEnvConfig) -> None:
         if fiber is not None:
             fiber.dispose()
 
+    def report_conflicts() -> None:
+        # A name two distributions claim loads for neither; its failed fiber says why.
+        for name, message in catalog.conflicts(BASH_ENV_GROUP).items():
+            if name not in fibers:
+                fibers[name] = ctx.plugin(_conflict_plugin(name, message), label=f"bash-env:{name}", essential=False)
+
     for item in catalog.items(BASH_ENV_GROUP):
         load(item)
-    for name, message in catalog.conflicts(BASH_ENV_GROUP).items():
-        fibers[name] = ctx.plugin(_conflict_plugin(name, message), label=f"bash-env:{name}", essential=False)
+    report_conflicts()
 
     def on_diff(diff: GroupDiff) -> None:
-        for item in diff.removed:
-            unload(item.name)
-        for item in diff.changed:
-            unload(item.name)
+        for item in (*diff.removed, *diff.changed, *diff.added):
+            unload(item.name)  # an added name may replace a conflict's failed fiber
+        for item in (*diff.changed, *diff.added):
             load(item)
-        for item in diff.added:
-            load(item)
+        report_conflicts()
 
     ctx.effect(lambda: catalog.watch(BASH_ENV_GROUP, on_diff), label="watch dsh.bash_env")
 

@@ -1,0 +1,102 @@
+"""bash-env keeps its entry-point contributors in step with installed distributions."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dsh.bash_env import BASH_ENV
+from dsh.core import BASH_ENV_GROUP, FiberState, Runtime
+from dsh.session import ToolExecution
+from tests.helpers import harness, make_dist, remove_dist
+
+SOURCE = """
+from dsh.bash_env import FunctionContributor
+contributor = FunctionContributor("{name}", {{"DSH_{key}": "from {dist}"}}, lambda e: {{"DSH_{key}": "{dist}"}})
+"""
+CALL = ToolExecution("bash", "c")
+
+
+def _touch(path: Path) -> None:
+    stamp = time.time_ns() + 10_000_000
+    os.utime(path, ns=(stamp, stamp))
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    path = tmp_path / "site"
+    path.mkdir()
+    monkeypatch.syspath_prepend(str(path))
+    yield path
+    for name in [m for m in sys.modules if m.startswith("rival_")]:
+        del sys.modules[name]
+
+
+def _install(site: Path, dist: str, module: str) -> Path:
+    return make_dist(
+        site,
+        dist,
+        "1.0",
+        {BASH_ENV_GROUP: {"rival": f"{module}:contributor"}},
+        {module: SOURCE.format(name="rival", key="RIVAL", dist=dist)},
+    )
+
+
+def _states(runtime: Runtime) -> dict[str, str]:
+    return {f.label: f.state.value for f in runtime.fibers() if f.label.startswith("bash-env:")}
+
+
+def test_conflicts_come_and_go_with_installs(site: Path, tmp_path: Path) -> None:
+    one = _install(site, "rival-one", "rival_one")
+    runtime = harness(tmp_path, plugins=[{"id": "bash-env", "name": "bash-env"}])
+    try:
+        registry = runtime.ctx.require(BASH_ENV)
+        assert registry.collect(CALL)["DSH_RIVAL"] == "rival-one"
+
+        two = _install(site, "rival-two", "rival_two")
+        _touch(site)
+        runtime.refresh()
+        assert "DSH_RIVAL" not in registry.collect(CALL)
+        assert _states(runtime) == {"bash-env:rival": "failed"}
+        (warning,) = runtime.warnings()
+        assert "rival-one 1.0 and rival-two 1.0" in warning
+
+        remove_dist(one, ("rival_one",))
+        _touch(site)
+        runtime.refresh()
+        assert registry.collect(CALL)["DSH_RIVAL"] == "rival-two"
+        assert _states(runtime) == {"bash-env:rival": "active"}
+        assert runtime.warnings() == []
+
+        remove_dist(two, ("rival_two",))
+        _touch(site)
+        runtime.refresh()
+        assert "DSH_RIVAL" not in registry.collect(CALL)
+        assert _states(runtime) == {}
+    finally:
+        runtime.close()
+
+
+def test_broken_contributor_is_a_warning_and_the_rest_runs(site: Path, tmp_path: Path) -> None:
+    make_dist(
+        site,
+        "broken-env",
+        "0.2",
+        {BASH_ENV_GROUP: {"broken": "rival_broken:contributor"}},
+        {"rival_broken": "contributor = 42\n"},
+    )
+    runtime = harness(tmp_path, plugins=[{"id": "bash-env", "name": "bash-env"}])
+    try:
+        (fiber,) = [f for f in runtime.fibers() if f.label == "bash-env:broken"]
+        assert fiber.state is FiberState.FAILED
+        assert runtime.problems() == []
+        (warning,) = runtime.warnings()
+        assert warning.startswith("plugin 'bash-env:broken' (from broken-env 0.2) failed:")
+        assert runtime.ctx.require(BASH_ENV).collect(CALL)["DSH_SHELL"] == "1"
+    finally:
+        runtime.close()
