@@ -85,7 +85,7 @@ def bench_collect(home: Path, size: dict[str, int]) -> dict[str, Any]:
         path = JsonlPersistence(home / "sessions").locate(header).path
         home_s = str(home)
 
-        def by_hand() -> object:
+        def by_hand() -> Mapping[str, str]:
             return MappingProxyType(
                 {"DSH_HOME": home_s, "DSH_SHELL": "1", "DSH_SESSION_ID": header.id, "DSH_SESSION_JSONL": path}
             )
@@ -97,12 +97,15 @@ def bench_collect(home: Path, size: dict[str, int]) -> dict[str, Any]:
         out: dict[str, Any] = {
             "collect_builtins": {"median_us": ours, "floor_median_us": floor, "ratio": ours / floor},
         }
+        def constant(key: str) -> Callable[[ToolExecution], Mapping[str, str]]:
+            return lambda execution: {key: "v"}
+
         for n in range(10):
             key = f"DSH_BENCH_{n}"
-            registry.register(FunctionContributor(f"bench-{n}", {key: "benchmark"}, lambda e, k=key: {k: "v"}))
+            registry.register(FunctionContributor(f"bench-{n}", {key: "benchmark"}, constant(key)))
         extra = {f"DSH_BENCH_{n}": "v" for n in range(10)}
 
-        def by_hand_10() -> object:
+        def by_hand_10() -> Mapping[str, str]:
             values = {"DSH_HOME": home_s, "DSH_SHELL": "1", "DSH_SESSION_ID": header.id, "DSH_SESSION_JSONL": path}
             values.update(extra)
             return MappingProxyType(values)
