@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -46,6 +47,7 @@ TARGETS = {
     "flush_100_jsonl": ("ratio", 2.0),
     "flush_100_sqlite": ("ratio", 2.0),
     "dsh_exec_true": ("ratio", 6.0),
+    "dsh_exec_true_served": ("ratio", 6.0),
 }
 
 
@@ -97,6 +99,7 @@ def bench_collect(home: Path, size: dict[str, int]) -> dict[str, Any]:
         out: dict[str, Any] = {
             "collect_builtins": {"median_us": ours, "floor_median_us": floor, "ratio": ours / floor},
         }
+
         def constant(key: str) -> Callable[[ToolExecution], Mapping[str, str]]:
             return lambda execution: {key: "v"}
 
@@ -335,13 +338,31 @@ def bench_flush(tmp: Path, size: dict[str, int]) -> dict[str, Any]:
 
 
 def bench_exec(tmp: Path, size: dict[str, int]) -> dict[str, Any]:
+    """`dsh exec -- true` cold (a whole harness start) and served (through a running `dsh serve`)."""
     env = {**os.environ, "DSH_HOME": str(tmp / "exec-home")}
-    ours, floor = [], []
-    for _ in range(size["process_rounds"]):
-        ours.append(_wall([sys.executable, "-m", "dsh.agent", "exec", "--", "true"], env))
-        floor.append(_wall([sys.executable, "-c", "pass"], env))
-    o, f = statistics.median(ours), statistics.median(floor)
-    return {"dsh_exec_true": {"median_ms": o * 1000, "floor_median_ms": f * 1000, "ratio": o / f}}
+    server = subprocess.Popen([sys.executable, "-m", "dsh.agent", "serve"], env=env, stderr=subprocess.PIPE, text=True)
+    first = server.stderr.readline() if server.stderr is not None else ""
+    if not first.startswith("dsh serve: listening on"):
+        raise RuntimeError(f"dsh serve did not start: {first}")
+    walls: dict[str, list[float]] = {"cold": [], "served": [], "floor": []}
+    argv = [sys.executable, "-m", "dsh.agent", "exec"]
+    try:
+        for _ in range(size["process_rounds"]):
+            walls["cold"].append(_wall([*argv, "--no-server", "--", "true"], env))
+            walls["served"].append(_wall([*argv, "--", "true"], env))
+            walls["floor"].append(_wall([sys.executable, "-c", "pass"], env))
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.communicate(timeout=30)
+    med = {k: statistics.median(v) for k, v in walls.items()}
+    return {
+        f"dsh_exec_true{suffix}": {
+            "median_ms": med[key] * 1000,
+            "floor_median_ms": med["floor"] * 1000,
+            "ratio": med[key] / med["floor"],
+        }
+        for key, suffix in (("cold", ""), ("served", "_served"))
+    }
 
 
 FULL = {

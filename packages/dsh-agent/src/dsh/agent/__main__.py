@@ -1,5 +1,5 @@
 """``python -m dsh.agent`` runs the ``dsh`` command."""
 
-from .cli import run
+from ._client import run
 
 run()

@@ -29,7 +29,6 @@ import argparse  # noqa: E402
 import asyncio  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
-import shlex  # noqa: E402
 import sys  # noqa: E402
 import traceback  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
@@ -39,52 +38,12 @@ from dsh.bash_env import BASH_ENV  # noqa: E402
 from dsh.core import GROUPS, DshError, Fiber, Runtime  # noqa: E402
 from dsh.session import SESSIONS, AgentRef, Session, SessionStore, ToolExecution  # noqa: E402
 
+from ._args import build_parser, command_line  # noqa: E402
+from ._exec import exec_command  # noqa: E402
 from ._loop import Agent  # noqa: E402
-from ._model import ScriptedModel, ToolCall, load_script  # noqa: E402
+from ._model import ScriptedModel, load_script  # noqa: E402
 from ._runtime import open_runtime  # noqa: E402
-
-BLOCKED_EXIT = 126
-"""Exit status of ``dsh exec`` when a hook blocked the command (it never ran)."""
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dsh", description="Run shell commands and agents that know their session.")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    sub = parser.add_subparsers(dest="verb", required=True)
-
-    def common(p: argparse.ArgumentParser, session: bool = True) -> None:
-        p.add_argument("--deployment", metavar="FILE", help="deployment YAML (default: the built-in one)")
-        if session:
-            p.add_argument("--session", metavar="ID", help="resume this session instead of creating one")
-        p.add_argument("--json", action="store_true", help="print JSON")
-        # SUPPRESS keeps `dsh --debug VERB` working: the sub-parser must not reset it to False.
-        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
-
-    p = sub.add_parser("exec", help="run COMMAND as the model's bash tool would, as one turn")
-    common(p)
-    p.add_argument("--cwd", metavar="DIR", help="working directory of a new session")
-    p.add_argument("--timeout", type=float, metavar="SECONDS", help="kill the command after this long")
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND...")
-
-    p = sub.add_parser("run", help="drive the agent loop with a scripted model")
-    common(p)
-    p.add_argument("--script", required=True, metavar="FILE", help="YAML or JSON script of turns")
-
-    p = sub.add_parser("env", help="the catalogue of managed DSH_* variables")
-    common(p)
-
-    p = sub.add_parser("plugins", help="discovered plugins and their state")
-    common(p, session=False)
-
-    p = sub.add_parser("sessions", help="stored sessions")
-    sessions = p.add_subparsers(dest="action", required=True)
-    s = sessions.add_parser("list", help="every stored session")
-    common(s, session=False)
-    for action in ("show", "locate"):
-        s = sessions.add_parser(action, help=f"{action} one session")
-        s.add_argument("id", metavar="ID")
-        common(s, session=False)
-    return parser
+from ._serve import serve  # noqa: E402
 
 
 def _print_json(value: Any) -> None:
@@ -103,45 +62,29 @@ def _open_session(store: SessionStore, session_id: str | None, cwd: str | None) 
 
 
 async def _exec(args: argparse.Namespace) -> int:
-    words = list(args.command)
-    if words and words[0] == "--":
-        words = words[1:]
-    if not words:
-        raise DshError("dsh exec needs a command after --")
-    # One word is a shell command line; several are argv words, quoted so the shell sees them as given.
-    command = words[0] if len(words) == 1 else shlex.join(words)
     if args.cwd and not os.path.isdir(args.cwd):
         raise DshError(f"--cwd {args.cwd} is not a directory")
+    command = command_line(args.command)
+    if not command:
+        raise DshError("dsh exec needs a command after --")
     runtime = open_runtime(args.deployment)
     try:
-        session, source = _open_session(runtime.ctx.require(SESSIONS), args.session, args.cwd)
-        agent = Agent(runtime.ctx, session, ScriptedModel([]))
-        await agent.start(source)
-        arguments: dict[str, Any] = {"command": command}
-        if args.timeout is not None:
-            arguments["timeout"] = args.timeout
-        result = await agent.run_tool_turn(ToolCall(name="bash", arguments=arguments))
-        data = result.data
-        if "exit_code" in data:
-            code, stdout, stderr = int(data["exit_code"]), str(data["stdout"]), str(data["stderr"])
-        else:
-            code = BLOCKED_EXIT if data.get("blocked") else 1
-            stdout, stderr = "", result.output + "\n"
-        if args.json:
-            _print_json(
-                {
-                    "session_id": session.id,
-                    "location": _location(session),
-                    "exit_code": code,
-                    "stdout": stdout,
-                    "stderr": stderr,
-                }
-            )
-        else:
-            sys.stdout.write(stdout)
-            sys.stdout.flush()
-            sys.stderr.write(stderr)
-        return code
+        outcome = await exec_command(runtime, command, session_id=args.session, cwd=args.cwd, timeout=args.timeout)
+    finally:
+        runtime.close()
+    if args.json:
+        _print_json(outcome.as_json())
+    else:
+        sys.stdout.write(outcome.stdout)
+        sys.stdout.flush()
+        sys.stderr.write(outcome.stderr)
+    return outcome.exit_code
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    runtime = open_runtime(args.deployment)
+    try:
+        return await serve(runtime, args.deployment)
     finally:
         runtime.close()
 
@@ -342,14 +285,15 @@ def _sessions(args: argparse.Namespace) -> int:
         runtime.close()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``dsh`` console script; returns the exit status."""
-    args = _parser().parse_args(argv)
+def dispatch(args: argparse.Namespace) -> int:
+    """Run a parsed ``dsh`` command line in this process; return the exit status."""
     # The command reports failures itself (boot report, warnings); --debug adds the library's log.
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.CRITICAL, format="dsh: %(name)s: %(message)s")
     try:
         if args.verb == "exec":
             return asyncio.run(_exec(args))
+        if args.verb == "serve":
+            return asyncio.run(_serve(args))
         if args.verb == "run":
             return asyncio.run(_run(args))
         if args.verb == "env":
@@ -366,6 +310,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def run() -> None:
-    """Run :func:`main` and exit with its status."""
-    sys.exit(main())
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``dsh`` in this process (never through ``dsh serve``); return the exit status."""
+    return dispatch(build_parser().parse_args(argv))

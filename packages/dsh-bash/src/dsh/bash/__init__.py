@@ -13,6 +13,7 @@ from ._env import (
     is_managed_key,
 )
 from ._local import (
+    AMBIENT_ENV,
     DEFAULT_MAX_OUTPUT,
     SHELL_EXECUTOR,
     BackgroundProcess,
@@ -25,6 +26,7 @@ from ._local import (
 from ._request import BashExecRequest, BashExecSpec, ExecResult
 
 __all__ = [
+    "AMBIENT_ENV",
     "DEFAULT_CREDENTIAL_PATTERN",
     "DEFAULT_MAX_OUTPUT",
     "DSH_ENV_PREFIX",

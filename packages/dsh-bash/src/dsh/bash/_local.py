@@ -11,6 +11,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Protocol
 
@@ -106,6 +107,13 @@ class BackgroundProcess:
         return await self.wait()
 
 
+AMBIENT_ENV: ContextVar[Mapping[str, str] | None] = ContextVar("dsh_ambient_env", default=None)
+"""The caller's environment, when it is not this process's (a ``dsh exec`` served by ``dsh serve``).
+
+Executors without an explicit ``ambient`` build children from it when set, else from ``os.environ``.
+"""
+
+
 class LocalExecutor:
     """Runs commands as local child processes, each in its own process group.
 
@@ -128,8 +136,9 @@ class LocalExecutor:
 
     def spec(self, request: BashExecRequest) -> BashExecSpec:
         """The exact argv, environment, cwd and input a request turns into."""
+        ambient = self._ambient if self._ambient is not None else (AMBIENT_ENV.get() or os.environ)
         env = build_child_env(
-            os.environ if self._ambient is None else self._ambient,
+            ambient,
             request.env,
             request.dsh_env,
             shell=request.shell,

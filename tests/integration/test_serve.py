@@ -1,0 +1,105 @@
+"""`dsh serve` keeps a deployment loaded; `dsh exec` uses it when it listens and behaves the same."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dsh.agent._args import socket_path
+from tests.helpers import dsh
+
+pytestmark = pytest.mark.integration
+
+
+class Server:
+    def __init__(self, home: Path) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.upper().startswith("DSH_")}
+        env["DSH_HOME"] = str(home)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "dsh.agent", "serve"], env=env, stderr=subprocess.PIPE, text=True
+        )
+        assert self.proc.stderr is not None
+        first = self.proc.stderr.readline()
+        assert first.startswith("dsh serve: listening on "), first
+        self.path = Path(first.removeprefix("dsh serve: listening on ").strip())
+
+    def stop(self, sig: int = signal.SIGTERM) -> str:
+        self.proc.send_signal(sig)
+        _, err = self.proc.communicate(timeout=30)
+        return err
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def server(home: Path) -> Iterator[Server]:
+    running = Server(home)
+    yield running
+    if running.proc.poll() is None:
+        running.stop()
+
+
+def test_served_exec_uses_the_clients_environment_and_cwd(server: Server, home: Path, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = dsh(
+        "exec",
+        "--json",
+        "--",
+        'echo "$DSH_SESSION_ID|$CLIENT_ONLY|${DSH_STALE-unset}|${MY_TOKEN-scrubbed}|$PWD"',
+        home=home,
+        cwd=work,
+        env={"CLIENT_ONLY": "from-client", "DSH_STALE": "outer", "MY_TOKEN": "secret"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["stdout"] == f"{out['session_id']}|from-client|unset|scrubbed|{work}\n"
+    assert Path(out["location"]["path"]).exists(), "flushed at the end of the turn, as in-process"
+    log = server.stop()
+    assert f"exec in session {out['session_id']} exited 0" in log
+    assert not server.path.exists(), "the socket is removed on the way out"
+
+
+def test_exit_codes_resume_and_no_server(server: Server, home: Path) -> None:
+    first = json.loads(dsh("exec", "--json", "--", "exit 3", home=home).stdout)
+    assert first["exit_code"] == 3
+    again = dsh("exec", "--session", first["session_id"], "--", "echo $DSH_SESSION_ID", home=home)
+    assert again.stdout.strip() == first["session_id"]
+    local = json.loads(dsh("exec", "--json", "--no-server", "--", "true", home=home).stdout)
+    log = server.stop()
+    assert f"session {first['session_id']}" in log
+    assert local["session_id"] not in log
+
+
+def test_a_second_server_is_refused(server: Server, home: Path) -> None:
+    proc = dsh("serve", home=home, timeout=30)
+    assert proc.returncode == 1
+    assert proc.stderr == f"dsh: a dsh server already listens on {server.path}\n"
+
+
+def test_a_dead_servers_socket_falls_back_and_is_reclaimed(server: Server, home: Path) -> None:
+    server.stop(signal.SIGKILL)
+    assert server.path.exists()
+    proc = dsh("exec", "--", "echo still here", home=home)
+    assert proc.returncode == 0 and proc.stdout == "still here\n"
+    again = Server(home)
+    try:
+        assert again.path == server.path
+    finally:
+        again.stop()
+
+
+def test_socket_is_private(server: Server, home: Path) -> None:
+    assert server.path == socket_path(home, None)
+    assert oct(server.path.stat().st_mode & 0o777) == "0o600"
+    assert oct(server.path.parent.stat().st_mode & 0o777) == "0o700"
