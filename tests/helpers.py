@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,6 +35,12 @@ def make_dist(
     for module, source in (modules or {}).items():
         (site / f"{module}.py").write_text(source)
     return info
+
+
+def touch_dir(path: Path) -> None:
+    """Move a directory's mtime forward, as an install does; coarse clocks may not show a fast one."""
+    stamp = time.time_ns() + 10_000_000
+    os.utime(path, ns=(stamp, stamp))
 
 
 def remove_dist(info: Path, modules: tuple[str, ...] = ()) -> None:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,18 +11,13 @@ import pytest
 from dsh.bash_env import BASH_ENV
 from dsh.core import BASH_ENV_GROUP, FiberState, Runtime
 from dsh.session import ToolExecution
-from tests.helpers import harness, make_dist, remove_dist
+from tests.helpers import harness, make_dist, remove_dist, touch_dir
 
 SOURCE = """
 from dsh.bash_env import FunctionContributor
 contributor = FunctionContributor("{name}", {{"DSH_{key}": "from {dist}"}}, lambda e: {{"DSH_{key}": "{dist}"}})
 """
 CALL = ToolExecution("bash", "c")
-
-
-def _touch(path: Path) -> None:
-    stamp = time.time_ns() + 10_000_000
-    os.utime(path, ns=(stamp, stamp))
 
 
 @pytest.fixture
@@ -59,7 +52,7 @@ def test_conflicts_come_and_go_with_installs(site: Path, tmp_path: Path) -> None
         assert registry.collect(CALL)["DSH_RIVAL"] == "rival-one"
 
         two = _install(site, "rival-two", "rival_two")
-        _touch(site)
+        touch_dir(site)
         runtime.refresh()
         assert "DSH_RIVAL" not in registry.collect(CALL)
         assert _states(runtime) == {"bash-env:rival": "failed"}
@@ -67,14 +60,14 @@ def test_conflicts_come_and_go_with_installs(site: Path, tmp_path: Path) -> None
         assert "rival-one 1.0 and rival-two 1.0" in warning
 
         remove_dist(one, ("rival_one",))
-        _touch(site)
+        touch_dir(site)
         runtime.refresh()
         assert registry.collect(CALL)["DSH_RIVAL"] == "rival-two"
         assert _states(runtime) == {"bash-env:rival": "active"}
         assert runtime.warnings() == []
 
         remove_dist(two, ("rival_two",))
-        _touch(site)
+        touch_dir(site)
         runtime.refresh()
         assert "DSH_RIVAL" not in registry.collect(CALL)
         assert _states(runtime) == {}

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -16,18 +15,12 @@ from dsh.core import (
     FiberState,
     GroupDiff,
 )
-from tests.helpers import make_dist, remove_dist
+from tests.helpers import make_dist, remove_dist, touch_dir
 
 PLUGIN_SRC = """
 from dsh.core import Plugin
 plugin = Plugin(name="{name}", apply=lambda ctx, cfg: ctx.provide("{name}-svc", "{version}"))
 """
-
-
-def _touch(path: Path) -> None:
-    # Directory mtimes have coarse granularity on some filesystems; force a visible change.
-    stamp = time.time_ns() + 10_000_000
-    os.utime(path, ns=(stamp, stamp))
 
 
 @pytest.fixture
@@ -108,18 +101,18 @@ def test_refresh_sees_install_uninstall_and_change(site: Path) -> None:
         {PLUGINS_GROUP: {"late": "late_mod:plugin"}},
         {"late_mod": PLUGIN_SRC.format(name="late", version="1.0")},
     )
-    _touch(site)
+    touch_dir(site)
     (diff,) = catalog.refresh()
     assert [i.name for i in diff.added] == ["late"] and diffs == [diff]
 
     remove_dist(info)
     make_dist(site, "late", "2.0", {PLUGINS_GROUP: {"late": "late_mod:plugin"}})
-    _touch(site)
+    touch_dir(site)
     (diff,) = catalog.refresh()
     assert [(i.name, i.version) for i in diff.changed] == [("late", "2.0")]
 
     remove_dist(info.parent / "late-2.0.dist-info", ("late_mod",))
-    _touch(site)
+    touch_dir(site)
     (diff,) = catalog.refresh()
     assert [i.name for i in diff.removed] == ["late"]
     assert catalog.refresh() == []
@@ -165,7 +158,7 @@ def test_uninstalled_deployment_entry_is_disposed_on_refresh(site: Path, tmp_pat
     try:
         assert runtime.ctx.get("svc2-svc") == "1.0"
         remove_dist(info, ("svc2_mod",))
-        _touch(site)
+        touch_dir(site)
         runtime.refresh()
         assert runtime.entries["s"].state is FiberState.DISPOSED
         assert runtime.entries["s"].error == "distribution svc2-dist 1.0 was uninstalled"
