@@ -204,3 +204,12 @@ def test_run_script_with_a_subagent_prints_the_conversation(tmp_path: Path) -> N
     sessions = json.loads(dsh("sessions", "list", "--json", home=home).stdout)["sessions"]
     child = next(s for s in sessions if s["id"] != session_id)
     assert child["parent_session"] == session_id and child["origin"] == "subagent"
+
+
+def test_exec_cwd_must_exist_and_is_the_sessions(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    missing = dsh("exec", "--cwd", str(tmp_path / "nope"), "--", "true", home=home)
+    assert missing.returncode == 1
+    assert missing.stderr == f"dsh: --cwd {tmp_path / 'nope'} is not a directory\n"
+    out = json.loads(dsh("exec", "--json", "--cwd", str(tmp_path), "--", "pwd", home=home).stdout)
+    assert out["stdout"] == f"{tmp_path}\n"

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from dsh.core import DshError, Runtime
-from dsh.session import SESSIONS
+from dsh.session import SESSIONS, Session
 
 from ._args import BLOCKED_EXIT
 from ._loop import Agent
@@ -39,6 +40,8 @@ async def exec_command(
     """Run ``command`` through the bash tool in a new session (or ``session_id``'s), as one turn."""
     if not command.strip():
         raise DshError("dsh exec needs a command after --")
+    if cwd is not None and not os.path.isdir(cwd):
+        raise DshError(f"--cwd {cwd} is not a directory")
     store = runtime.ctx.require(SESSIONS)
     session = store.resume(session_id) if session_id else store.create(cwd)
     agent = Agent(runtime.ctx, session, ScriptedModel([]))
@@ -53,11 +56,10 @@ async def exec_command(
     else:
         code = BLOCKED_EXIT if data.get("blocked") else 1
         stdout, stderr = "", result.output + "\n"
+    return ExecOutcome(session.id, location_json(session), code, stdout, stderr)
+
+
+def location_json(session: Session) -> dict[str, str] | None:
+    """A session's location as ``--json`` outputs print it."""
     location = session.locate()
-    return ExecOutcome(
-        session.id,
-        None if location is None else {"kind": location.kind, "path": location.path},
-        code,
-        stdout,
-        stderr,
-    )
+    return None if location is None else {"kind": location.kind, "path": location.path}

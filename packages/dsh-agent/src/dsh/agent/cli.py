@@ -39,7 +39,7 @@ from dsh.core import GROUPS, DshError, Fiber, Runtime  # noqa: E402
 from dsh.session import SESSIONS, AgentRef, Session, SessionStore, ToolExecution  # noqa: E402
 
 from ._args import build_parser, command_line  # noqa: E402
-from ._exec import exec_command  # noqa: E402
+from ._exec import exec_command, location_json  # noqa: E402
 from ._loop import Agent  # noqa: E402
 from ._model import ScriptedModel, load_script  # noqa: E402
 from ._runtime import open_runtime  # noqa: E402
@@ -50,11 +50,6 @@ def _print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
 
 
-def _location(session: Session) -> dict[str, str] | None:
-    location = session.locate()
-    return None if location is None else {"kind": location.kind, "path": location.path}
-
-
 def _open_session(store: SessionStore, session_id: str | None, cwd: str | None) -> tuple[Session, str]:
     if session_id:
         return store.resume(session_id), "resume"
@@ -62,8 +57,6 @@ def _open_session(store: SessionStore, session_id: str | None, cwd: str | None) 
 
 
 async def _exec(args: argparse.Namespace) -> int:
-    if args.cwd and not os.path.isdir(args.cwd):
-        raise DshError(f"--cwd {args.cwd} is not a directory")
     command = command_line(args.command)
     if not command:
         raise DshError("dsh exec needs a command after --")
@@ -111,7 +104,7 @@ async def _run(args: argparse.Namespace) -> int:
                 }
             )
         if args.json:
-            _print_json({"session_id": session.id, "location": _location(session), "turns": turns})
+            _print_json({"session_id": session.id, "location": location_json(session), "turns": turns})
         else:
             print(f"session {session.id}")
             for turn in turns:
@@ -255,7 +248,7 @@ def _sessions(args: argparse.Namespace) -> int:
                     )
             return 0
         session = store.resume(args.id)
-        location = _location(session)
+        location = location_json(session)
         if args.action == "locate":
             if args.json:
                 _print_json({"session_id": session.id, "location": location})
