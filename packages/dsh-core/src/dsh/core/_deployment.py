@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -13,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from dsh.paths import resolve_dsh_home
 
 from ._context import Context
-from ._discovery import PERSISTENCE_GROUP, PLUGINS_GROUP, Catalog, EntryPointItem, GroupDiff
+from ._discovery import PERSISTENCE_GROUP, PLUGINS_GROUP, Catalog, EntryPointItem, GroupDiff, import_ref
 from ._errors import BootError, DeploymentError, DshError
 from ._fiber import Fiber, FiberState
 from ._services import ServiceKey
@@ -136,14 +135,10 @@ def resolve_home(deployment: Deployment, env: Mapping[str, str] | None = None, s
 
 def load_object(ref: str) -> Any:
     """Import ``module:attr``; raise :class:`DshError` naming the reference on failure."""
-    module_name, _, attr = ref.partition(":")
     try:
-        obj: Any = importlib.import_module(module_name)
-        for part in filter(None, attr.split(".")):
-            obj = getattr(obj, part)
+        return import_ref(ref)
     except Exception as exc:
         raise DshError(f"cannot import plugin '{ref}': {type(exc).__name__}: {exc}") from None
-    return obj
 
 
 class Runtime:

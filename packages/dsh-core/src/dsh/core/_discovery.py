@@ -29,6 +29,15 @@ PERSISTENCE_GROUP = "dsh.persistence"
 GROUPS: tuple[str, ...] = (PLUGINS_GROUP, BASH_ENV_GROUP, PERSISTENCE_GROUP)
 
 
+def import_ref(ref: str) -> Any:
+    """Import the object a ``module:attr.path`` reference names (errors propagate as raised)."""
+    module_name, _, attr = ref.partition(":")
+    obj: Any = importlib.import_module(module_name.strip())
+    for part in filter(None, attr.strip().split(".")):
+        obj = getattr(obj, part)
+    return obj
+
+
 @dataclass(frozen=True)
 class EntryPointItem:
     """One discovered entry point and the distribution that ships it."""
@@ -41,17 +50,13 @@ class EntryPointItem:
 
     def load(self) -> Any:
         """Import the object the entry point names; raise :class:`DiscoveryError` naming it on failure."""
-        module_name, _, attr = self.value.partition(":")
         try:
-            obj: Any = importlib.import_module(module_name.strip())
-            for part in filter(None, attr.strip().split(".")):
-                obj = getattr(obj, part)
+            return import_ref(self.value)
         except Exception as exc:
             raise DiscoveryError(
                 f"entry point '{self.name}' in group '{self.group}' ({self.value}, from "
                 f"{self.distribution} {self.version}) failed to load: {type(exc).__name__}: {exc}"
             ) from exc
-        return obj
 
 
 @dataclass(frozen=True)

@@ -87,10 +87,10 @@ class Fiber:
         self._effects: list[_Effect] = []
         self._provided: list[str] = []
         self._parent_effect: _Effect | None = None
+        self.name = self.label = label or "<unnamed>"
         try:
             self.name = plugin_name(plugin)
         except PluginError as exc:
-            self.name = label or "<unnamed>"
             self._fail(exc)
         self.label = label or self.name
 
@@ -113,7 +113,7 @@ class Fiber:
         self.state = FiberState.FAILED
         self.exception = exc
         self.error = str(exc) if isinstance(exc, PluginError) else f"{type(exc).__name__}: {exc}"
-        log.error("plugin %s failed: %s", self.label if hasattr(self, "label") else self.name, self.error)
+        log.error("plugin %s failed: %s", self.label, self.error)
 
     def _prepare(self) -> bool:
         try:
