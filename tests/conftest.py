@@ -10,7 +10,8 @@ import pytest
 from dsh.bash import is_managed_key
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
+PEER_SCHEMAS = REPO / "tests" / "data" / "peer-schemas"
+"""The peers' published hook schemas, carried in the repository (see its README for source and version)."""
 
 
 @pytest.fixture(autouse=True)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
 import tomllib
+from pathlib import Path
 
 from tests.conftest import REPO
 
@@ -79,3 +83,28 @@ def test_lazy_agent_exports_resolve() -> None:
     for name in dsh.agent.__all__:
         assert getattr(dsh.agent, name) is not None
     assert sorted(dsh.agent.__all__) == sorted(dsh.agent._EXPORTS)
+
+
+def test_a_clone_with_nothing_beside_it_collects_the_whole_suite(tmp_path: Path) -> None:
+    """The suite carries its own data: a copy of the repository alone in a folder collects cleanly."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    clone = tmp_path / "alone" / "dsh"
+    for name in filter(None, listed.split("\0")):
+        source = REPO / name
+        if source.is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, clone / name)
+    assert not (clone.parent / "shared").exists()
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+    )
+    assert collected.returncode == 0, collected.stdout[-2000:] + collected.stderr[-2000:]
+    assert " tests collected" in collected.stdout or " test collected" in collected.stdout

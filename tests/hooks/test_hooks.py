@@ -16,12 +16,12 @@ from dsh.agent import Agent, ModelStep, ScriptedModel, ToolCall
 from dsh.core import Runtime
 from dsh.hooks import HOOKS, HookFacts, build_payload, interpret
 from dsh.session import SESSIONS
-from tests.conftest import SHARED
+from tests.conftest import PEER_SCHEMAS
 from tests.helpers import harness
 
 HOOK = Path(__file__).with_name("hook_script.py")
-CODEX_SCHEMAS = SHARED / "peer-schemas" / "codex"
-CLAUDE_KEYS = json.loads((SHARED / "peer-schemas" / "claude" / "ts_hook_keys.json").read_text())["types"]
+CODEX_SCHEMAS = PEER_SCHEMAS / "codex"
+CLAUDE_KEYS = json.loads((PEER_SCHEMAS / "claude" / "ts_hook_keys.json").read_text())["types"]
 SCHEMA_FILES = {
     "SessionStart": "session-start",
     "UserPromptSubmit": "user-prompt-submit",
