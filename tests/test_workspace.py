@@ -7,6 +7,7 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import REPO
 
@@ -108,3 +109,18 @@ def test_a_clone_with_nothing_beside_it_collects_the_whole_suite(tmp_path: Path)
     )
     assert collected.returncode == 0, collected.stdout[-2000:] + collected.stderr[-2000:]
     assert " tests collected" in collected.stdout or " test collected" in collected.stdout
+
+
+def test_internal_dependencies_are_pinned_to_the_release() -> None:
+    """The distributions release together: each names its siblings at exactly their shared version."""
+    versions = {meta["project"]["name"]: meta["project"]["version"] for meta in map(_meta, PACKAGES)}
+    assert len(set(versions.values())) == 1, versions
+    for pkg in PACKAGES:
+        for requirement in _meta(pkg)["project"].get("dependencies", []):
+            name = requirement.split("=")[0].split(">")[0].split("<")[0].strip()
+            if name in versions:
+                assert requirement == f"{name}=={versions[name]}", f"{pkg.name}: {requirement}"
+
+
+def _meta(pkg: Path) -> dict[str, Any]:
+    return tomllib.loads((pkg / "pyproject.toml").read_text())

@@ -100,17 +100,15 @@ def test_errors_are_one_line_unless_debug(tmp_path: Path) -> None:
     assert "no entry point 'no-such'" in proc.stderr
     debug = dsh("--debug", "exec", "--deployment", str(deployment), "--", "true", home=tmp_path / "h")
     assert "Traceback" in debug.stderr
-    deployment.write_text("plugins:\n  - {id: x}\n")
+    deployment.write_text("plugins:\n  - {id: x, config: 3}\n")
     bad = dsh("plugins", "--deployment", str(deployment), home=tmp_path / "h")
-    assert bad.returncode == 1 and "entry 'x' (plugins[0]), field 'name'" in bad.stderr
+    assert bad.returncode == 1 and "entry 'x' (plugins[0]), field 'config'" in bad.stderr
     assert dsh("exec", home=tmp_path / "h").stderr == "dsh: dsh exec needs a command after --\n"
 
 
 def test_sqlite_deployment_has_no_transcript_variable(tmp_path: Path) -> None:
     deployment = tmp_path / "d.yaml"
-    deployment.write_text(
-        "persistence: {backend: sqlite}\nplugins:\n  - {id: env, name: bash-env}\n  - {id: bash, name: tool-bash}\n"
-    )
+    deployment.write_text("persistence: {backend: sqlite}\n")  # the SQLite README's snippet: the rest is default
     out = json.loads(
         dsh(
             "exec",

@@ -45,9 +45,10 @@ def test_invalid_entry_names_file_entry_and_field(tmp_path: Path) -> None:
     assert str(path) in message and "entry 'hooks' (plugins[0])" in message and "field 'confg'" in message
 
 
-def test_missing_name_and_duplicate_ids(tmp_path: Path) -> None:
-    with pytest.raises(DeploymentError, match=r"entry 'x' \(plugins\[0\]\), field 'name'"):
-        parse_deployment({"plugins": [{"id": "x"}]}, "d.yaml")
+def test_name_defaults_to_id_and_duplicate_ids_fail(tmp_path: Path) -> None:
+    assert parse_deployment({"plugins": [{"id": "x"}]}, "d.yaml").plugins[0].name == "x"
+    with pytest.raises(DeploymentError, match=r"plugins\[0\], field 'id'"):
+        parse_deployment({"plugins": [{"id": "", "name": "x"}]}, "d.yaml")
     with pytest.raises(DeploymentError, match="entry id 'a' appears twice"):
         parse_deployment({"plugins": [{"id": "a", "name": "n"}, {"id": "a", "name": "m"}]}, "d.yaml")
 

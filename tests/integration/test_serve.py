@@ -100,6 +100,6 @@ def test_a_dead_servers_socket_falls_back_and_is_reclaimed(server: Server, home:
 
 
 def test_socket_is_private(server: Server, home: Path) -> None:
-    assert server.path == socket_path(home, None)
+    assert server.path == socket_path(None, {"DSH_HOME": str(home)})
     assert oct(server.path.stat().st_mode & 0o777) == "0o600"
     assert oct(server.path.parent.stat().st_mode & 0o777) == "0o700"

@@ -12,14 +12,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from dsh.paths import resolve_dsh_home
-
-from ._args import PROTOCOL, build_parser, command_line, socket_path
+from ._args import PROTOCOL, build_parser, choose_deployment, command_line, socket_path
 
 
 def _served_exec(args: Any) -> int | None:
     """Run ``dsh exec`` through a listening ``dsh serve``; None when there is none to ask."""
-    path = socket_path(resolve_dsh_home(), args.deployment)
+    path = socket_path(choose_deployment(args.deployment).path)
     if not path.exists():
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -7,10 +7,21 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from dsh.core import Deployment, PersistenceChoice, PluginEntry, Runtime, boot, compose, load_deployment
+from dsh.core import (
+    Deployment,
+    DeploymentError,
+    PersistenceChoice,
+    PluginEntry,
+    Runtime,
+    boot,
+    compose,
+    load_deployment,
+    resolve_home,
+)
 from dsh.paths import resolve_dsh_home
 from dsh.session import sessions_plugin, tools_plugin
 
+from ._args import DeploymentChoice, choose_deployment
 from ._loop import spawn_plugin
 
 BUILTINS = (tools_plugin, sessions_plugin, spawn_plugin)
@@ -19,13 +30,12 @@ BUILTINS = (tools_plugin, sessions_plugin, spawn_plugin)
 DEFAULT_SOURCE = "<default deployment>"
 
 
-def default_deployment(env: Mapping[str, str] | None = None) -> Deployment:
-    """JSONL under ``$DSH_HOME/sessions``, the local executor, bash-env and the bash tool.
+def default_plugins(home: Path) -> list[PluginEntry]:
+    """The default plugin set: the local executor, bash-env, the bash tool, and hooks when configured.
 
-    Hooks are added when ``$DSH_HOME/hooks/claude.json`` (a Claude Code ``settings.json``-style
-    file) or ``$DSH_HOME/hooks/codex.json`` (a Codex ``hooks.json``) exists.
+    Hooks are added when ``<home>/hooks/claude.json`` (a Claude Code ``settings.json``-style file)
+    or ``<home>/hooks/codex.json`` (a Codex ``hooks.json``) exists.
     """
-    home = resolve_dsh_home(None, env)
     plugins = [
         PluginEntry(id="bash-local", name="bash-local"),
         PluginEntry(id="bash-env", name="bash-env"),
@@ -36,28 +46,69 @@ def default_deployment(env: Mapping[str, str] | None = None) -> Deployment:
     }
     if hooks:
         plugins.append(PluginEntry(id="hooks", name="hooks", config=hooks))
-    return Deployment(persistence=PersistenceChoice(backend="jsonl"), plugins=plugins)
+    return plugins
 
 
-def _deployment(path: str | os.PathLike[str] | None, env: Mapping[str, str] | None) -> tuple[Deployment, str]:
-    if path is None:
+def default_deployment(env: Mapping[str, str] | None = None) -> Deployment:
+    """JSONL under ``$DSH_HOME/sessions`` with the :func:`default_plugins`."""
+    return Deployment(
+        persistence=PersistenceChoice(backend="jsonl"), plugins=default_plugins(resolve_dsh_home(None, env))
+    )
+
+
+def layer_on_defaults(deployment: Deployment, source: str, env: Mapping[str, str] | None = None) -> Deployment:
+    """A deployment file states only what it changes; this fills in the rest from the defaults.
+
+    Omitted ``plugins`` means the default set. Listed entries replace the default with the same id
+    (``{id: tool-bash, config: {...}}`` reconfigures it) or are added after the defaults;
+    ``{id: hooks, enabled: false}`` removes a default. Omitted ``persistence`` is the default backend.
+    """
+    defaults = default_plugins(resolve_home(deployment, env, source))
+    if "plugins" not in deployment.model_fields_set:
+        return deployment.model_copy(update={"plugins": defaults})
+    default_ids = [entry.id for entry in defaults]
+    by_id = {entry.id: entry for entry in defaults}
+    for entry in deployment.plugins:
+        if not entry.enabled and entry.id not in by_id:
+            raise DeploymentError(
+                f"{source}: entry '{entry.id}' has enabled: false but is not a default plugin "
+                f"(defaults: {', '.join(default_ids)}); delete the entry instead"
+            )
+        by_id[entry.id] = entry
+    ordered = [by_id[i] for i in default_ids] + [e for e in deployment.plugins if e.id not in default_ids]
+    return deployment.model_copy(update={"plugins": [e for e in ordered if e.enabled]})
+
+
+def _deployment(choice: DeploymentChoice, env: Mapping[str, str] | None) -> tuple[Deployment, str]:
+    if choice.path is None:
         return default_deployment(env), DEFAULT_SOURCE
-    deployment = load_deployment(path)
+    deployment = layer_on_defaults(load_deployment(choice.path), choice.path, env)
+    if any(entry.name == "bash-env" for entry in deployment.plugins):
+        entry = PluginEntry(id="deployment-env", config={"path": choice.path})
+        deployment = deployment.model_copy(update={"plugins": [*deployment.plugins, entry]})
     # Relative hook files in a deployment resolve against the deployment's folder.
     for entry in deployment.plugins:
         if entry.name == "hooks":
-            entry.config.setdefault("base_dir", str(Path(path).parent.absolute()))
-    return deployment, os.fspath(path)
+            entry.config.setdefault("base_dir", str(Path(choice.path).parent.absolute()))
+    return deployment, choice.path
 
 
 def open_runtime(
-    path: str | os.PathLike[str] | None = None, *, env: Mapping[str, str] | None = None, check: bool = True
+    path: str | os.PathLike[str] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+    choice: DeploymentChoice | None = None,
 ) -> Runtime:
-    """Boot a deployment file (or the default) with the agent built-ins.
+    """Boot the deployment in effect (see :func:`choose_deployment`) with the agent built-ins.
 
+    ``path`` plays the part of ``--deployment``; without it the same rule as the ``dsh`` command
+    applies (``$DSH_DEPLOYMENT``, then ``<DSH_HOME>/deployment.yaml``, then the built-in one).
     With ``check=False`` the runtime is returned even when entries failed, for diagnostics.
     """
-    deployment, source = _deployment(path, env)
+    if choice is None:
+        choice = choose_deployment(os.fspath(path) if path is not None else None, env)
+    deployment, source = _deployment(choice, env)
     if check:
         runtime = boot(deployment, source=source, builtins=BUILTINS, env=env)
     else:

@@ -87,7 +87,7 @@ async def _handle(runtime: Runtime, reader: asyncio.StreamReader, writer: asynci
 
 async def serve(runtime: Runtime, deployment: str | None) -> int:
     """Listen until SIGINT or SIGTERM; remove the socket on the way out."""
-    path = socket_path(runtime.home, deployment)
+    path = socket_path(deployment)
     _claim(path)
     server = await asyncio.start_unix_server(lambda r, w: _handle(runtime, r, w), path=str(path))
     os.chmod(path, 0o600)

@@ -38,7 +38,7 @@ from dsh.bash_env import BASH_ENV  # noqa: E402
 from dsh.core import GROUPS, DshError, Fiber, Runtime  # noqa: E402
 from dsh.session import SESSIONS, AgentRef, Session, SessionStore, ToolExecution  # noqa: E402
 
-from ._args import build_parser, command_line  # noqa: E402
+from ._args import build_parser, choose_deployment, command_line  # noqa: E402
 from ._exec import exec_command, location_json  # noqa: E402
 from ._loop import Agent  # noqa: E402
 from ._model import ScriptedModel, load_script  # noqa: E402
@@ -60,7 +60,7 @@ async def _exec(args: argparse.Namespace) -> int:
     command = command_line(args.command)
     if not command:
         raise DshError("dsh exec needs a command after --")
-    runtime = open_runtime(args.deployment)
+    runtime = open_runtime(choice=args.choice)
     try:
         outcome = await exec_command(runtime, command, session_id=args.session, cwd=args.cwd, timeout=args.timeout)
     finally:
@@ -75,16 +75,16 @@ async def _exec(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    runtime = open_runtime(args.deployment)
+    runtime = open_runtime(choice=args.choice)
     try:
-        return await serve(runtime, args.deployment)
+        return await serve(runtime, args.choice.path)
     finally:
         runtime.close()
 
 
 async def _run(args: argparse.Namespace) -> int:
     script = load_script(args.script)
-    runtime = open_runtime(args.deployment)
+    runtime = open_runtime(choice=args.choice)
     try:
         session, source = _open_session(runtime.ctx.require(SESSIONS), args.session, None)
         agent = Agent(runtime.ctx, session, ScriptedModel.from_script(script))
@@ -120,7 +120,7 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 def _env(args: argparse.Namespace) -> int:
-    runtime = open_runtime(args.deployment)
+    runtime = open_runtime(choice=args.choice)
     try:
         registry = runtime.ctx.require(BASH_ENV)
         values: dict[str, str] = {}
@@ -216,12 +216,15 @@ def _plugin_rows(runtime: Runtime) -> list[dict[str, Any]]:
 
 
 def _plugins(args: argparse.Namespace) -> int:
-    runtime = open_runtime(args.deployment, check=False)
+    runtime = open_runtime(choice=args.choice, check=False)
     try:
         rows = _plugin_rows(runtime)
+        choice = args.choice
         if args.json:
-            _print_json({"plugins": rows, "problems": runtime.problems()})
+            deployment = {"path": choice.path, "reason": choice.reason}
+            _print_json({"deployment": deployment, "plugins": rows, "problems": runtime.problems()})
         else:
+            print(f"deployment: {choice.path or 'built-in default'} ({choice.reason})")
             for row in rows:
                 dist = f"{row['distribution']} {row['version']}" if row["distribution"] else "-"
                 print(f"{row['group']:<16} {row['name']:<24} {dist:<32} {row['state']}")
@@ -233,7 +236,7 @@ def _plugins(args: argparse.Namespace) -> int:
 
 
 def _sessions(args: argparse.Namespace) -> int:
-    runtime = open_runtime(args.deployment)
+    runtime = open_runtime(choice=args.choice)
     try:
         store = runtime.ctx.require(SESSIONS)
         if args.action == "list":
@@ -283,6 +286,7 @@ def dispatch(args: argparse.Namespace) -> int:
     # The command reports failures itself (boot report, warnings); --debug adds the library's log.
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.CRITICAL, format="dsh: %(name)s: %(message)s")
     try:
+        args.choice = choose_deployment(getattr(args, "deployment", None))
         if args.verb == "exec":
             return asyncio.run(_exec(args))
         if args.verb == "serve":

@@ -25,13 +25,24 @@ CATALOG: ServiceKey[Catalog] = ServiceKey("catalog")
 
 
 class PluginEntry(BaseModel):
-    """One plugin of a deployment: ``name`` is a ``dsh.plugins`` entry point or ``module:attr``."""
+    """One plugin of a deployment: ``name`` is a ``dsh.plugins`` entry point or ``module:attr``.
+
+    ``name`` defaults to ``id``. ``enabled: false`` removes the entry (how a deployment file
+    removes one of the default plugins it is layered on).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(min_length=1)
-    name: str = Field(min_length=1)
+    name: str = Field(default="", validate_default=False)
     config: dict[str, Any] = Field(default_factory=dict)
+    enabled: bool = True
+
+    @model_validator(mode="after")
+    def _name_defaults_to_id(self) -> PluginEntry:
+        if not self.name.strip():
+            self.name = self.id
+        return self
 
 
 class PersistenceChoice(BaseModel):
@@ -258,7 +269,8 @@ def compose(
     persistence = deployment.persistence
     runtime._load_entry("persistence", PERSISTENCE_GROUP, persistence.backend, persistence.config)
     for entry in deployment.plugins:
-        runtime._load_entry(entry.id, PLUGINS_GROUP, entry.name, entry.config)
+        if entry.enabled:
+            runtime._load_entry(entry.id, PLUGINS_GROUP, entry.name, entry.config)
     return runtime
 
 

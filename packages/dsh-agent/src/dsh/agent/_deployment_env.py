@@ -1,0 +1,39 @@
+"""``DSH_DEPLOYMENT`` in every managed shell: a nested ``dsh`` command uses its harness's deployment.
+
+Managed shells never inherit the harness's own ``DSH_*`` variables, so without this a ``dsh``
+command run by the model would fall back to ``<DSH_HOME>/deployment.yaml`` or the built-in
+deployment and might not find the session it is part of. The agent adds this entry whenever the
+deployment in effect is a file (and ``bash-env`` is loaded).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from dsh.bash_env import BASH_ENV, FunctionContributor
+from dsh.core import Context, Plugin
+
+from ._args import DEPLOYMENT_ENV
+
+
+class DeploymentEnvConfig(BaseModel):
+    """The deployment file in effect (absolute)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+
+
+def _apply(ctx: Context, config: DeploymentEnvConfig) -> None:
+    value = {DEPLOYMENT_ENV: config.path}
+    ctx.require(BASH_ENV).register(
+        FunctionContributor(
+            "deployment",
+            {DEPLOYMENT_ENV: "Deployment file of this harness; a dsh command run in this shell uses it too."},
+            lambda execution: value,
+        )
+    )
+
+
+plugin = Plugin(name="deployment-env", apply=_apply, Config=DeploymentEnvConfig, inject=("bash_env",))
+"""The ``deployment-env`` entry of the ``dsh.plugins`` group."""

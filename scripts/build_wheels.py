@@ -1,0 +1,42 @@
+"""Build every distribution in packages/ into one folder of wheels, for installing without Hatch.
+
+    python3 scripts/build_wheels.py [OUT] [--no-deps]
+
+OUT defaults to ``dist/wheels``. Unless ``--no-deps`` is given, the wheels of every third-party
+dependency are put there too, so that
+
+    python3 -m pip install --no-index --find-links OUT dsh-agent dsh-persistence-sqlite
+
+installs from that folder alone and can never pick up an unrelated ``dsh-*`` from a package index.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build the wheels; return pip's exit status."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", nargs="?", default=str(REPO / "dist" / "wheels"), help="folder for the wheels")
+    parser.add_argument("--no-deps", action="store_true", help="build only the dsh-* distributions")
+    args = parser.parse_args(argv)
+    out = Path(args.out).absolute()
+    out.mkdir(parents=True, exist_ok=True)
+    packages = sorted(str(p) for p in (REPO / "packages").iterdir() if (p / "pyproject.toml").is_file())
+    command = [sys.executable, "-m", "pip", "wheel", "--disable-pip-version-check", "--wheel-dir", str(out)]
+    if args.no_deps:
+        command.append("--no-deps")
+    result = subprocess.run([*command, *packages], check=False)
+    if result.returncode == 0:
+        print(f"wheels in {out}; install with:\n  python3 -m pip install --no-index --find-links {out} dsh-agent")
+    return result.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""Installing without Hatch: the documented wheel folder installs any subset into a plain venv."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.integration
+
+
+def test_wheels_install_a_chosen_subset_without_an_index(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    built = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "build_wheels.py"), str(wheels)], capture_output=True, text=True
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    root = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(root)
+    # --no-index: everything comes from the folder, so no unrelated dsh-* from an index can slip in.
+    installed = subprocess.run(
+        [
+            root / "bin" / "python",
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "--no-index",
+            "--find-links",
+            wheels,
+            "dsh-agent",
+            "dsh-persistence-sqlite",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("DSH_")}
+    env["DSH_HOME"] = str(tmp_path / "home")
+    version = subprocess.run([root / "bin" / "dsh", "--version"], capture_output=True, text=True, env=env)
+    names = [line.split()[0] for line in version.stdout.splitlines()]
+    assert "dsh-agent" in names and "dsh-persistence-sqlite" in names and "dsh-tool-pwsh" not in names
+    deployment = tmp_path / "sqlite.yaml"
+    deployment.write_text("persistence: {backend: sqlite}\n")
+    ran = subprocess.run(
+        [root / "bin" / "dsh", "exec", "--json", "--deployment", deployment, "--", "echo $DSH_SESSION_ID"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert ran.returncode == 0, ran.stderr
+    out = json.loads(ran.stdout)
+    assert out["stdout"].strip() == out["session_id"] and out["location"] is None
