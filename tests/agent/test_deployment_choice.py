@@ -90,3 +90,16 @@ def test_dsh_deployment_names_the_file(tmp_path: Path) -> None:
     # Without it, the built-in JSONL deployment sees none of the SQLite sessions, and says why.
     builtin = json.loads(dsh("plugins", "--json", home=home).stdout)["deployment"]
     assert builtin["path"] is None and builtin["reason"].startswith("built-in default")
+
+
+def test_a_managed_shell_names_the_deployment_so_nested_dsh_uses_it(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    file = tmp_path / "sqlite.yaml"
+    file.write_text("persistence: {backend: sqlite}\n")
+    nested = dsh("exec", "--deployment", str(file), "--", "echo $DSH_DEPLOYMENT; dsh plugins --json", home=home)
+    assert nested.returncode == 0, nested.stderr
+    first, rest = nested.stdout.split("\n", 1)
+    assert first == str(file)
+    assert json.loads(rest)["deployment"] == {"path": str(file), "reason": "named by $DSH_DEPLOYMENT"}
+    builtin = dsh("exec", "--", "echo ${DSH_DEPLOYMENT-unset}", home=home)
+    assert builtin.stdout == "unset\n"
