@@ -15,6 +15,7 @@ from ._context import Context
 from ._discovery import PERSISTENCE_GROUP, PLUGINS_GROUP, Catalog, EntryPointItem, GroupDiff, import_ref
 from ._errors import BootError, DeploymentError, DshError
 from ._fiber import Fiber, FiberState
+from ._plugin import field_path, plain_error
 from ._services import ServiceKey
 
 DSH_HOME: ServiceKey[Path] = ServiceKey("dsh_home")
@@ -88,9 +89,9 @@ def _describe_loc(raw: object, loc: Sequence[int | str]) -> str:
         entry = entries[loc[1]] if isinstance(entries, list) and loc[1] < len(entries) else None
         entry_id = entry.get("id") if isinstance(entry, Mapping) else None
         where = f"entry '{entry_id}' (plugins[{loc[1]}])" if entry_id else f"plugins[{loc[1]}]"
-        rest = ".".join(str(p) for p in loc[2:])
+        rest = field_path(loc[2:])
         return f"{where}, field '{rest}'" if rest else where
-    return f"field '{'.'.join(str(p) for p in loc) or '<root>'}'"
+    return f"field '{field_path(loc) or '<root>'}'"
 
 
 def parse_deployment(raw: object, source: str = "<deployment>") -> Deployment:
@@ -98,7 +99,7 @@ def parse_deployment(raw: object, source: str = "<deployment>") -> Deployment:
     try:
         return Deployment.model_validate(raw if raw is not None else {})
     except ValidationError as exc:
-        problems = "; ".join(f"{_describe_loc(raw, e['loc'])}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(f"{_describe_loc(raw, e['loc'])} {plain_error(e)}" for e in exc.errors())
         raise DeploymentError(f"{source}: {problems}") from None
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -55,12 +55,61 @@ def plugin_apply(plugin: object) -> ApplyFn:
     return apply  # type: ignore[no-any-return]
 
 
+_PLAIN = {
+    "missing": "is required",
+    "extra_forbidden": "is not a known field (check its spelling)",
+    "list_type": "must be a list",
+    "dict_type": "must be a mapping",
+    "model_type": "must be a mapping",
+    "model_attributes_type": "must be a mapping",
+    "string_type": "must be a string",
+    "string_too_short": "must not be empty",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "greater_than": "is too small",
+    "greater_than_equal": "is too small",
+    "less_than": "is too large",
+    "less_than_equal": "is too large",
+}
+
+
+def plain_error(err: Mapping[str, Any]) -> str:
+    """One pydantic error detail in plain words (``must be a list``), without pydantic's wording."""
+    kind = str(err.get("type", ""))
+    ctx = err.get("ctx") or {}
+    if kind == "literal_error" and "expected" in ctx:
+        return f"must be one of {ctx['expected']}"
+    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal") and ctx:
+        bound = next(iter(ctx.values()))
+        words = {"greater_than": "greater than", "greater_than_equal": "at least", "less_than": "less than"}
+        return f"must be {words.get(kind, 'at most')} {bound}"
+    if kind == "value_error":
+        return str(err.get("msg", "")).removeprefix("Value error, ")
+    return _PLAIN.get(kind, str(err.get("msg", "is invalid")))
+
+
+def field_path(loc: Sequence[int | str]) -> str:
+    """``turns[0].steps`` for pydantic's ``('turns', 0, 'steps')``."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
 def format_validation_error(exc: ValidationError, prefix: str = "") -> str:
-    """Render a pydantic error as one sentence per failing field, naming each field."""
+    """Render a pydantic error as one plain sentence per failing field, naming each field."""
     parts = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in (*((prefix,) if prefix else ()), *err["loc"]))
-        parts.append(f"field '{loc or '<root>'}': {err['msg']}")
+        loc = field_path((*((prefix,) if prefix else ()), *err["loc"]))
+        if not loc and err.get("type") in ("model_type", "dict_type", "model_attributes_type"):
+            parts.append("the top level must be a mapping of fields")
+        else:
+            parts.append(f"field '{loc or '<root>'}' {plain_error(err)}")
     return "; ".join(parts)
 
 
