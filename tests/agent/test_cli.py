@@ -211,3 +211,33 @@ def test_exec_cwd_must_exist_and_is_the_sessions(tmp_path: Path) -> None:
     assert missing.stderr == f"dsh: --cwd {tmp_path / 'nope'} is not a directory\n"
     out = json.loads(dsh("exec", "--json", "--cwd", str(tmp_path), "--", "pwd", home=home).stdout)
     assert out["stdout"] == f"{tmp_path}\n"
+
+
+def test_sessions_show_reads_like_a_transcript(tmp_path: Path) -> None:
+    script = tmp_path / "script.yaml"
+    script.write_text(
+        "turns:\n"
+        "  - user: list then delegate\n"
+        "    steps:\n"
+        "      - text: Looking.\n"
+        "        tool_calls: [{name: bash, arguments: {command: 'echo one; echo two >&2; exit 3'}}]\n"
+        "      - tool_calls: [{name: spawn_agent, arguments: {agent_type: helper, prompt: count}}]\n"
+        "      - text: done\n"
+        "subagents:\n"
+        "  helper:\n"
+        "    - text: counted\n"
+    )
+    home = tmp_path / "home"
+    ran = json.loads(dsh("run", "--json", "--script", str(script), home=home).stdout)
+    shown = dsh("sessions", "show", ran["session_id"], home=home)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[0] == f"session {ran['session_id']}"
+    child = next(line for line in lines if "subagent helper started" in line).rsplit(" ", 1)[1]
+    body = "\n".join(lines)
+    assert "user:\n    list then delegate\nassistant:\n    Looking.\n  $ echo one; echo two >&2; exit 3   [call-" in body
+    assert "    -> exit 3\n    | one\n    ! two\n" in body
+    assert f"subagent session {child} ended:\n    | counted" in body
+    assert lines[-1] == "== end of turn"
+    structured = json.loads(dsh("sessions", "show", "--json", ran["session_id"], home=home).stdout)
+    assert structured["header"]["id"] == ran["session_id"] and structured["events"][0]["type"] == "turn/start"

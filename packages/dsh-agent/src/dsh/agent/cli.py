@@ -44,6 +44,7 @@ from ._loop import Agent  # noqa: E402
 from ._model import ScriptedModel, load_script  # noqa: E402
 from ._runtime import open_runtime  # noqa: E402
 from ._serve import serve  # noqa: E402
+from ._show import render  # noqa: E402
 
 
 def _print_json(value: Any) -> None:
@@ -271,9 +272,8 @@ def _sessions(args: argparse.Namespace) -> int:
                 }
             )
         else:
-            print(json.dumps(session.header.model_dump(mode="json")))
-            for event in events:
-                print(json.dumps(event, ensure_ascii=False))
+            path = location["path"] if location else None
+            sys.stdout.writelines(line + "\n" for line in render(session.header, path, session.history))
             for line in session.damage:
                 print(f"damage: {line}", file=sys.stderr)
         return 0

@@ -1,0 +1,98 @@
+"""``dsh sessions show``: a stored transcript as a person reads it.
+
+Only the shape of events is assumed (``type`` plus data); an event this module does not know is
+shown as its type and data, so a newer transcript never fails to print.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from dsh.session import SessionEvent, SessionHeader
+
+_INDENT = "    "
+
+
+def _when(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at)) if at else "?"
+
+
+def _block(text: str, prefix: str = _INDENT) -> Iterator[str]:
+    for line in text.rstrip("\n").splitlines():
+        yield prefix + line
+
+
+def _command(name: str, arguments: Mapping[str, Any]) -> str:
+    if name in ("bash", "pwsh") and isinstance(arguments.get("command"), str):
+        extra = {k: v for k, v in arguments.items() if k != "command"}
+        return f"$ {arguments['command']}" + (f"   ({name} {json.dumps(extra)})" if extra else "")
+    return f"{name} {json.dumps(dict(arguments), ensure_ascii=False)}"
+
+
+def _tool_result(data: Mapping[str, Any]) -> Iterator[str]:
+    details = data.get("data") or {}
+    if "exit_code" in details:
+        status = f"exit {details['exit_code']}"
+        if details.get("timed_out"):
+            status += " (timed out)"
+        yield f"{_INDENT}-> {status}"
+        yield from _block(str(details.get("stdout") or ""), _INDENT + "| ")
+        yield from _block(str(details.get("stderr") or ""), _INDENT + "! ")
+    else:
+        yield f"{_INDENT}-> {'error' if data.get('is_error') else 'ok'}"
+        yield from _block(str(data.get("output") or ""), _INDENT + "| ")
+
+
+def _hooks(data: Mapping[str, Any]) -> Iterator[str]:
+    reports = data.get("reports") or []
+    if not reports:
+        return
+    yield f"{_INDENT}hook {data.get('event', '?')}: {len(reports)} ran"
+    for report in reports:
+        verdict = "blocked" if report.get("blocked") else "stopped" if report.get("stop") else "ok"
+        reason = report.get("error") or report.get("reason")
+        line = f"{_INDENT * 2}{report.get('command', '?')} -> exit {report.get('exit_code')}, {verdict}"
+        yield line + (f": {reason}" if reason else "")
+
+
+def render(header: SessionHeader, location: str | None, events: Sequence[SessionEvent]) -> Iterator[str]:
+    """Lines of a readable transcript: turns, user text, tool calls with output and status, hooks."""
+    origin = f", {header.origin} of {header.parent_session}" if header.parent_session else ""
+    yield f"session {header.id}{origin}"
+    yield f"  created {header.created_at}, cwd {header.cwd}"
+    yield f"  transcript {location}" if location else "  transcript: none on this machine (not a file backend)"
+    for event in events:
+        yield from _event(event.type, event.data, event.at)
+
+
+def _event(kind: str, data: Mapping[str, Any], at: float) -> Iterable[str]:
+    if kind == "turn/start":
+        how = f", {data['source']}" if data.get("source") else ""
+        return ["", f"== turn {data.get('turn_id', '?')} ({data.get('agent', 'main')}{how}) at {_when(at)}"]
+    if kind == "turn/end":
+        notes = [f"blocked: {data['blocked']}" if data.get("blocked") else ""]
+        notes.append("interrupted" if data.get("interrupted") else "")
+        note = ", ".join(n for n in notes if n)
+        return [f"== end of turn{f' ({note})' if note else ''}"]
+    if kind == "message/user":
+        source = f" (from {data['source']})" if data.get("source") else ""
+        return [f"user{source}:", *_block(str(data.get("text", "")))]
+    if kind == "message/assistant":
+        text = str(data.get("text") or "")
+        return ["assistant:", *_block(text)] if text else []
+    if kind == "tool/call":
+        return [f"  {_command(str(data.get('name', '?')), data.get('arguments') or {})}   [{data.get('call_id')}]"]
+    if kind == "tool/result":
+        return list(_tool_result(data))
+    if kind == "hook/result":
+        return list(_hooks(data))
+    if kind == "subagent/start":
+        return [f"  subagent {data.get('agent_type', '?')} started: session {data.get('session_id')}"]
+    if kind == "subagent/end":
+        return [f"  subagent session {data.get('session_id')} ended:", *_block(str(data.get("text") or ""), "    | ")]
+    if kind == "error":
+        return [f"  error: {data.get('message')}"]
+    return [f"  [{kind}] {json.dumps(dict(data), ensure_ascii=False, default=str)}"]
