@@ -235,7 +235,8 @@ def test_sessions_show_reads_like_a_transcript(tmp_path: Path) -> None:
     assert lines[0] == f"session {ran['session_id']}"
     child = next(line for line in lines if "subagent helper started" in line).rsplit(" ", 1)[1]
     body = "\n".join(lines)
-    assert "user:\n    list then delegate\nassistant:\n    Looking.\n  $ echo one; echo two >&2; exit 3   [call-" in body
+    assert "user:\n    list then delegate\nassistant:\n    Looking.\n" in body
+    assert "\n  $ echo one; echo two >&2; exit 3   [call-" in body
     assert "    -> exit 3\n    | one\n    ! two\n" in body
     assert f"subagent session {child} ended:\n    | counted" in body
     assert lines[-1] == "== end of turn"

@@ -133,9 +133,7 @@ def choose_deployment(flag: str | None, env: Mapping[str, str] | None = None) ->
     in_home = resolve_dsh_home(None, env) / "deployment.yaml"
     if in_home.is_file():
         return DeploymentChoice(str(in_home), "found in DSH_HOME")
-    return DeploymentChoice(
-        None, f"built-in default: no --deployment, no ${DEPLOYMENT_ENV}, no {in_home}"
-    )
+    return DeploymentChoice(None, f"built-in default: no --deployment, no ${DEPLOYMENT_ENV}, no {in_home}")
 
 
 def socket_path(deployment: str | None, env: Mapping[str, str] | None = None) -> Path:
