@@ -242,3 +242,25 @@ def test_sessions_show_reads_like_a_transcript(tmp_path: Path) -> None:
     assert lines[-1] == "== end of turn"
     structured = json.loads(dsh("sessions", "show", "--json", ran["session_id"], home=home).stdout)
     assert structured["header"]["id"] == ran["session_id"] and structured["events"][0]["type"] == "turn/start"
+
+
+@pytest.mark.parametrize(
+    "verb",
+    [
+        (),
+        ("run",),
+        ("env",),
+        ("plugins",),
+        ("serve",),
+        ("sessions",),
+        *[("sessions", a) for a in ("list", "show", "locate")],
+    ],
+)
+def test_every_help_has_examples(tmp_path: Path, verb: tuple[str, ...]) -> None:
+    proc = dsh(*verb, "--help", home=tmp_path)
+    assert proc.returncode == 0 and "\nexamples:\n  dsh " in proc.stdout
+    assert "instead of creating one" not in proc.stdout or verb == ("run",)
+
+
+def test_env_session_help_says_what_it_does(tmp_path: Path) -> None:
+    assert "values a shell call of this stored session" in dsh("env", "--help", home=tmp_path).stdout

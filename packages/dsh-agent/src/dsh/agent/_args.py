@@ -39,50 +39,131 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+_DEPLOYMENT_HELP = (
+    "deployment YAML; default: $DSH_DEPLOYMENT, else $DSH_HOME/deployment.yaml if it exists, else the built-in one"
+)
+
+
+def _examples(*lines: str) -> str:
+    return "examples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every ``dsh`` verb."""
-    parser = argparse.ArgumentParser(prog="dsh", description="Run shell commands and agents that know their session.")
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="dsh",
+        description="Run shell commands and agents that know their session: every shell call gets\n"
+        "DSH_HOME, DSH_SHELL, DSH_SESSION_ID and the other managed DSH_* variables.",
+        epilog=_examples(
+            "dsh exec -- 'echo $DSH_SESSION_ID'      run one command as the model's bash tool would",
+            "dsh sessions list                        the stored sessions",
+            "dsh VERB --help                          each verb's options and examples",
+        ),
+        formatter_class=raw,
+    )
     parser.add_argument("--version", action=_Version)
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    sub = parser.add_subparsers(dest="verb", required=True)
+    sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
 
-    def common(p: argparse.ArgumentParser, session: bool = True, json: bool = True) -> None:
-        p.add_argument("--deployment", metavar="FILE", help="deployment YAML (default: the built-in one)")
+    def verb(name: str, summary: str, *examples: str, parent: object = sub) -> argparse.ArgumentParser:
+        # `parent` is a sub-parser action; its class is private to argparse, so it is not named here.
+        short = summary.split("\n")[0].rstrip(".:")
+        made: argparse.ArgumentParser = getattr(parent, "add_parser")(  # noqa: B009
+            name, help=short, description=summary, epilog=_examples(*examples), formatter_class=raw
+        )
+        return made
+
+    def common(p: argparse.ArgumentParser, session: str | None = None, json: bool = True) -> None:
+        p.add_argument("--deployment", metavar="FILE", help=_DEPLOYMENT_HELP)
         if session:
-            p.add_argument("--session", metavar="ID", help="resume this session instead of creating one")
+            p.add_argument("--session", metavar="ID", help=session)
         if json:
-            p.add_argument("--json", action="store_true", help="print JSON")
+            p.add_argument("--json", action="store_true", help="print JSON instead of text")
         # SUPPRESS keeps `dsh --debug VERB` working: the sub-parser must not reset it to False.
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
 
     p = sub.add_parser("exec", help="run COMMAND as the model's bash tool would, as one turn")
-    common(p)
+    common(p, session="run as the next turn of this stored session instead of a new one")
     p.add_argument("--cwd", metavar="DIR", help="working directory of a new session")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="kill the command after this long")
     p.add_argument("--no-server", action="store_true", help="run in this process even when `dsh serve` listens")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND...")
 
-    p = sub.add_parser("run", help="drive the agent loop with a scripted model")
+    p = verb(
+        "run",
+        "Drive the agent loop with the keyless scripted model.\n"
+        "Each scripted turn is a user prompt and the model's steps (text and tool calls);\n"
+        "the script format is in packages/dsh-agent/README.md, section 'The scripted model'.",
+        "dsh run --script demo.yaml",
+        "dsh run --script demo.yaml --session ID --json     continue a stored session",
+        "",
+        "a script:",
+        "  turns:",
+        "    - user: where is my transcript?",
+        "      steps:",
+        "        - tool_calls: [{name: bash, arguments: {command: 'echo $DSH_SESSION_JSONL'}}]",
+        "        - text: done",
+    )
+    common(p, session="continue this stored session instead of creating one")
+    p.add_argument("--script", required=True, metavar="FILE", help="YAML (or .json) script of turns")
+
+    p = verb(
+        "env",
+        "The catalogue of managed DSH_* variables:\n"
+        "key, owner, distribution, description, and whether it is built in.",
+        "dsh env",
+        "dsh env --session ID --json      also the values a shell call of that session would get",
+    )
+    common(p, session="also show the values a shell call of this stored session would get")
+
+    p = verb(
+        "plugins",
+        "The deployment in effect (and why), then every discovered plugin:\n"
+        "group, name, distribution, version, state and error.",
+        "dsh plugins",
+        "dsh plugins --deployment sqlite.yaml --json",
+    )
     common(p)
-    p.add_argument("--script", required=True, metavar="FILE", help="YAML or JSON script of turns")
 
-    p = sub.add_parser("env", help="the catalogue of managed DSH_* variables")
-    common(p)
+    p = verb(
+        "serve",
+        "Keep a deployment loaded and answer `dsh exec` from clients of the same user\n"
+        "over a private Unix socket under $DSH_HOME/run, so each exec skips the start-up.\n"
+        "Stop it with Ctrl-C or SIGTERM.",
+        "dsh serve &",
+        "dsh exec -- 'echo served'          uses the server when one listens for the same deployment",
+    )
+    common(p, json=False)
 
-    p = sub.add_parser("plugins", help="discovered plugins and their state")
-    common(p, session=False)
-
-    p = sub.add_parser("serve", help="keep a deployment loaded so `dsh exec` starts fast")
-    common(p, session=False, json=False)
-
-    p = sub.add_parser("sessions", help="stored sessions")
-    sessions = p.add_subparsers(dest="action", required=True)
-    s = sessions.add_parser("list", help="every stored session")
-    common(s, session=False)
-    for action in ("show", "locate"):
-        s = sessions.add_parser(action, help=f"{action} one session")
-        s.add_argument("id", metavar="ID")
-        common(s, session=False)
+    p = verb("sessions", "Stored sessions of the deployment's persistence backend.", "dsh sessions list")
+    sessions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    s = verb(
+        "list",
+        "Every stored session, oldest first; damaged ones are reported on stderr.",
+        "dsh sessions list --json",
+        parent=sessions,
+    )
+    common(s)
+    s = verb(
+        "show",
+        "One session as a readable transcript:\n"
+        "turns, user text, tool calls with status and output, hooks, subagents.",
+        "dsh sessions show ID",
+        "dsh sessions show ID --json     header, location, events and damage as JSON",
+        parent=sessions,
+    )
+    s.add_argument("id", metavar="ID")
+    common(s)
+    s = verb(
+        "locate",
+        "Where the session's transcript file is\n(nothing for backends without one, such as SQLite).",
+        "dsh sessions locate ID",
+        'tail -f "$(dsh sessions locate ID)"',
+        parent=sessions,
+    )
+    s.add_argument("id", metavar="ID")
+    common(s)
     return parser
 
 
