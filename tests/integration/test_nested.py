@@ -30,3 +30,9 @@ def test_nested_plain_form_prints_the_inner_id(tmp_path: Path) -> None:
     assert printed in ids and len(ids) == 2
     outer = next(s for s in listed if s["id"] != printed)
     assert printed != outer["id"]
+
+
+def test_resuming_the_shells_own_unflushed_session_says_why(tmp_path: Path) -> None:
+    proc = dsh("exec", "--", "dsh exec --session $DSH_SESSION_ID -- true", home=tmp_path / "home")
+    assert proc.returncode != 0
+    assert "is the one this shell belongs to" in proc.stderr

@@ -36,7 +36,15 @@ from typing import Any  # noqa: E402
 
 from dsh.bash_env import BASH_ENV  # noqa: E402
 from dsh.core import GROUPS, DshError, Fiber, Runtime  # noqa: E402
-from dsh.session import SESSIONS, AgentRef, Session, SessionStore, ToolExecution  # noqa: E402
+from dsh.session import (  # noqa: E402
+    SESSIONS,
+    AgentRef,
+    Session,
+    SessionLockedError,
+    SessionNotFoundError,
+    SessionStore,
+    ToolExecution,
+)
 
 from ._args import build_parser, choose_deployment, command_line  # noqa: E402
 from ._exec import exec_command, location_json  # noqa: E402
@@ -281,6 +289,21 @@ def _sessions(args: argparse.Namespace) -> int:
         runtime.close()
 
 
+def _own_session_hint(args: argparse.Namespace, exc: BaseException) -> str:
+    """Why the session of the very shell running this command cannot be opened yet, if that is the case."""
+    wanted = getattr(args, "session", None) or getattr(args, "id", None)
+    if not wanted or wanted != os.environ.get("DSH_SESSION_ID"):
+        return ""
+    if isinstance(exc, SessionNotFoundError):
+        return (
+            f" (session {wanted} is the one this shell belongs to: its first turn is still running and is "
+            "written when that turn ends)"
+        )
+    if isinstance(exc, SessionLockedError):
+        return f" (session {wanted} is the one this shell belongs to: its current turn holds it until the turn ends)"
+    return ""
+
+
 def dispatch(args: argparse.Namespace) -> int:
     """Run a parsed ``dsh`` command line in this process; return the exit status."""
     # The command reports failures itself (boot report, warnings); --debug adds the library's log.
@@ -301,7 +324,7 @@ def dispatch(args: argparse.Namespace) -> int:
     except (DshError, OSError) as exc:
         if args.debug:
             traceback.print_exc()
-        print(f"dsh: {exc}", file=sys.stderr)
+        print(f"dsh: {exc}{_own_session_hint(args, exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
