@@ -32,7 +32,7 @@ from gen_dists import generate
 
 from dsh.agent import BUILTINS
 from dsh.bash_env import BASH_ENV, FunctionContributor
-from dsh.core import Catalog, Runtime, boot, parse_deployment
+from dsh.loader import Catalog, Runtime, boot, parse_deployment
 from dsh.persistence.jsonl import JsonlPersistence
 from dsh.persistence.sqlite import SqlitePersistence
 from dsh.session import SESSIONS, TOOLS, AgentRef, SessionEvent, SessionHeader, ToolExecution

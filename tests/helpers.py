@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dsh.core import Runtime
+    from dsh.loader import Runtime
 
 
 def make_dist(
@@ -61,7 +61,7 @@ BAD_CONTRIBUTOR_PLUGINS: list[dict[str, object]] = [
 def harness(tmp_path: Path, backend: str = "jsonl", plugins: list[dict[str, object]] | None = None) -> Runtime:
     """A booted agent runtime over a fresh home under ``tmp_path``."""
     from dsh.agent import BUILTINS
-    from dsh.core import boot, parse_deployment
+    from dsh.loader import boot, parse_deployment
 
     deployment = parse_deployment(
         {

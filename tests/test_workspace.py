@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -21,6 +22,7 @@ def test_there_is_one_distribution_per_planned_package() -> None:
         "dsh-bash-env",
         "dsh-core",
         "dsh-hooks",
+        "dsh-loader",
         "dsh-paths",
         "dsh-persistence-jsonl",
         "dsh-persistence-sqlite",
@@ -59,23 +61,89 @@ def test_hatch_workspace_covers_packages() -> None:
     assert config["envs"]["default"]["workspace"]["members"] == ["packages/*"]
 
 
-def test_imports_only_go_down_the_layers() -> None:
-    order = ["core", "paths", "session", "persistence", "bash", "bash_env", "tool_bash", "tool_pwsh", "hooks", "agent"]
-    rank = {name: i for i, name in enumerate(order)}
-    allowed_up = {("core", "paths")}  # the kernel resolves the home through dsh.paths
-    for pkg in PACKAGES:
-        for source in (pkg / "src" / "dsh").rglob("*.py"):
-            own = source.relative_to(pkg / "src" / "dsh").parts[0]
-            for line in source.read_text().splitlines():
-                words = line.split()
-                if len(words) >= 2 and words[0] in ("from", "import") and words[1].startswith("dsh."):
-                    target = words[1].split(".")[1]
-                    if target == "paths" and own != "paths":
-                        continue
-                    assert rank[target] <= rank[own] or (own, target) in allowed_up, f"{source}: {line.strip()}"
-    # dsh.paths imports nothing of ours.
-    paths_src = (REPO / "packages/dsh-paths/src/dsh/paths/__init__.py").read_text()
-    assert "from dsh." not in paths_src and "import dsh" not in paths_src
+def _readme_layers() -> list[tuple[str, str]]:
+    """(distribution, module) rows of the root README's package table, in its order (the layers)."""
+    rows = []
+    for line in (REPO / "README.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("[dsh-") and cells[1].startswith("`dsh."):
+            rows.append((cells[0][1 : cells[0].index("]")], cells[1].strip("`")))
+    return rows
+
+
+def _imports(source: Path) -> set[str]:
+    """Top-level dsh modules (``dsh.core``, ``dsh.persistence.jsonl``) a source file imports."""
+    found = set()
+    for node in ast.walk(ast.parse(source.read_text())):
+        names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        for name in names:
+            if name.startswith("dsh."):
+                parts = name.split(".")
+                found.add(".".join(parts[:3] if parts[1] == "persistence" else parts[:2]))
+    return found
+
+
+def test_the_readme_lists_every_distribution_in_layer_order() -> None:
+    assert sorted(d for d, _ in _readme_layers()) == [p.name for p in PACKAGES]
+
+
+def test_imports_only_go_down_the_readme_layers() -> None:
+    layers = _readme_layers()
+    rank = {module: i for i, (_, module) in enumerate(layers)}
+    for dist, module in layers:
+        for source in (REPO / "packages" / dist / "src").rglob("*.py"):
+            for target in _imports(source) - {module}:
+                assert target in rank, f"{source} imports {target}, which the README's table does not list"
+                assert rank[target] < rank[module], f"{source} imports {target}, a layer above {module}"
+
+
+def test_the_kernel_imports_only_stdlib_pydantic_and_paths() -> None:
+    core = REPO / "packages" / "dsh-core" / "src" / "dsh" / "core"
+    allowed = set(sys.stdlib_module_names) | {"pydantic", "dsh", "typing_extensions"}
+    for source in core.glob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            for name in names:
+                assert name.split(".")[0] in allowed, f"{source}: imports {name}"
+                if name.startswith("dsh."):
+                    assert name in ("dsh.core", "dsh.paths"), f"{source}: imports {name}"
+
+
+def test_kernel_modules_import_each_other_without_a_cycle() -> None:
+    core = REPO / "packages" / "dsh-core" / "src" / "dsh" / "core"
+    graph: dict[str, set[str]] = {}
+    for source in core.glob("_*.py"):
+        tree = ast.parse(source.read_text())
+        # Imports for annotations only (under `if TYPE_CHECKING:`) never run, so they make no cycle.
+        typing_only = {
+            id(n)
+            for block in ast.walk(tree)
+            if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
+            for n in ast.walk(block)
+        }
+        graph[source.stem] = {
+            node.module
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module and id(node) not in typing_only
+        }
+    done: set[str] = set()
+
+    def visit(module: str, path: tuple[str, ...]) -> None:
+        assert module not in path, f"import cycle: {' -> '.join((*path, module))}"
+        if module in done:
+            return
+        for dep in graph.get(module, ()):
+            visit(dep, (*path, module))
+        done.add(module)
+
+    for module in graph:
+        visit(module, ())
 
 
 def test_lazy_agent_exports_resolve() -> None:

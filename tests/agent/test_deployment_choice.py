@@ -9,7 +9,7 @@ import pytest
 
 from dsh.agent._args import choose_deployment
 from dsh.agent._runtime import layer_on_defaults
-from dsh.core import DeploymentError, parse_deployment
+from dsh.loader import DeploymentError, parse_deployment
 from tests.helpers import dsh
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dsh.agent import Agent, ModelStep, ScriptedModel, ToolCall
-from dsh.core import Runtime
+from dsh.loader import Runtime
 from dsh.persistence.jsonl import JsonlPersistence
 from dsh.session import SESSIONS
 from tests.helpers import BAD_CONTRIBUTOR_PLUGINS, harness

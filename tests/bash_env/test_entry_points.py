@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from dsh.bash_env import BASH_ENV
-from dsh.core import BASH_ENV_GROUP, FiberState, Runtime
+from dsh.bash_env import BASH_ENV, BASH_ENV_GROUP
+from dsh.core import FiberState
+from dsh.loader import Runtime
 from dsh.session import ToolExecution
 from tests.helpers import harness, make_dist, remove_dist, touch_dir
 

@@ -198,14 +198,14 @@ def test_translator_follows_the_current_persistence_service(tmp_path: Path) -> N
     assert not (tmp_path / "s").exists(), "collecting creates nothing"
 
     jsonl.dispose()
-    root.plugin(
+    sqlite = root.plugin(
         Plugin(
             name="sqlite", apply=lambda ctx, cfg: ctx.provide(SESSION_PERSISTENCE, SqlitePersistence(tmp_path / "db"))
         )
     )
     assert "DSH_SESSION_JSONL" not in registry.collect(AGENT_CALL), "sqlite has no per-session file"
 
-    root.fiber.registry.services.pop("session_persistence")
+    sqlite.dispose()
     root.plugin(
         Plugin(name="jsonl2", apply=lambda ctx, cfg: ctx.provide(SESSION_PERSISTENCE, JsonlPersistence(tmp_path / "t")))
     )

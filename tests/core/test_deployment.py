@@ -4,12 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from dsh.core import (
-    DSH_HOME,
+from dsh.core import DSH_HOME, FiberState
+from dsh.loader import (
     BootError,
     Deployment,
     DeploymentError,
-    FiberState,
     PluginEntry,
     boot,
     compose,
@@ -127,8 +126,9 @@ def test_home_is_resolved_once_and_conflicts_fail(tmp_path: Path) -> None:
             "plugins": [{"id": "env", "name": "bash-env", "config": {"dsh_home": str(tmp_path / "b")}}],
         }
     )
+    # The plugin reads the deployment's home and fails naming both values; the boot reports it.
     with pytest.raises(
-        DeploymentError, match=r"dsh_home resolves to .*/a but entry 'env' config.dsh_home resolves to .*/b"
+        BootError, match=r"plugin 'env': config.dsh_home resolves to .*/b but the deployment's home is .*/a"
     ):
         boot(clash, source="d.yaml")
 

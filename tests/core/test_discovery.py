@@ -6,15 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from dsh.core import (
-    BASH_ENV_GROUP,
-    PLUGINS_GROUP,
-    Catalog,
-    Context,
-    DiscoveryError,
-    FiberState,
-    GroupDiff,
-)
+from dsh.bash_env import BASH_ENV_GROUP
+from dsh.core import Context, FiberState
+from dsh.loader import PLUGINS_GROUP, Catalog, DiscoveryError, GroupDiff
 from tests.helpers import make_dist, remove_dist, touch_dir
 
 PLUGIN_SRC = """
@@ -145,7 +139,7 @@ def test_plugin_from_entry_point_runs_in_a_fiber_with_its_origin(site: Path) -> 
 
 
 def test_uninstalled_deployment_entry_is_disposed_on_refresh(site: Path, tmp_path: Path) -> None:
-    from dsh.core import boot, parse_deployment
+    from dsh.loader import boot, parse_deployment
 
     info = make_dist(
         site,

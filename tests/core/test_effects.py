@@ -33,7 +33,7 @@ def test_setup_that_raises_rolls_back_what_it_registered() -> None:
         ctx.effect(setup)
     assert undone == ["inner"]
     assert ctx.get("half") is None
-    assert ctx.fiber._effects == []
+    assert ctx.fiber.effects == ()
 
 
 def test_disposer_is_idempotent() -> None:
@@ -91,12 +91,14 @@ def test_disposing_a_parent_disposes_children_first() -> None:
         ctx.effect(lambda: lambda: order.append("child"))
 
     def parent(ctx: Context, config: None) -> None:
-        ctx.effect(lambda: lambda: order.append("parent-before"))
+        ctx.effect(lambda: lambda: order.append("parent-before"), label="before")
         ctx.plugin(Plugin(name="child", apply=child))
-        ctx.effect(lambda: lambda: order.append("parent-after"))
+        ctx.effect(lambda: lambda: order.append("parent-after"), label="after")
 
     fiber = root.plugin(Plugin(name="parent", apply=parent))
     (kid,) = fiber.children
+    assert [e.label for e in fiber.effects] == ["before", "plugin child", "after"]
+    assert [e.child for e in fiber.effects] == [None, kid, None]
     fiber.dispose()
     assert order == ["child", "parent-after", "parent-before"]
     assert fiber.children == []

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from dsh.core import Context, FiberState, Plugin, ServiceConflictError, ServiceKey
+from dsh.core import Context, Disposer, FiberState, Plugin, Service, ServiceConflictError, ServiceKey
 
 DB: ServiceKey[str] = ServiceKey("db")
 
@@ -82,24 +82,18 @@ def test_valid_config_reaches_apply() -> None:
     assert got == [8080]
 
 
-class _Registry:
+class _Registry(Service):
     """A caller-bound service: each view registers on its caller's fiber."""
 
-    def __init__(self, items: list[str], ctx: Context | None = None) -> None:
+    def __init__(self, items: list[str]) -> None:
         self.items = items
-        self.ctx = ctx
-
-    def __dsh_bind__(self, ctx: Context) -> _Registry:
-        return _Registry(self.items, ctx)
 
     def add(self, item: str) -> None:
-        assert self.ctx is not None
-
-        def setup() -> object:
+        def setup() -> Disposer:
             self.items.append(item)
             return lambda: self.items.remove(item)
 
-        self.ctx.effect(setup)  # type: ignore[arg-type]
+        self.effect(setup, label=f"item {item}")
 
 
 def test_registry_methods_attach_effects_to_the_calling_plugin() -> None:
@@ -110,6 +104,7 @@ def test_registry_methods_attach_effects_to_the_calling_plugin() -> None:
     caller = root.plugin(Plugin(name="caller", apply=lambda ctx, cfg: ctx.require(REG).add("x"), inject=(REG,)))
     other = root.plugin(Plugin(name="other", apply=lambda ctx, cfg: ctx.require(REG).add("y"), inject=(REG,)))
     assert items == ["x", "y"]
+    assert [e.label for e in caller.effects] == ["item x"]
     caller.dispose()
     assert items == ["y"]
     assert other.state is FiberState.ACTIVE

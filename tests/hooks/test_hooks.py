@@ -13,8 +13,8 @@ import jsonschema
 import pytest
 
 from dsh.agent import Agent, ModelStep, ScriptedModel, ToolCall
-from dsh.core import Runtime
 from dsh.hooks import HOOKS, HookFacts, build_payload, interpret
+from dsh.loader import Runtime
 from dsh.session import SESSIONS
 from tests.conftest import PEER_SCHEMAS
 from tests.helpers import harness
@@ -294,7 +294,7 @@ def test_build_payload_maps_tool_names_and_nulls() -> None:
 def test_bad_hook_file_fails_the_plugin_naming_the_file(tmp_path: Path) -> None:
     bad = tmp_path / "settings.json"
     bad.write_text("{not json")
-    from dsh.core import BootError
+    from dsh.loader import BootError
 
     with pytest.raises(BootError, match=rf"claude hooks file {bad}: invalid JSON at line 1"):
         _runtime(tmp_path, claude=str(bad))

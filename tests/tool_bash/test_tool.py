@@ -8,7 +8,7 @@ import pytest
 
 from dsh.bash import BashExecRequest, ExecResult
 from dsh.bash_env import SESSION_JSONL_KEY
-from dsh.core import Runtime
+from dsh.loader import Runtime
 from dsh.session import SESSIONS, TOOLS, AgentRef, Session, ToolExecution, ToolResult
 from dsh.tool_bash import BASH_DESCRIPTION
 from tests.helpers import BAD_CONTRIBUTOR_PLUGINS, harness

@@ -110,8 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verb(
         "env",
-        "The catalogue of managed DSH_* variables:\n"
-        "key, owner, distribution, description, and whether it is built in.",
+        "The catalogue of managed DSH_* variables:\nkey, owner, distribution, description, and whether it is built in.",
         "dsh env",
         "dsh env --session ID --json      also the values a shell call of that session would get",
     )
@@ -147,8 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(s)
     s = verb(
         "show",
-        "One session as a readable transcript:\n"
-        "turns, user text, tool calls with status and output, hooks, subagents.",
+        "One session as a readable transcript:\nturns, user text, tool calls with status and output, hooks, subagents.",
         "dsh sessions show ID",
         "dsh sessions show ID --json     header, location, events and damage as JSON",
         parent=sessions,

@@ -6,7 +6,8 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from dsh.core import DshError, Runtime
+from dsh.core import DshError
+from dsh.loader import Runtime
 from dsh.session import SESSIONS, Session
 
 from ._args import BLOCKED_EXIT

@@ -11,7 +11,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dsh.core import CATALOG, Context, Plugin, ServiceKey
+from dsh.core import Context, Plugin, ServiceKey
+from dsh.loader import CATALOG
 from dsh.session import SESSIONS, TOOLS, AgentRef, Session, ToolExecution, ToolResult, ToolSpec
 
 from ._model import Model, ToolCall

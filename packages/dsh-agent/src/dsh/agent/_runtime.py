@@ -7,7 +7,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from dsh.core import (
+from dsh.loader import (
     Deployment,
     DeploymentError,
     PersistenceChoice,
@@ -63,7 +63,7 @@ def layer_on_defaults(deployment: Deployment, source: str, env: Mapping[str, str
     (``{id: tool-bash, config: {...}}`` reconfigures it) or are added after the defaults;
     ``{id: hooks, enabled: false}`` removes a default. Omitted ``persistence`` is the default backend.
     """
-    defaults = default_plugins(resolve_home(deployment, env, source))
+    defaults = default_plugins(resolve_home(deployment, env))
     if "plugins" not in deployment.model_fields_set:
         return deployment.model_copy(update={"plugins": defaults})
     default_ids = [entry.id for entry in defaults]
@@ -72,7 +72,8 @@ def layer_on_defaults(deployment: Deployment, source: str, env: Mapping[str, str
         if not entry.enabled and entry.id not in by_id:
             raise DeploymentError(
                 f"{source}: entry '{entry.id}' has enabled: false but is not a default plugin "
-                f"(defaults: {', '.join(default_ids)}); delete the entry instead"
+                f"(defaults: {', '.join(default_ids)}); delete the entry instead",
+                source=source,
             )
         by_id[entry.id] = entry
     ordered = [by_id[i] for i in default_ids] + [e for e in deployment.plugins if e.id not in default_ids]

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from dsh.bash import AMBIENT_ENV
-from dsh.core import DshError, Runtime
+from dsh.core import DshError
+from dsh.loader import Runtime
 
 from ._args import PROTOCOL, socket_path
 from ._exec import exec_command

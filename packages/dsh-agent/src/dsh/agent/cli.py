@@ -2,41 +2,20 @@
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import json
+import logging
 import os
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import Any
 
-
-def _skip_pydantic_plugin_scan() -> None:
-    """Spare each ``dsh`` process a second full scan of installed distributions.
-
-    pydantic looks for its own plugins with ``importlib.metadata.entry_points()`` when it builds
-    the first model, re-reading every installed distribution; dsh has just done the same scan
-    for its own groups. The ``dsh`` command runs without pydantic plugins unless the user set
-    ``PYDANTIC_DISABLE_PLUGINS`` (then pydantic's own rules apply). Library users are unaffected.
-    """
-    if os.environ.get("PYDANTIC_DISABLE_PLUGINS") is not None:
-        return
-    try:
-        from pydantic.plugin import _loader
-    except ImportError:  # pragma: no cover - a pydantic without the plugin loader
-        return
-    if getattr(_loader, "_plugins", "absent") is None:
-        _loader._plugins = {}
-
-
-_skip_pydantic_plugin_scan()
-
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import json  # noqa: E402
-import logging  # noqa: E402
-import sys  # noqa: E402
-import traceback  # noqa: E402
-from collections.abc import Sequence  # noqa: E402
-from typing import Any  # noqa: E402
-
-from dsh.bash_env import BASH_ENV  # noqa: E402
-from dsh.core import GROUPS, DshError, Fiber, Runtime  # noqa: E402
-from dsh.session import (  # noqa: E402
+from dsh.bash_env import BASH_ENV
+from dsh.core import DshError, Fiber
+from dsh.loader import Runtime
+from dsh.session import (
     SESSIONS,
     AgentRef,
     Session,
@@ -46,13 +25,13 @@ from dsh.session import (  # noqa: E402
     ToolExecution,
 )
 
-from ._args import build_parser, choose_deployment, command_line  # noqa: E402
-from ._exec import exec_command, location_json  # noqa: E402
-from ._loop import Agent  # noqa: E402
-from ._model import ScriptedModel, load_script  # noqa: E402
-from ._runtime import open_runtime  # noqa: E402
-from ._serve import serve  # noqa: E402
-from ._show import render  # noqa: E402
+from ._args import build_parser, choose_deployment, command_line
+from ._exec import exec_command, location_json
+from ._loop import Agent
+from ._model import ScriptedModel, load_script
+from ._runtime import open_runtime
+from ._serve import serve
+from ._show import render
 
 
 def _print_json(value: Any) -> None:
@@ -169,7 +148,7 @@ def _plugin_rows(runtime: Runtime) -> list[dict[str, Any]]:
         if live.origin is not None:
             by_origin[(live.origin.group, live.origin.name)] = live
     rows = []
-    for group in GROUPS:
+    for group in runtime.catalog.groups():
         for item in runtime.catalog.items(group):
             fiber = by_origin.get((group, item.name))
             errors = [] if fiber is None else [e for e in (fiber.error, *fiber.dispose_errors) if e]

@@ -4,7 +4,7 @@ Load the ``bash-env`` plugin, then use ``ctx.get(BASH_ENV)``: ``register`` a con
 (an effect of your plugin's fiber), ``collect`` a per-call snapshot, ``list`` the catalogue.
 """
 
-from ._plugin import SESSION_JSONL_KEY, BashEnvConfig, PersistenceTranslator, plugin
+from ._plugin import BASH_ENV_GROUP, SESSION_JSONL_KEY, BashEnvConfig, PersistenceTranslator, plugin
 from ._registry import (
     BASH_ENV,
     BUILTIN_OWNER,
@@ -25,6 +25,7 @@ from ._registry import (
 
 __all__ = [
     "BASH_ENV",
+    "BASH_ENV_GROUP",
     "BUILTIN_OWNER",
     "HOME_KEY",
     "KEY_PATTERN",

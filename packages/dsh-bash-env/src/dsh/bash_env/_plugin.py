@@ -7,24 +7,16 @@ from collections.abc import Mapping
 from pydantic import BaseModel, ConfigDict
 
 from dsh.bash import DSH_ENV_PREFIX
-from dsh.core import (
-    BASH_ENV_GROUP,
-    CATALOG,
-    DSH_HOME,
-    Catalog,
-    Context,
-    DiscoveryError,
-    EntryPointItem,
-    Fiber,
-    GroupDiff,
-    Plugin,
-)
-from dsh.paths import resolve_dsh_home
+from dsh.core import Context, Fiber, Plugin, plugin_home
+from dsh.loader import CATALOG, Catalog, DiscoveryError, EntryPointItem, GroupDiff
 from dsh.session import SESSION_PERSISTENCE, SessionPersistence, ToolExecution
 
 from ._registry import BASH_ENV, BashEnvRegistry, as_contributor
 
 SESSION_JSONL_KEY = DSH_ENV_PREFIX + "SESSION_JSONL"
+
+BASH_ENV_GROUP = "dsh.bash_env"
+"""Entry-point group of contributors: each names a contributor, or a callable returning one."""
 
 
 class PersistenceTranslator:
@@ -61,7 +53,7 @@ class BashEnvConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     dsh_home: str | None = None
-    """Harness home; default the deployment's (``$DSH_HOME``, then ``~/.dsh``)."""
+    """Harness home; must agree with the deployment's (the default), which every consumer shares."""
     entry_points: bool = True
     """Load every contributor of the ``dsh.bash_env`` entry-point group."""
     exclude: list[str] = []
@@ -79,19 +71,19 @@ def _contributor_plugin(item: EntryPointItem) -> Plugin:
 
 def _conflict_plugin(name: str, message: str) -> Plugin:
     def apply(ctx: Context, config: None) -> None:
-        raise DiscoveryError(message)
+        raise DiscoveryError(message, group=BASH_ENV_GROUP, name=name)
 
     return Plugin(name=f"bash-env:{name}", apply=apply)
 
 
 def _apply(ctx: Context, config: BashEnvConfig) -> None:
-    home = resolve_dsh_home(config.dsh_home) if config.dsh_home else (ctx.get(DSH_HOME) or resolve_dsh_home())
+    home = plugin_home(ctx, config.dsh_home)
     registry = BashEnvRegistry(home)
     ctx.provide(BASH_ENV, registry)
     ctx.require(BASH_ENV).register(PersistenceTranslator(ctx), builtin=True)
     if not config.entry_points:
         return
-    catalog = ctx.get(CATALOG) or Catalog((BASH_ENV_GROUP,))
+    catalog = ctx.get(CATALOG) or Catalog()
     fibers: dict[str, Fiber] = {}
 
     def load(item: EntryPointItem) -> None:

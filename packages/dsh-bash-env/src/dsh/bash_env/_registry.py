@@ -12,11 +12,12 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from dsh.bash import DSH_ENV_PREFIX
-from dsh.core import Disposer, DshError, EntryPointItem, ServiceKey
+from dsh.core import Disposer, DshError, Service, ServiceKey
+from dsh.loader import EntryPointItem
 from dsh.session import ToolExecution
 
 if TYPE_CHECKING:
-    from dsh.core import Context
+    pass
 
 HOME_KEY = DSH_ENV_PREFIX + "HOME"
 SHELL_KEY = DSH_ENV_PREFIX + "SHELL"
@@ -144,21 +145,15 @@ def _validate(contributor: object) -> tuple[str, dict[str, str], Callable[[ToolE
     return name, descriptions, resolve
 
 
-class BashEnvRegistry:
+class BashEnvRegistry(Service):
     """The ``bash_env`` service: who owns which ``DSH_*`` key, and per-call snapshots.
 
     Obtained through ``ctx.get(BASH_ENV)``, the registry is bound to the caller, so what
     a plugin registers is an effect of that plugin's fiber.
     """
 
-    __slots__ = ("_ctx", "_state")
-
-    def __init__(self, home: str | Path, *, _state: _State | None = None, _ctx: Context | None = None) -> None:
-        self._state = _state if _state is not None else _State(str(Path(home).absolute()))
-        self._ctx = _ctx
-
-    def __dsh_bind__(self, ctx: Context) -> BashEnvRegistry:
-        return BashEnvRegistry(self._state.home, _state=self._state, _ctx=ctx)
+    def __init__(self, home: str | Path) -> None:
+        self._state = _State(str(Path(home).absolute()))
 
     @property
     def home(self) -> str:
@@ -199,7 +194,7 @@ class BashEnvRegistry:
 
             return remove
 
-        return self._ctx.effect(setup, label=f"bash_env contributor {name}") if self._ctx is not None else setup()
+        return self.effect(setup, label=f"bash_env contributor {name}")
 
     def collect(self, execution: ToolExecution) -> Mapping[str, str]:
         """A new immutable snapshot for one call: built-ins, then each contributor in name order."""

@@ -1,4 +1,9 @@
-"""Exceptions raised by the kernel."""
+"""Errors the kernel raises. Each carries its subject as attributes, beside a one-sentence message.
+
+DshError                        every error dsh raises on purpose (loaders and packages subclass it)
+└── PluginError                 .plugin: malformed plugin, invalid config, or a raising ``apply``
+    └── ServiceConflictError    .service, .provider: the service is already provided by another plugin
+"""
 
 from __future__ import annotations
 
@@ -7,21 +12,21 @@ class DshError(Exception):
     """Base class of every error dsh raises on purpose; its message is one sentence."""
 
 
-class ServiceConflictError(DshError):
-    """A second provider tried to provide a service name that is already provided."""
-
-
 class PluginError(DshError):
     """A plugin is malformed, its config is invalid, or its ``apply`` raised."""
 
-
-class DiscoveryError(DshError):
-    """An entry point is claimed twice, cannot be found, or failed to load."""
-
-
-class DeploymentError(DshError):
-    """A deployment file or structure is invalid; the message names the file, entry id and field."""
+    def __init__(self, message: str, *, plugin: str | None = None) -> None:
+        super().__init__(message)
+        self.plugin = plugin
+        """Label of the plugin at fault, when known."""
 
 
-class BootError(DshError):
-    """Composition ended with entries failed or pending; the message lists every one."""
+class ServiceConflictError(PluginError):
+    """A plugin tried to provide a service name that another plugin already provides."""
+
+    def __init__(self, message: str, *, plugin: str, service: str, provider: str) -> None:
+        super().__init__(message, plugin=plugin)
+        self.service = service
+        """The contested service name."""
+        self.provider = provider
+        """Label of the plugin that provides it already."""

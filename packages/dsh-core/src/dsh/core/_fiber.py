@@ -1,24 +1,27 @@
-"""Fibers: the unit of loading and unloading, and the effects they own."""
+"""Fibers and effects: the one lifecycle of everything a plugin registers.
+
+A fiber is one loaded plugin. Everything it registers is an effect: a disposer kept in order. A
+child plugin is an effect of its parent too (its disposer disposes the child), so unloading a
+fiber is always the same walk: child fibers first, then the other effects, newest first.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ._errors import DshError, PluginError
 from ._plugin import plugin_apply, plugin_inject, plugin_name, validate_config
+from ._services import Disposer
 
 if TYPE_CHECKING:
-    from ._context import Context, _Registry
-    from ._discovery import EntryPointItem
+    from ._context import Context
 
 log = logging.getLogger("dsh.core")
 
-Disposer = Callable[[], None]
 _ids = itertools.count(1)
 
 
@@ -36,57 +39,96 @@ class FiberState(enum.Enum):
     """Unloaded for good (set as soon as unloading starts, while its effects run)."""
 
 
-class _Effect:
-    __slots__ = ("_fn", "done", "label", "owner")
+_LIVE = (FiberState.LOADING, FiberState.ACTIVE)
 
-    def __init__(self, owner: Fiber, fn: Disposer | None, label: str) -> None:
-        self.owner = owner
-        self._fn = fn
+
+class Effect:
+    """One registration of a fiber and the disposer that undoes it (read :attr:`label`)."""
+
+    __slots__ = ("_dispose", "_owner", "child", "label")
+
+    def __init__(self, owner: Fiber, dispose: Disposer | None, label: str, child: Fiber | None = None) -> None:
+        self._owner = owner
+        self._dispose = dispose
         self.label = label
-        self.done = False
+        """What the effect registered, as ``dsh plugins`` and tests show it."""
+        self.child = child
+        """The child fiber, when this effect is a child plugin."""
+
+    def __repr__(self) -> str:
+        return f"<Effect {self.label}>"
 
     def dispose(self) -> None:
-        """Run the disposer once; later calls do nothing."""
-        if self.done:
+        """Undo the effect once; later calls do nothing."""
+        dispose, self._dispose = self._dispose, None
+        if self not in self._owner._effects:
             return
-        self.done = True
-        with contextlib.suppress(ValueError):
-            self.owner._effects.remove(self)
-        if self._fn is not None:
-            self._fn()
+        self._owner._effects.remove(self)
+        if dispose is not None:
+            dispose()
+
+
+class Kernel:
+    """What every fiber of one tree shares: the services and the live fibers."""
+
+    def __init__(self) -> None:
+        self.services: dict[str, tuple[object, Fiber]] = {}
+        self.fibers: list[Fiber] = []
+
+    def lookup(self, name: str) -> object | None:
+        """The service ``name`` while its provider is loading or active, else None."""
+        entry = self.services.get(name)
+        return entry[0] if entry is not None and entry[1].state in _LIVE else None
+
+    def available(self, name: str) -> bool:
+        """Whether ``name`` is provided by a live fiber."""
+        entry = self.services.get(name)
+        return entry is not None and entry[1].state in _LIVE
+
+    def service_up(self, name: str) -> None:
+        """Start the pending fibers that were waiting for ``name``."""
+        for fiber in list(self.fibers):
+            if fiber.state is FiberState.PENDING and name in fiber.inject and not fiber.missing:
+                fiber.start()
+
+    def service_down(self, name: str, provider: Fiber) -> None:
+        """Send the active dependents of ``name`` back to pending."""
+        for fiber in list(self.fibers):
+            if fiber is not provider and fiber.state is FiberState.ACTIVE and name in fiber.inject:
+                fiber.unload_to_pending()
 
 
 class Fiber:
-    """One loaded plugin: its state, its config, and the effects it registered."""
+    """One loaded plugin: its state, its config, its children and the effects it registered."""
 
     def __init__(
         self,
-        registry: _Registry,
+        kernel: Kernel,
         parent: Fiber | None,
         plugin: object,
         raw_config: object,
+        make_context: Callable[[Fiber], Context],
         *,
         label: str | None = None,
-        origin: EntryPointItem | None = None,
+        origin: Any = None,
         essential: bool = True,
     ) -> None:
         self.id = next(_ids)
-        self.essential = essential
-        self.registry = registry
+        self.kernel = kernel
         self.parent = parent
         self.plugin = plugin
         self.raw_config = raw_config
         self.origin = origin
+        """Where the plugin came from (a loader's entry-point item), or None."""
+        self.essential = essential
+        """False for optional fibers (auto-discovered contributors): their failure is a warning."""
         self.config: Any = None
         self.state = FiberState.PENDING
         self.error: str | None = None
-        self.exception: BaseException | None = None
         self.dispose_errors: list[str] = []
-        self.children: list[Fiber] = []
         self.inject: tuple[str, ...] = ()
-        self._effects: list[_Effect] = []
-        self._provided: list[str] = []
-        self._parent_effect: _Effect | None = None
+        self._effects: list[Effect] = []
+        self._make_context = make_context
         self.name = self.label = label or "<unnamed>"
         try:
             self.name = plugin_name(plugin)
@@ -100,22 +142,74 @@ class Fiber:
     @property
     def context(self) -> Context:
         """A context bound to this fiber."""
-        from ._context import Context
+        return self._make_context(self)
 
-        return Context(self)
+    @property
+    def effects(self) -> tuple[Effect, ...]:
+        """The live effects, oldest first (read-only: dispose one through its disposer)."""
+        return tuple(self._effects)
+
+    @property
+    def children(self) -> list[Fiber]:
+        """Child fibers loaded by this one and not yet disposed, oldest first."""
+        return [e.child for e in self._effects if e.child is not None]
 
     @property
     def missing(self) -> list[str]:
         """Injected service names that are not available now."""
-        return [name for name in self.inject if not self.registry.available(name)]
+        return [name for name in self.inject if not self.kernel.available(name)]
+
+    def walk(self) -> Iterator[Fiber]:
+        """This fiber and all its live descendants, depth first."""
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+    # -- the one primitive -------------------------------------------------------------
+
+    def add_effect(self, setup: Callable[[], Disposer | None], label: str, child: Fiber | None = None) -> Disposer:
+        """Run ``setup`` and keep its disposer; on a raise, roll back what it registered and re-raise."""
+        if self.state in (FiberState.DISPOSED, FiberState.FAILED):
+            raise PluginError(
+                f"plugin '{self.label}' is {self.state.value} and cannot register effects", plugin=self.label
+            )
+        mark = len(self._effects)
+        try:
+            dispose = setup()
+        except BaseException:
+            while len(self._effects) > mark:
+                self._effects[-1].dispose()
+            raise
+        effect = Effect(self, dispose, label, child)
+        self._effects.append(effect)
+        return effect.dispose
+
+    def _unload_effects(self) -> None:
+        # Children first, whenever they were loaded; then the other effects, newest first.
+        for effect in [e for e in reversed(self._effects) if e.child is not None]:
+            self._dispose_effect(effect)
+        while self._effects:
+            self._dispose_effect(self._effects[-1])
+
+    def _dispose_effect(self, effect: Effect) -> None:
+        try:
+            effect.dispose()
+        except Exception as exc:
+            message = f"disposer of {effect.label} raised {type(exc).__name__}: {exc}"
+            self.dispose_errors.append(message)
+            log.error("plugin %s: %s", self.label, message)
+
+    # -- lifecycle -----------------------------------------------------------------------
 
     def _fail(self, exc: BaseException) -> None:
         self.state = FiberState.FAILED
-        self.exception = exc
         self.error = str(exc) if isinstance(exc, PluginError) else f"{type(exc).__name__}: {exc}"
         log.error("plugin %s failed: %s", self.label, self.error)
 
-    def _prepare(self) -> bool:
+    def prepare(self) -> bool:
+        """Check the plugin's shape and validate its config; False (and FAILED) when either is wrong."""
+        if self.state is FiberState.FAILED:
+            return False
         try:
             self.inject = plugin_inject(self.plugin)
             plugin_apply(self.plugin)
@@ -125,43 +219,26 @@ class Fiber:
             return False
         return True
 
-    def _start(self) -> None:
-        if self.state in (FiberState.DISPOSED, FiberState.ACTIVE, FiberState.LOADING):
+    def start(self) -> None:
+        """Run ``apply`` when every injected service exists; stay pending otherwise."""
+        if self.state in (FiberState.DISPOSED, FiberState.ACTIVE, FiberState.LOADING, FiberState.FAILED):
             return
         if self.missing:
             self.state = FiberState.PENDING
             return
         self.state = FiberState.LOADING
         self.error = None
-        self.exception = None
         try:
             plugin_apply(self.plugin)(self.context, self.config)
         except Exception as exc:
             self._unload_effects()
-            self._provided.clear()
             message = str(exc) if isinstance(exc, DshError) else f"apply raised {type(exc).__name__}: {exc}"
-            self._fail(PluginError(message))
-            self.exception = exc
+            self._fail(PluginError(message, plugin=self.label))
             return
         self.state = FiberState.ACTIVE
-        for name in list(self._provided):
-            self.registry.service_up(name)
-
-    def _unload_effects(self) -> None:
-        # Children first, whenever they were loaded; then the other effects, newest first.
-        for child in reversed(list(self.children)):
-            if child._parent_effect is not None:
-                self._dispose_effect(child._parent_effect)
-        while self._effects:
-            self._dispose_effect(self._effects[-1])
-
-    def _dispose_effect(self, effect: _Effect) -> None:
-        try:
-            effect.dispose()
-        except Exception as exc:
-            message = f"disposer of {effect.label} raised {type(exc).__name__}: {exc}"
-            self.dispose_errors.append(message)
-            log.error("plugin %s: %s", self.label, message)
+        for name, (_, provider) in list(self.kernel.services.items()):
+            if provider is self:
+                self.kernel.service_up(name)
 
     def unload_to_pending(self) -> None:
         """Undo everything this fiber registered and wait for its services again."""
@@ -173,7 +250,7 @@ class Fiber:
     def reload(self, plugin: object | None = None, raw_config: object = None) -> None:
         """Unload and start again, with a new plugin object or config when given."""
         if self.state is FiberState.DISPOSED:
-            raise PluginError(f"plugin '{self.label}' is disposed and cannot reload")
+            raise PluginError(f"plugin '{self.label}' is disposed and cannot reload", plugin=self.label)
         self._unload_effects()
         if plugin is not None:
             self.plugin = plugin
@@ -181,8 +258,8 @@ class Fiber:
             self.raw_config = raw_config
         self.state = FiberState.PENDING
         self.error = None
-        if self._prepare():
-            self._start()
+        if self.prepare():
+            self.start()
 
     def dispose(self) -> None:
         """Unload for good: children first, then effects in reverse order of registration."""
@@ -190,13 +267,10 @@ class Fiber:
             return
         self.state = FiberState.DISPOSED
         self._unload_effects()
-        self.registry.forget(self)
-        if self._parent_effect is not None:
-            self._parent_effect.dispose()
-
-    def walk(self) -> list[Fiber]:
-        """This fiber and all its live descendants, depth first."""
-        out = [self]
-        for child in self.children:
-            out.extend(child.walk())
-        return out
+        if self in self.kernel.fibers:
+            self.kernel.fibers.remove(self)
+        parent = self.parent
+        if parent is not None:
+            for effect in parent.effects:
+                if effect.child is self:
+                    effect.dispose()

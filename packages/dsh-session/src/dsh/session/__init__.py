@@ -12,6 +12,7 @@ from ._model import (
     validate_session_id,
 )
 from ._persistence import (
+    PERSISTENCE_GROUP,
     SESSION_PERSISTENCE,
     PersistenceError,
     SessionLockedError,
@@ -26,6 +27,7 @@ __all__ = [
     "EVENT_TYPES",
     "FORMAT_VERSION",
     "MAX_ID_LENGTH",
+    "PERSISTENCE_GROUP",
     "SESSIONS",
     "SESSION_PERSISTENCE",
     "TOOLS",

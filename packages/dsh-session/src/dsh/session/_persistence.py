@@ -61,5 +61,8 @@ class SessionPersistence(Protocol):
         ...
 
 
+PERSISTENCE_GROUP = "dsh.persistence"
+"""Entry-point group of persistence backends; a deployment's ``persistence.backend`` names one."""
+
 SESSION_PERSISTENCE: ServiceKey[SessionPersistence] = ServiceKey("session_persistence")
 """The active persistence backend. Look it up at call time; never cache it."""

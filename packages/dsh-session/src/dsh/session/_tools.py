@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from dsh.core import Disposer, DshError, Plugin, ServiceKey
+from dsh.core import Disposer, DshError, Plugin, Service, ServiceKey
 
 from ._model import SessionHeader
 
@@ -78,15 +78,11 @@ class ToolError(DshError):
     """A tool cannot be registered or called."""
 
 
-class ToolRegistry:
+class ToolRegistry(Service):
     """The ``tools`` service; ``register`` is an effect of the calling plugin's fiber."""
 
-    def __init__(self, _tools: dict[str, Tool] | None = None, _ctx: Context | None = None) -> None:
-        self._tools: dict[str, Tool] = {} if _tools is None else _tools
-        self._ctx = _ctx
-
-    def __dsh_bind__(self, ctx: Context) -> ToolRegistry:
-        return ToolRegistry(self._tools, ctx)
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
 
     def register(self, tool: Tool) -> Disposer:
         """Add ``tool``; a second tool of the same name fails naming it."""
@@ -103,7 +99,7 @@ class ToolRegistry:
 
             return remove
 
-        return self._ctx.effect(setup, label=f"tool {name}") if self._ctx is not None else setup()
+        return self.effect(setup, label=f"tool {name}")
 
     def get(self, name: str) -> Tool | None:
         """The tool called ``name``, if registered."""

@@ -13,8 +13,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from dsh.core import DSH_HOME, Context, Plugin
-from dsh.paths import resolve_dsh_home
+from dsh.core import Context, Plugin, plugin_home
 from dsh.session import (
     SESSION_PERSISTENCE,
     PersistenceError,
@@ -219,11 +218,8 @@ class JsonlConfig(BaseModel):
 
 
 def _apply(ctx: Context, config: JsonlConfig) -> None:
-    if config.root:
-        root = Path(os.path.expanduser(config.root))
-    else:
-        home = ctx.get(DSH_HOME) or resolve_dsh_home(config.dsh_home)
-        root = home / "sessions"
+    home = plugin_home(ctx, config.dsh_home)
+    root = Path(os.path.expanduser(config.root)) if config.root else home / "sessions"
     backend = JsonlPersistence(root.absolute(), fsync=config.fsync)
     ctx.provide(SESSION_PERSISTENCE, backend)
     ctx.effect(lambda: backend.close, label="close jsonl locks")

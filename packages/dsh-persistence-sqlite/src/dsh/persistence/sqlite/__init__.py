@@ -21,8 +21,7 @@ from typing import Literal
 import orjson
 from pydantic import BaseModel, ConfigDict
 
-from dsh.core import DSH_HOME, Context, Plugin
-from dsh.paths import resolve_dsh_home
+from dsh.core import Context, Plugin, plugin_home
 from dsh.session import (
     SESSION_PERSISTENCE,
     PersistenceError,
@@ -210,7 +209,7 @@ def _apply(ctx: Context, config: SqliteConfig) -> None:
     if config.path:
         path = Path(os.path.expanduser(config.path))
     else:
-        path = (ctx.get(DSH_HOME) or resolve_dsh_home(config.dsh_home)) / "sessions.sqlite3"
+        path = plugin_home(ctx, config.dsh_home) / "sessions.sqlite3"
     backend = SqlitePersistence(path.absolute(), config.busy_timeout, config.synchronous)
     ctx.provide(SESSION_PERSISTENCE, backend)
     ctx.effect(lambda: backend.close, label="close sqlite")

@@ -20,13 +20,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dsh.core import Disposer
+
 from ._errors import DiscoveryError
-from ._fiber import Disposer
 
 PLUGINS_GROUP = "dsh.plugins"
-BASH_ENV_GROUP = "dsh.bash_env"
-PERSISTENCE_GROUP = "dsh.persistence"
-GROUPS: tuple[str, ...] = (PLUGINS_GROUP, BASH_ENV_GROUP, PERSISTENCE_GROUP)
+"""Plugins a deployment names by entry-point name (the loader's own group)."""
+
+GROUP_PREFIX = "dsh."
+"""Every entry-point group whose name starts with this is dsh's; each package owns its own."""
 
 
 def import_ref(ref: str) -> Any:
@@ -55,7 +57,9 @@ class EntryPointItem:
         except Exception as exc:
             raise DiscoveryError(
                 f"entry point '{self.name}' in group '{self.group}' ({self.value}, from "
-                f"{self.distribution} {self.version}) failed to load: {type(exc).__name__}: {exc}"
+                f"{self.distribution} {self.version}) failed to load: {type(exc).__name__}: {exc}",
+                group=self.group,
+                name=self.name,
             ) from exc
 
 
@@ -88,22 +92,27 @@ def _fingerprint(paths: Iterable[str]) -> tuple[tuple[str, int], ...]:
     return tuple(out)
 
 
-def _scan(groups: tuple[str, ...]) -> _Scan:
-    scan = _Scan({g: {} for g in groups}, {g: {} for g in groups})
+def _scan() -> _Scan:
+    scan = _Scan()
     # entry_points() already lets the first distribution of a name on sys.path shadow the
-    # rest, as imports do, and reads only entry_points.txt; metadata is read for our items only.
+    # rest, as imports do, and reads only entry_points.txt; metadata is read for our items only,
+    # once per distribution.
     every = md.entry_points()
-    for group in groups:
-        bucket = scan.items[group]
+    owners: dict[int, tuple[str, str]] = {}
+    for group in sorted(g for g in every.groups if g.startswith(GROUP_PREFIX)):
+        bucket = scan.items.setdefault(group, {})
         for ep in every.select(group=group):
             dist = ep.dist
-            dist_name = (dist.metadata["Name"] if dist is not None else None) or "<unknown>"
-            version = dist.version if dist is not None else "0"
+            owner = owners.get(id(dist))
+            if owner is None:
+                name = (dist.metadata["Name"] if dist is not None else None) or "<unknown>"
+                owner = owners[id(dist)] = (name, dist.version if dist is not None else "0")
+            dist_name, version = owner
             item = EntryPointItem(group, ep.name, ep.value, dist_name, version)
             other = bucket.get(ep.name)
             if other is not None and other.distribution != dist_name:
                 first, second = sorted([f"{other.distribution} {other.version}", f"{dist_name} {version}"])
-                scan.conflicts[group][ep.name] = (
+                scan.conflicts.setdefault(group, {})[ep.name] = (
                     f"entry point '{ep.name}' in group '{group}' is claimed by two distributions: {first} and {second}"
                 )
                 continue
@@ -118,16 +127,21 @@ Watcher = Callable[[GroupDiff], None]
 
 
 class Catalog:
-    """The installed entry points of dsh's groups, kept in step by :meth:`refresh`.
+    """The installed entry points of every ``dsh.*`` group, kept in step by :meth:`refresh`.
 
-    Provided to plugins as the ``catalog`` service. Items are sorted by name in every listing.
+    Provided to plugins as the ``catalog`` service. Items are sorted by name in every listing;
+    each package names its own group (``dsh.plugins`` here, ``dsh.persistence`` in dsh-session,
+    ``dsh.bash_env`` in dsh-bash-env).
     """
 
-    def __init__(self, groups: Iterable[str] = GROUPS) -> None:
-        self.groups = tuple(groups)
-        self._watchers: dict[str, list[Watcher]] = {g: [] for g in self.groups}
+    def __init__(self) -> None:
+        self._watchers: dict[str, list[Watcher]] = {}
         self._fingerprint = _fingerprint(sys.path)
-        self._scan = _scan(self.groups)
+        self._scan = _scan()
+
+    def groups(self) -> list[str]:
+        """Every ``dsh.*`` group with at least one installed entry point, sorted."""
+        return sorted({*self._scan.items, *self._scan.conflicts})
 
     def items(self, group: str) -> list[EntryPointItem]:
         """Every loadable item of ``group``, sorted by name (conflicting names are left out)."""
@@ -145,18 +159,22 @@ class Catalog:
         """Return the item ``name`` of ``group``; raise naming both claimants or the available names."""
         conflict = self._scan.conflicts.get(group, {}).get(name)
         if conflict is not None:
-            raise DiscoveryError(conflict)
+            raise DiscoveryError(conflict, group=group, name=name)
         item = self._scan.items.get(group, {}).get(name)
         if item is None:
             available = ", ".join(self.names(group)) or "none"
-            raise DiscoveryError(f"no entry point '{name}' in group '{group}'; available: {available}")
+            raise DiscoveryError(
+                f"no entry point '{name}' in group '{group}'; available: {available}", group=group, name=name
+            )
         return item
 
     def watch(self, group: str, watcher: Watcher) -> Disposer:
         """Call ``watcher`` with each non-empty diff of ``group``; return a disposer."""
-        if group not in self._watchers:
-            raise DiscoveryError(f"group '{group}' is not watched by this catalog; groups: {', '.join(self.groups)}")
-        self._watchers[group].append(watcher)
+        if not group.startswith(GROUP_PREFIX):
+            raise DiscoveryError(
+                f"group '{group}' is not a dsh group (names start with '{GROUP_PREFIX}')", group=group, name=""
+            )
+        self._watchers.setdefault(group, []).append(watcher)
 
         def unwatch() -> None:
             if watcher in self._watchers[group]:
@@ -174,11 +192,11 @@ class Catalog:
         if not force and fingerprint == self._fingerprint:
             return []
         importlib.invalidate_caches()
-        new = _scan(self.groups)
+        new = _scan()
         self._fingerprint = fingerprint
         old, self._scan = self._scan, new
         diffs = []
-        for group in self.groups:
+        for group in sorted({*old.items, *new.items}):
             before, after = old.items.get(group, {}), new.items.get(group, {})
             diff = GroupDiff(
                 group,
@@ -191,6 +209,6 @@ class Catalog:
                 sys.modules.pop(item.value.partition(":")[0].strip(), None)
             if diff:
                 diffs.append(diff)
-                for watcher in list(self._watchers[group]):
+                for watcher in list(self._watchers.get(group, ())):
                     watcher(diff)
         return diffs

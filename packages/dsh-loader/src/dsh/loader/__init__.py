@@ -1,0 +1,32 @@
+"""dsh loader: entry-point discovery attributed to distributions, deployments, composition and boot.
+
+The kernel (``dsh.core``) knows nothing of entry points or files; this package finds plugins
+through the ``dsh.*`` entry-point groups, reads deployment files and loads them into a kernel.
+"""
+
+from ._deployment import Deployment, PersistenceChoice, PluginEntry, load_deployment, parse_deployment, resolve_home
+from ._discovery import GROUP_PREFIX, PLUGINS_GROUP, Catalog, EntryPointItem, GroupDiff
+from ._errors import BootError, DeploymentError, DiscoveryError
+from ._runtime import CATALOG, Runtime, boot, compose, load_object
+
+__all__ = [
+    "CATALOG",
+    "GROUP_PREFIX",
+    "PLUGINS_GROUP",
+    "BootError",
+    "Catalog",
+    "Deployment",
+    "DeploymentError",
+    "DiscoveryError",
+    "EntryPointItem",
+    "GroupDiff",
+    "PersistenceChoice",
+    "PluginEntry",
+    "Runtime",
+    "boot",
+    "compose",
+    "load_deployment",
+    "load_object",
+    "parse_deployment",
+    "resolve_home",
+]

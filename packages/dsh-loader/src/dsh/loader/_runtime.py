@@ -1,0 +1,178 @@
+"""Composition: a deployment loaded into a running kernel, checked, refreshed and closed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from dsh.core import DSH_HOME, Context, DshError, Fiber, FiberState, ServiceKey
+from dsh.session import PERSISTENCE_GROUP
+
+from ._deployment import Deployment, resolve_home
+from ._discovery import PLUGINS_GROUP, Catalog, EntryPointItem, GroupDiff, import_ref
+from ._errors import BootError, DiscoveryError
+
+CATALOG: ServiceKey[Catalog] = ServiceKey("catalog")
+"""The entry-point catalog of the running deployment."""
+
+
+def load_object(ref: str) -> Any:
+    """Import ``module:attr``; raise :class:`DiscoveryError` naming the reference on failure."""
+    try:
+        return import_ref(ref)
+    except Exception as exc:
+        raise DiscoveryError(
+            f"cannot import plugin '{ref}': {type(exc).__name__}: {exc}", group="module:attr", name=ref
+        ) from None
+
+
+class Runtime:
+    """A composed deployment: the root context, one fiber per entry, and the catalog.
+
+    Use it as a context manager (``with boot(...) as runtime:``) so it is closed on the way out.
+    """
+
+    def __init__(self, deployment: Deployment, source: str, home: Path, catalog: Catalog) -> None:
+        self.deployment = deployment
+        self.source = source
+        self.home = home
+        self.catalog = catalog
+        self.ctx = Context.root("deployment")
+        self.entries: dict[str, Fiber] = {}
+        self.failures: dict[str, str] = {}
+        self.builtins: list[Fiber] = []
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def fibers(self) -> list[Fiber]:
+        """Every live fiber of the deployment, depth first from the root."""
+        return list(self.ctx.fiber.walk())
+
+    def problems(self) -> list[str]:
+        """One line per essential fiber that failed or still waits for services (these fail boot)."""
+        lines = [f"entry '{eid}': {msg}" for eid, msg in self.failures.items()]
+        for fiber in [*self.builtins, *self.entries.values()]:
+            for f in fiber.walk():
+                if not f.essential:
+                    continue
+                if f.state is FiberState.FAILED:
+                    lines.append(f"entry '{f.label}' (plugin '{f.name}') failed: {f.error}")
+                elif f.state is FiberState.PENDING:
+                    lines.append(
+                        f"entry '{f.label}' (plugin '{f.name}') is pending, waiting for service(s): "
+                        + ", ".join(f.missing)
+                    )
+        return lines
+
+    def warnings(self) -> list[str]:
+        """One line per failed non-essential fiber (an auto-discovered contributor, say): loud, not fatal."""
+        return [
+            f"plugin '{f.label}'"
+            + (f" (from {f.origin.distribution} {f.origin.version})" if f.origin else "")
+            + f" failed: {f.error}"
+            for f in self.fibers()
+            if not f.essential and f.state is FiberState.FAILED
+        ]
+
+    def check(self) -> None:
+        """Raise :class:`BootError` listing every failed or pending entry."""
+        problems = self.problems()
+        if problems:
+            raise BootError(
+                f"{self.source}: deployment did not boot: " + "; ".join(problems), source=self.source, problems=problems
+            )
+
+    def refresh(self, *, force: bool = False) -> list[GroupDiff]:
+        """Re-read installed distributions and bring fibers in step with them."""
+        return self.catalog.refresh(force=force)
+
+    def close(self) -> None:
+        """Unload everything, in reverse order of loading."""
+        self.ctx.fiber.dispose()
+
+    def _load_entry(self, entry_id: str, group: str, name: str, config: object) -> None:
+        try:
+            if ":" in name:
+                plugin, origin = load_object(name), None
+            else:
+                origin = self.catalog.find(group, name)
+                plugin = origin.load()
+        except DshError as exc:
+            self.failures[entry_id] = str(exc)
+            return
+        self.entries[entry_id] = self.ctx.plugin(plugin, config, label=entry_id, origin=origin)
+
+    def _on_diff(self, diff: GroupDiff) -> None:
+        by_item: dict[EntryPointItem, str] = {}
+        for entry_id, fiber in self.entries.items():
+            if fiber.origin is not None:
+                by_item[fiber.origin] = entry_id
+        removed = {(i.group, i.name): i for i in diff.removed}
+        changed = {(i.group, i.name): i for i in diff.changed}
+        for item, entry_id in by_item.items():
+            key = (item.group, item.name)
+            fiber = self.entries[entry_id]
+            if key in removed:
+                fiber.dispose()
+                fiber.error = f"distribution {item.distribution} {item.version} was uninstalled"
+            elif key in changed:
+                new = changed[key]
+                try:
+                    fiber.origin = new
+                    fiber.reload(new.load())
+                except DshError as exc:
+                    fiber.dispose()
+                    fiber.error = str(exc)
+
+
+def compose(
+    deployment: Deployment,
+    *,
+    source: str = "<deployment>",
+    builtins: Sequence[object] = (),
+    env: Mapping[str, str] | None = None,
+    catalog: Catalog | None = None,
+) -> Runtime:
+    """Load a deployment without judging it: see :meth:`Runtime.problems` and :meth:`Runtime.check`.
+
+    ``builtins`` are plugins the caller always wants (the agent's tool registry, say),
+    loaded at the root before the persistence backend and the entries.
+    """
+    home = resolve_home(deployment, env)
+    runtime = Runtime(deployment, source, home, catalog or Catalog())
+    root = runtime.ctx
+    root.provide(DSH_HOME, home)
+    root.provide(CATALOG, runtime.catalog)
+    root.effect(lambda: runtime.catalog.watch(PLUGINS_GROUP, runtime._on_diff), label="watch dsh.plugins")
+    root.effect(lambda: runtime.catalog.watch(PERSISTENCE_GROUP, runtime._on_diff), label="watch dsh.persistence")
+    for plugin in builtins:
+        runtime.builtins.append(root.plugin(plugin))
+    persistence = deployment.persistence
+    runtime._load_entry("persistence", PERSISTENCE_GROUP, persistence.backend, persistence.config)
+    for entry in deployment.plugins:
+        if entry.enabled:
+            runtime._load_entry(entry.id, PLUGINS_GROUP, entry.name, entry.config)
+    return runtime
+
+
+def boot(
+    deployment: Deployment,
+    *,
+    source: str = "<deployment>",
+    builtins: Sequence[object] = (),
+    env: Mapping[str, str] | None = None,
+) -> Runtime:
+    """Compose and check; on a failed boot, unload what loaded and raise :class:`BootError`."""
+    runtime = compose(deployment, source=source, builtins=builtins, env=env)
+    try:
+        runtime.check()
+    except BootError:
+        runtime.close()
+        raise
+    return runtime
