@@ -44,6 +44,8 @@ def _served_exec(args: Any) -> int | None:
     answer = json.loads(line)
     for warning in answer.get("warnings", []):
         print(f"dsh: warning: {warning}", file=sys.stderr)
+    for line in answer.get("notices", []):
+        print(line, file=sys.stderr)
     if not answer["ok"]:
         print(f"dsh: {answer['error']}", file=sys.stderr)
         return 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh.core import DshError
 from dsh.loader import Runtime
@@ -13,6 +13,9 @@ from dsh.session import SESSIONS, Session
 from ._args import BLOCKED_EXIT
 from ._loop import Agent
 from ._model import ScriptedModel, ToolCall
+
+if TYPE_CHECKING:
+    from dsh.hooks import Notice
 
 
 @dataclass(frozen=True)
@@ -24,10 +27,14 @@ class ExecOutcome:
     exit_code: int
     stdout: str
     stderr: str
+    notices: tuple[str, ...] = ()
+    """Lines for dsh's own stderr (hooks' ``systemMessage``, hook failures); not in ``--json``."""
 
     def as_json(self) -> dict[str, Any]:
         """The ``--json`` document."""
-        return asdict(self)
+        document = asdict(self)
+        del document["notices"]
+        return document
 
 
 async def exec_command(
@@ -45,19 +52,31 @@ async def exec_command(
         raise DshError(f"--cwd {cwd} is not a directory")
     store = runtime.ctx.require(SESSIONS)
     session = store.resume(session_id) if session_id else store.create(cwd)
-    agent = Agent(runtime.ctx, session, ScriptedModel([]))
-    await agent.start("resume" if session_id else "startup")
+    notices: list[str] = []
+    agent = Agent(runtime.ctx, session, ScriptedModel([]), notify=lambda n: notices.append(notice_line(n)))
+    started = await agent.start("resume" if session_id else "startup")
+    if started.stop:
+        # A SessionStart hook said "continue": false: the command does not run.
+        await agent.end()
+        why = f"stopped by a SessionStart hook: {started.reason}\n"
+        return ExecOutcome(session.id, location_json(session), BLOCKED_EXIT, "", why, tuple(notices))
     arguments: dict[str, Any] = {"command": command}
     if timeout is not None:
         arguments["timeout"] = timeout
     result = await agent.run_tool_turn(ToolCall(name="bash", arguments=arguments))
+    await agent.end()
     data = result.data
     if "exit_code" in data:
         code, stdout, stderr = int(data["exit_code"]), str(data["stdout"]), str(data["stderr"])
     else:
         code = BLOCKED_EXIT if data.get("blocked") else 1
         stdout, stderr = "", result.output + "\n"
-    return ExecOutcome(session.id, location_json(session), code, stdout, stderr)
+    return ExecOutcome(session.id, location_json(session), code, stdout, stderr, tuple(notices))
+
+
+def notice_line(notice: Notice) -> str:
+    """How ``dsh`` prints a hook notice: ``dsh: hook: ...`` for a message, ``dsh: warning: ...``."""
+    return f"dsh: {'hook' if notice.kind == 'message' else 'warning'}: {notice.text}"
 
 
 def location_json(session: Session) -> dict[str, str] | None:

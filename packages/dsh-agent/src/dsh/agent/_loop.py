@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -18,10 +19,12 @@ from dsh.session import SESSIONS, TOOLS, AgentRef, Session, ToolExecution, ToolR
 from ._model import Model, ToolCall
 
 if TYPE_CHECKING:
-    from dsh.hooks import HookRunner
+    from dsh.hooks import HookOutcome, HookRunner, HookScope, Notice
 
 # Named here rather than imported: dsh.hooks is only imported when a deployment loads hooks.
 HOOKS: ServiceKey[HookRunner] = ServiceKey("hooks")
+
+log = logging.getLogger("dsh.agent")
 
 _current_agent: ContextVar[Agent | None] = ContextVar("dsh_current_agent", default=None)
 
@@ -48,10 +51,17 @@ class TurnResult:
     tool_results: list[tuple[ToolCall, ToolResult]] = field(default_factory=list)
     blocked: str | None = None
     """Why a UserPromptSubmit hook blocked the turn, if it did."""
+    stopped: str | None = None
+    """Why a hook ended the turn early (``continue: false`` and its ``stopReason``), if one did."""
 
 
 class Agent:
-    """One agent bound to one session: runs turns, calls tools, flushes at turn end."""
+    """One agent bound to one session: runs turns, calls tools, flushes at turn end.
+
+    A subagent has a ``parent`` (the agent whose ``spawn_agent`` call started it, and that call's
+    turn): it gets no ``UserPromptSubmit`` and, instead of ``Stop``, ``SubagentStop`` in the
+    parent's name; every hook it fires carries its ``agent_id`` and ``agent_type``.
+    """
 
     def __init__(
         self,
@@ -62,6 +72,9 @@ class Agent:
         name: str = "main",
         agent_type: str = "main",
         max_steps: int = 64,
+        parent: Agent | None = None,
+        parent_turn_id: str | None = None,
+        notify: Callable[[Notice], None] | None = None,
     ) -> None:
         self.ctx = ctx
         self.session = session
@@ -69,27 +82,81 @@ class Agent:
         self.name = name
         self.agent_type = agent_type
         self.max_steps = max_steps
+        self.parent = parent
+        self.parent_turn_id = parent_turn_id
+        self.notify = notify or (parent.notify if parent is not None else None)
+        """Where hooks' ``systemMessage`` lines and hook failure warnings go (default: the log)."""
         self.ref = AgentRef(name=name, header=session.header, agent_type=agent_type)
+        self._stopping: str | None = None
 
     def _tool_specs(self) -> list[ToolSpec]:
         tools = self.ctx.get(TOOLS)
         return [] if tools is None else tools.specs()
 
-    async def _hook(self, event: str, turn_id: str | None, fields: Mapping[str, Any]) -> HookVerdict:
-        hooks = self.ctx.get(HOOKS)
-        if hooks is None:
-            return HookVerdict()
-        outcome = await hooks.dispatch(event, self.session.header, turn_id=turn_id, fields=fields)
-        if not outcome.reports:
-            return HookVerdict()
+    # -- hooks: the runner decides, the loop records and acts ----------------------------------
+
+    def _hooks(self) -> HookRunner | None:
+        return self.ctx.get(HOOKS)
+
+    def _scope(self, turn_id: str | None) -> HookScope:
+        from dsh.hooks import HookScope
+
+        if self.parent is None:
+            return HookScope(self.session.header, turn_id)
+        parent = self.parent._scope(self.parent_turn_id)
+        return HookScope(self.session.header, turn_id, self.session.id, self.agent_type, parent)
+
+    def _settle(self, event: str, outcome: HookOutcome) -> HookOutcome:
+        """Record what the hooks of ``event`` did, hand their context to the model, tell the user."""
+        if not outcome.reports and not outcome.warnings:
+            return outcome
         from dsh.hooks import reports_as_data
 
-        self.session.record("hook/result", event=event, reports=reports_as_data(outcome.reports))
-        return HookVerdict(outcome.blocked, outcome.stop, outcome.reason)
+        data: dict[str, Any] = {"event": event, "reports": reports_as_data(outcome.reports)}
+        if outcome.warnings:
+            data["warnings"] = list(outcome.warnings)
+        self.session.record("hook/result", **data)
+        # Context is part of the conversation: the next model request is built from these events.
+        for text in outcome.context:
+            self.session.record("message/context", text=text, source="hook", event=event)
+        for notice in outcome.notices():
+            if self.notify is not None:
+                self.notify(notice)
+            else:
+                log.warning("%s", notice.text)
+        return outcome
+
+    async def _background_hooks(self) -> None:
+        hooks = self._hooks()
+        if hooks is not None:
+            self._settle("async", await hooks.background())
 
     async def start(self, source: str = "startup") -> HookVerdict:
-        """Fire SessionStart (``startup``, ``resume`` or ``fork``)."""
-        return await self._hook("SessionStart", None, {"source": source})
+        """Fire SessionStart (``startup``, ``resume`` or ``fork``); ``stop`` means the run should not go on."""
+        hooks = self._hooks()
+        if hooks is None:
+            return HookVerdict()
+        outcome = self._settle("SessionStart", await hooks.session_start(self.session.header, source))
+        return HookVerdict(stop=outcome.stop, reason=outcome.stop_reason if outcome.stop else "")
+
+    async def end(self, reason: str = "other") -> None:
+        """Fire SessionEnd once the session's run is over (background hooks are waited for first).
+
+        What the hooks did is recorded in a short turn of its own (``source: "session-end"``), only
+        when some hook ran, so the transcript stays a sequence of complete turns.
+        """
+        hooks = self._hooks()
+        if hooks is None:
+            return
+        outcome = await hooks.session_end(self.session.header, reason)
+        if not outcome.reports and not outcome.warnings:
+            return
+        turn_id = self._open_turn(source="session-end")
+        try:
+            self._settle("SessionEnd", outcome)
+        finally:
+            self.session.record("turn/end", turn_id=turn_id)
+            self.session.flush()
 
     def _open_turn(self, **data: Any) -> str:
         # Installed distributions are re-read at every turn start; unchanged, that costs a few stats.
@@ -105,15 +172,22 @@ class Agent:
         turn_id = self._open_turn()
         result = TurnResult(turn_id)
         session = self.session
+        hooks = self._hooks()
+        self._stopping = None
         try:
             session.record("message/user", text=prompt)
-            outcome = await self._hook("UserPromptSubmit", turn_id, {"prompt": prompt})
-            if outcome.blocked or outcome.stop:
-                result.blocked = outcome.reason
-                return result
+            if hooks is not None and self.parent is None:
+                outcome = self._settle("UserPromptSubmit", await hooks.user_prompt(self._scope(turn_id), prompt))
+                if outcome.stop:
+                    result.stopped = result.blocked = outcome.stop_reason
+                    return result
+                if outcome.blocked:
+                    result.blocked = outcome.reason
+                    return result
             self.model.begin_turn(prompt)
             stop_hook_active = False
             for _ in range(self.max_steps):
+                await self._background_hooks()
                 step = await self.model.step(session, self._tool_specs())
                 calls = [c if c.id else c.model_copy(update={"id": _new_call_id()}) for c in step.tool_calls]
                 session.record(
@@ -124,13 +198,26 @@ class Agent:
                 if calls:
                     results = await asyncio.gather(*(self.call_tool(c, turn_id) for c in calls))
                     result.tool_results.extend(zip(calls, results, strict=True))
+                    if self._stopping is not None:
+                        result.stopped = self._stopping
+                        break
                     continue
                 result.text = step.text
-                stop = await self._hook(
-                    "Stop", turn_id, {"stop_hook_active": stop_hook_active, "last_assistant_message": step.text or None}
+                if hooks is None:
+                    break
+                event = "Stop" if self.parent is None else "SubagentStop"
+                stop = self._settle(
+                    event,
+                    await hooks.stop(
+                        self._scope(turn_id), stop_hook_active=stop_hook_active, last_message=step.text or None
+                    ),
                 )
-                if stop.blocked and not stop_hook_active:
-                    # A Stop hook that blocks asks the model to go on, with the reason as the prompt.
+                if stop.stop:
+                    result.stopped = stop.stop_reason
+                    break
+                if stop.blocked:
+                    # A blocking Stop hook sends the agent on, with the reason as the next prompt;
+                    # every time it blocks, and with stop_hook_active set after the first.
                     stop_hook_active = True
                     session.record("message/user", text=stop.reason, source="stop_hook")
                     continue
@@ -155,34 +242,64 @@ class Agent:
     async def call_tool(self, call: ToolCall, turn_id: str | None = None) -> ToolResult:
         """Run one tool call as the model would: PreToolUse hooks, the tool, PostToolUse hooks, the record."""
         call_id = call.id or _new_call_id()
-        execution = ToolExecution(
-            tool=call.name, call_id=call_id, arguments=call.arguments, agent=self.ref, turn_id=turn_id
-        )
         self.session.record("tool/call", call_id=call_id, name=call.name, arguments=call.arguments)
         tools = self.ctx.get(TOOLS)
         tool = None if tools is None else tools.get(call.name)
-        hook_fields = {"tool_name": call.name, "tool_input": call.arguments, "tool_use_id": call_id}
+        hooks = self._hooks()
+        arguments: Mapping[str, Any] = call.arguments
         if tool is None:
             known = ", ".join(s.name for s in self._tool_specs()) or "none"
             result = ToolResult(f"no tool named '{call.name}'; tools: {known}", is_error=True)
         else:
-            pre = await self._hook("PreToolUse", turn_id, hook_fields)
-            if pre.blocked:
-                result = ToolResult(
-                    f"blocked by a PreToolUse hook: {pre.reason}", is_error=True, data={"blocked": True}
-                )
+            refusal: ToolResult | None = None
+            if hooks is not None:
+                scope = self._scope(turn_id)
+                pre = self._settle("PreToolUse", await hooks.pre_tool(scope, call.name, arguments, call_id))
+                if pre.stop:
+                    self._stopping = pre.stop_reason
+                    refusal = ToolResult(
+                        f"stopped by a PreToolUse hook: {pre.stop_reason}", is_error=True, data={"blocked": True}
+                    )
+                elif pre.blocked:
+                    refusal = ToolResult(
+                        f"blocked by a PreToolUse hook: {pre.reason}", is_error=True, data={"blocked": True}
+                    )
+                elif pre.updated_input is not None:
+                    arguments = dict(pre.updated_input)
+                    self.session.record(
+                        "tool/input_updated", call_id=call_id, original=call.arguments, arguments=arguments
+                    )
+            if refusal is not None:
+                result = refusal
             else:
+                env = {} if hooks is None else hooks.session_env(self.session.header)
+                execution = ToolExecution(
+                    tool=call.name, call_id=call_id, arguments=arguments, agent=self.ref, turn_id=turn_id, env=env
+                )
                 token = _current_agent.set(self)
                 try:
-                    result = await tool(call.arguments, execution)
+                    result = await tool(arguments, execution)
                 except Exception as exc:
                     result = ToolResult(f"tool '{call.name}' failed: {type(exc).__name__}: {exc}", is_error=True)
                 finally:
                     _current_agent.reset(token)
-                response = {"output": result.output, "is_error": result.is_error, **_jsonable(result.data)}
-                post = await self._hook("PostToolUse", turn_id, {**hook_fields, "tool_response": response})
-                if post.blocked:
-                    result = ToolResult(f"{result.output}\n[PostToolUse hook: {post.reason}]", True, result.data)
+                if hooks is not None:
+                    response = {"output": result.output, "is_error": result.is_error, **_jsonable(result.data)}
+                    post = self._settle(
+                        "PostToolUse",
+                        await hooks.post_tool(
+                            self._scope(turn_id),
+                            call.name,
+                            arguments,
+                            call_id,
+                            response,
+                            error=result.output if result.is_error else None,
+                        ),
+                    )
+                    if post.stop:
+                        self._stopping = post.stop_reason
+                    if post.blocked:
+                        result = ToolResult(f"{result.output}\n[PostToolUse hook: {post.reason}]", True, result.data)
         self.session.record(
             "tool/result",
             call_id=call_id,
@@ -240,22 +357,26 @@ class SpawnTool:
             parent.model.subagent(agent_type),
             name=f"{agent_type}-{next(self._count)}",
             agent_type=agent_type,
+            parent=parent,
+            parent_turn_id=execution.turn_id,
         )
         location = child_session.locate()
         ids = {"agent_id": child_session.id, "agent_type": agent_type}
         parent.session.record("subagent/start", session_id=child_session.id, **ids)
-        await parent._hook("SubagentStart", execution.turn_id, ids)
+        hooks = parent._hooks()
+        if hooks is not None:
+            start = parent._settle(
+                "SubagentStart",
+                await hooks.subagent_start(parent._scope(execution.turn_id), child_session.id, agent_type),
+            )
+            if start.stop:
+                parent._stopping = start.stop_reason
+                return ToolResult(f"stopped by a SubagentStart hook: {start.stop_reason}", is_error=True)
+            for text in start.context:
+                # SubagentStart context is for the subagent's model.
+                child_session.record("message/context", text=text, source="hook", event="SubagentStart")
+        # The child's own turn fires SubagentStop (in the parent's name) when it finishes.
         turn = await child.run_turn(prompt)
-        await parent._hook(
-            "SubagentStop",
-            execution.turn_id,
-            {
-                **ids,
-                "agent_transcript_path": None if location is None else location.path,
-                "stop_hook_active": False,
-                "last_assistant_message": turn.text or None,
-            },
-        )
         parent.session.record("subagent/end", session_id=child_session.id, text=turn.text)
         return ToolResult(
             turn.text,

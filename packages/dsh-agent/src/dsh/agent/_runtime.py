@@ -22,7 +22,7 @@ from dsh.paths import resolve_dsh_home
 from dsh.session import sessions_plugin, tools_plugin
 
 from ._args import DeploymentChoice, choose_deployment
-from ._loop import spawn_plugin
+from ._loop import HOOKS, spawn_plugin
 
 BUILTINS = (tools_plugin, sessions_plugin, spawn_plugin)
 """Loaded at the root of every agent runtime: the tool registry, the session store and ``spawn_agent``."""
@@ -116,5 +116,9 @@ def open_runtime(
         runtime = compose(deployment, source=source, builtins=BUILTINS, env=env)
     # A broken third-party contributor must not stop the harness, but it must not go unseen either.
     for warning in runtime.warnings():
+        print(f"dsh: warning: {warning}", file=sys.stderr)
+    # Hook types and fields dsh cannot honour are skipped, never fatal, and never silent.
+    hooks = runtime.ctx.get(HOOKS)
+    for warning in [] if hooks is None else hooks.warnings:
         print(f"dsh: warning: {warning}", file=sys.stderr)
     return runtime

@@ -10,7 +10,7 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh.bash_env import BASH_ENV
 from dsh.core import DshError, Fiber
@@ -26,12 +26,15 @@ from dsh.session import (
 )
 
 from ._args import build_parser, choose_deployment, command_line
-from ._exec import exec_command, location_json
+from ._exec import exec_command, location_json, notice_line
 from ._loop import Agent
 from ._model import ScriptedModel, load_script
 from ._runtime import open_runtime
 from ._serve import serve
 from ._show import render
+
+if TYPE_CHECKING:
+    from dsh.hooks import Notice
 
 
 def _print_json(value: Any) -> None:
@@ -53,6 +56,8 @@ async def _exec(args: argparse.Namespace) -> int:
         outcome = await exec_command(runtime, command, session_id=args.session, cwd=args.cwd, timeout=args.timeout)
     finally:
         runtime.close()
+    for line in outcome.notices:
+        print(line, file=sys.stderr)
     if args.json:
         _print_json(outcome.as_json())
     else:
@@ -75,36 +80,69 @@ async def _run(args: argparse.Namespace) -> int:
     runtime = open_runtime(choice=args.choice)
     try:
         session, source = _open_session(runtime.ctx.require(SESSIONS), args.session, None)
-        agent = Agent(runtime.ctx, session, ScriptedModel.from_script(script))
-        await agent.start(source)
+        messages: list[str] = []
+
+        def notify(notice: Notice) -> None:
+            # Hook failures are warnings on stderr at once; systemMessage lines are part of the output.
+            if notice.kind == "warning":
+                print(notice_line(notice), file=sys.stderr, flush=True)
+            elif args.json:
+                messages.append(notice.text)
+            else:
+                print(f"[hook] {notice.text}", flush=True)
+
+        if not args.json:
+            print(f"session {session.id}", flush=True)
+        agent = Agent(runtime.ctx, session, ScriptedModel.from_script(script), notify=notify)
+        started = await agent.start(source)
         turns: list[dict[str, Any]] = []
-        for scripted in script.turns:
+        for scripted in [] if started.stop else script.turns:
             result = await agent.run_turn(scripted.user)
             turns.append(
                 {
                     "turn_id": result.turn_id,
                     "text": result.text,
                     "blocked": result.blocked,
+                    "stopped": result.stopped,
                     "tool_calls": [
                         {"name": c.name, "arguments": c.arguments, "output": r.output, "is_error": r.is_error}
                         for c, r in result.tool_results
                     ],
                 }
             )
+            if not args.json:
+                _print_turn(turns[-1])
+            if result.stopped is not None:
+                break  # a hook's "continue": false ends the run, as it ends the peer's session
+        await agent.end()
+        stopped = started.reason if started.stop else None
         if args.json:
-            _print_json({"session_id": session.id, "location": location_json(session), "turns": turns})
+            _print_json(
+                {
+                    "session_id": session.id,
+                    "location": location_json(session),
+                    "turns": turns,
+                    "stopped": stopped,
+                    "hook_messages": messages,
+                }
+            )
         else:
-            print(f"session {session.id}")
-            for turn in turns:
-                for call in turn["tool_calls"]:
-                    print(f"$ {call['name']} {json.dumps(call['arguments'])}\n{call['output']}")
-                if turn["blocked"]:
-                    print(f"[turn blocked: {turn['blocked']}]")
-                if turn["text"]:
-                    print(turn["text"])
+            if stopped is not None:
+                print(f"[stopped by a SessionStart hook: {stopped}]")
         return 0
     finally:
         runtime.close()
+
+
+def _print_turn(turn: dict[str, Any]) -> None:
+    for call in turn["tool_calls"]:
+        print(f"$ {call['name']} {json.dumps(call['arguments'])}\n{call['output']}")
+    if turn["stopped"]:
+        print(f"[turn stopped by a hook: {turn['stopped']}]")
+    elif turn["blocked"]:
+        print(f"[turn blocked: {turn['blocked']}]")
+    if turn["text"]:
+        print(turn["text"])
 
 
 def _env(args: argparse.Namespace) -> int:

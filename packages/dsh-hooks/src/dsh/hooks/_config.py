@@ -1,80 +1,329 @@
-"""Hook configuration in the peers' own formats (Claude Code ``settings.json``, Codex ``hooks.json``)."""
+"""Hook configuration in the peers' own formats (Claude Code ``settings.json``, Codex ``hooks.json``).
+
+Loading never fails on what a peer accepts: a handler type dsh cannot run (``http``, ``prompt``,
+``agent``, ``mcp_tool``), a field dsh does not know, an unknown event or an invalid matcher is a
+warning naming the file, the event and the thing at fault, and the other hooks still load. Only a
+file that cannot be read or is not a JSON object fails the plugin.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from dsh.core import PluginError, format_validation_error
+from dsh.core import PluginError
 
 Dialect = Literal["claude", "codex"]
 
+DEFAULT_TIMEOUT = 600.0
+"""Seconds a command hook may run when its ``timeout`` is absent (both peers: 600)."""
 
-class HookCommand(BaseModel):
-    """One command hook."""
+# The events each peer documents. Hooks of events dsh never emits load quietly (the README lists
+# them); a name outside these lists is most likely a typo and gets a warning.
+PEER_EVENTS: Mapping[Dialect, frozenset[str]] = {
+    "claude": frozenset(
+        {
+            "PreToolUse",
+            "PostToolUse",
+            "PostToolUseFailure",
+            "PostToolBatch",
+            "PermissionRequest",
+            "PermissionDenied",
+            "UserPromptSubmit",
+            "UserPromptExpansion",
+            "Notification",
+            "Stop",
+            "StopFailure",
+            "SubagentStart",
+            "SubagentStop",
+            "PreCompact",
+            "PostCompact",
+            "SessionStart",
+            "SessionEnd",
+            "Setup",
+            "ConfigChange",
+            "CwdChanged",
+            "FileChanged",
+            "InstructionsLoaded",
+            "WorktreeCreate",
+            "WorktreeRemove",
+            "TeammateIdle",
+            "TaskCreated",
+            "TaskCompleted",
+            "Elicitation",
+            "ElicitationResult",
+            "MessageDisplay",
+            "PreModelSwitch",
+            "PostModelSwitch",
+            "DirectoryAdded",
+            "PreSkillShellCommand",
+        }
+    ),
+    "codex": frozenset(
+        {
+            "PreToolUse",
+            "PermissionRequest",
+            "PostToolUse",
+            "UserPromptSubmit",
+            "Stop",
+            "StopFailure",
+            "SubagentStart",
+            "SubagentStop",
+            "PreCompact",
+            "PostCompact",
+            "SessionStart",
+            "SessionEnd",
+            "Interrupt",
+        }
+    ),
+}
 
-    model_config = ConfigDict(extra="ignore")
+HANDLER_TYPES: Mapping[Dialect, frozenset[str]] = {
+    "claude": frozenset({"command", "http", "prompt", "agent", "mcp_tool"}),
+    "codex": frozenset({"command", "prompt", "agent"}),
+}
+"""Handler types each peer documents; dsh runs ``command`` and skips the others with a warning."""
 
-    type: Literal["command"] = "command"
-    command: str = Field(min_length=1)
-    timeout: float | None = Field(default=None, gt=0)
-    """Seconds; the dialect's default (60) when absent."""
+# Fields of a command handler per dialect (the peer's spelling). Known fields without an effect in
+# dsh (``statusMessage``: there is no spinner) are accepted silently.
+_COMMAND_FIELDS: Mapping[Dialect, frozenset[str]] = {
+    "claude": frozenset({"type", "command", "args", "timeout", "async", "asyncRewake", "shell", "if", "once"})
+    | {"statusMessage"},
+    "codex": frozenset({"type", "command", "commandWindows", "command_windows", "timeout", "timeoutSec", "async"})
+    | {"statusMessage", "status_message"},
+}
+_GROUP_FIELDS = frozenset({"matcher", "hooks"})
 
-
-class MatcherGroup(BaseModel):
-    """Hooks that run when ``matcher`` matches (all when it is empty or ``*``)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    matcher: str | None = None
-    hooks: list[HookCommand] = Field(default_factory=list)
-
-    def matches(self, value: str | None) -> bool:
-        """Whether this group applies to a tool name (or a SessionStart source)."""
-        if not self.matcher or self.matcher == "*" or value is None:
-            return True
-        try:
-            return re.fullmatch(self.matcher, value) is not None
-        except re.error:
-            return self.matcher == value
+_EXACT_MATCHER = re.compile(r"[A-Za-z0-9_|]+")
 
 
-class HookTable(BaseModel):
-    """Event name -> matcher groups, as under the ``hooks`` key of the peer's file."""
+@dataclass(frozen=True)
+class HookCommand:
+    """One command hook, normalised from either dialect."""
 
-    model_config = ConfigDict(extra="ignore")
+    command: str
+    args: tuple[str, ...] | None = None
+    """Exec form: ``command`` is resolved on PATH and run with these arguments, no shell."""
+    timeout: float = DEFAULT_TIMEOUT
+    shell: Literal["bash", "powershell"] = "bash"
+    condition: str | None = None
+    """The Claude Code ``if`` rule (``Bash(git *)``), checked on tool events only."""
+    run_async: bool = False
+    """``async``: runs in the background; it never blocks or decides."""
+    once: bool = False
+    """Runs once per session, then is skipped."""
+    source: str = ""
+    """Where the hook was configured (file path, or ``<dialect> hooks (inline)``)."""
 
-    hooks: dict[str, list[MatcherGroup]] = Field(default_factory=dict)
+    @property
+    def label(self) -> str:
+        """How reports and warnings name the hook."""
+        return self.command if self.args is None else " ".join([self.command, *self.args])
+
+    @property
+    def identity(self) -> tuple[Any, ...]:
+        """What makes two Claude Code command hooks the same hook (it runs them once)."""
+        return (self.command, self.args, self.shell)
+
+
+@dataclass(frozen=True)
+class MatcherGroup:
+    """Hooks that run when ``matcher`` matches the event's subject."""
+
+    matcher: str | None
+    hooks: tuple[HookCommand, ...]
+    dialect: Dialect = "claude"
+
+    def matches(self, subjects: Sequence[str] | str | None) -> bool:
+        """Whether this group applies to an event whose subject is one of ``subjects``."""
+        return matcher_matches(self.dialect, self.matcher, subjects)
+
+
+@dataclass(frozen=True)
+class HookTable:
+    """Event name -> matcher groups of one dialect, as under the ``hooks`` key of the peer's file."""
+
+    dialect: Dialect = "claude"
+    events: Mapping[str, tuple[MatcherGroup, ...]] = field(default_factory=dict)
+    source: str = ""
+    disabled: bool = False
+    """``disableAllHooks: true``: the file's hooks load but never run."""
+    warnings: tuple[str, ...] = ()
+    """What was skipped or ignored while loading, one line each."""
+
+    def groups(self, event: str) -> tuple[MatcherGroup, ...]:
+        """The groups configured for ``event`` (none when the table is disabled)."""
+        return () if self.disabled else self.events.get(event, ())
+
+
+def matcher_matches(dialect: Dialect, matcher: str | None, subjects: Sequence[str] | str | None) -> bool:
+    """Match as the peer does.
+
+    ``None``, ``""`` and ``"*"`` match everything, as does an event without a subject. Claude Code
+    treats a matcher of only letters, digits, ``_`` and ``|`` as a list of exact names and anything
+    else as an unanchored regular expression; Codex treats every matcher as an unanchored regular
+    expression. An invalid expression never matches.
+    """
+    if not matcher or matcher == "*" or subjects is None:
+        return True
+    values = [subjects] if isinstance(subjects, str) else list(subjects)
+    if dialect == "claude" and _EXACT_MATCHER.fullmatch(matcher):
+        names = matcher.split("|")
+        return any(value in names for value in values)
+    try:
+        pattern = re.compile(matcher)
+    except re.error:
+        return False
+    return any(pattern.search(value) is not None for value in values)
+
+
+def _invalid_matcher(dialect: Dialect, matcher: str) -> str | None:
+    if not matcher or matcher == "*" or (dialect == "claude" and _EXACT_MATCHER.fullmatch(matcher)):
+        return None
+    try:
+        re.compile(matcher)
+    except re.error as exc:
+        return str(exc)
+    return None
+
+
+def read_hook_file(path: Path, where: str) -> Any:
+    """The parsed JSON of a hook configuration file (the one place such files are read)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PluginError(f"{where}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PluginError(f"{where}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
 
 
 def load_hook_table(dialect: Dialect, source: Mapping[str, Any] | str | None, base: Path | None = None) -> HookTable:
     """Read a dialect's hooks inline (the file's object, or just its ``hooks`` object) or from a file path."""
     if source is None:
-        return HookTable()
-    where = f"{dialect} hooks"
+        return HookTable(dialect)
+    where = f"{dialect} hooks (inline)"
     raw: Any = source
     if isinstance(source, str):
         path = Path(os.path.expanduser(source))
         if not path.is_absolute() and base is not None:
             path = base / path
         where = f"{dialect} hooks file {path}"
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise PluginError(f"{where}: cannot read: {exc.strerror or exc}") from None
-        except json.JSONDecodeError as exc:
-            raise PluginError(f"{where}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+        raw = read_hook_file(path, where)
     if not isinstance(raw, Mapping):
         raise PluginError(f"{where}: must be a JSON object")
-    if "hooks" not in raw:
+    if "hooks" not in raw and "disableAllHooks" not in raw:
         raw = {"hooks": raw}
-    try:
-        return HookTable.model_validate(raw)
-    except ValidationError as exc:
-        raise PluginError(f"{where}: {format_validation_error(exc)}") from None
+    return _parse_table(dialect, raw, where)
+
+
+def _parse_table(dialect: Dialect, raw: Mapping[str, Any], where: str) -> HookTable:
+    warnings: list[str] = []
+    disabled = raw.get("disableAllHooks") is True if dialect == "claude" else False
+    hooks = raw.get("hooks", {})
+    if not isinstance(hooks, Mapping):
+        raise PluginError(f"{where}: 'hooks' must be an object of event names, not {type(hooks).__name__}")
+    events: dict[str, tuple[MatcherGroup, ...]] = {}
+    for event, groups in hooks.items():
+        if event not in PEER_EVENTS[dialect]:
+            warnings.append(f"{where}: event '{event}' is not a {_PEER[dialect]} hook event; its hooks never run")
+            continue
+        if not isinstance(groups, list):
+            warnings.append(f"{where}: event '{event}': expected a list of matcher groups; skipped")
+            continue
+        parsed = [g for g in (_parse_group(dialect, event, item, where, warnings) for item in groups) if g is not None]
+        events[event] = tuple(parsed)
+    return HookTable(dialect, events, where, disabled, tuple(warnings))
+
+
+_PEER: Mapping[Dialect, str] = {"claude": "Claude Code", "codex": "Codex"}
+
+
+def _parse_group(
+    dialect: Dialect, event: str, item: Any, where: str, warnings: list[str]
+) -> MatcherGroup | None:
+    if not isinstance(item, Mapping):
+        warnings.append(f"{where}: event '{event}': a matcher group must be an object; skipped")
+        return None
+    unknown = sorted(set(item) - _GROUP_FIELDS)
+    if unknown:
+        warnings.append(f"{where}: event '{event}': unknown matcher group field(s) {', '.join(unknown)}; ignored")
+    matcher = item.get("matcher")
+    if matcher is not None and not isinstance(matcher, str):
+        warnings.append(f"{where}: event '{event}': matcher must be a string, not {matcher!r}; group skipped")
+        return None
+    if matcher is not None:
+        error = _invalid_matcher(dialect, matcher)
+        if error is not None:
+            warnings.append(f"{where}: event '{event}': invalid matcher {matcher!r} ({error}); it never matches")
+    handlers = item.get("hooks", [])
+    if not isinstance(handlers, list):
+        warnings.append(f"{where}: event '{event}': 'hooks' must be a list; group skipped")
+        return None
+    commands = [c for c in (_parse_handler(dialect, event, h, where, warnings) for h in handlers) if c is not None]
+    return MatcherGroup(matcher, tuple(commands), dialect)
+
+
+def _parse_handler(dialect: Dialect, event: str, raw: Any, where: str, warnings: list[str]) -> HookCommand | None:
+    if not isinstance(raw, Mapping):
+        warnings.append(f"{where}: event '{event}': a hook must be an object; skipped")
+        return None
+    kind = raw.get("type", "command")
+    if kind != "command":
+        if kind in HANDLER_TYPES[dialect]:
+            warnings.append(f"{where}: event '{event}': skipping a hook of type '{kind}' (dsh runs command hooks only)")
+        else:
+            warnings.append(f"{where}: event '{event}': skipping a hook of unknown type {kind!r}")
+        return None
+    unknown = sorted(set(raw) - _COMMAND_FIELDS[dialect])
+    if unknown:
+        warnings.append(f"{where}: event '{event}': unknown hook field(s) {', '.join(unknown)}; ignored")
+
+    def bad(what: str) -> None:
+        warnings.append(f"{where}: event '{event}': {what}; hook skipped")
+
+    command = raw.get("command")
+    if not isinstance(command, str) or not command.strip():
+        bad("'command' must be a non-blank string")
+        return None
+    timeout_raw = raw.get("timeout", raw.get("timeoutSec") if dialect == "codex" else None)
+    timeout = DEFAULT_TIMEOUT
+    if timeout_raw is not None:
+        if isinstance(timeout_raw, bool) or not isinstance(timeout_raw, int | float) or timeout_raw <= 0:
+            bad(f"'timeout' must be a positive number of seconds, not {timeout_raw!r}")
+            return None
+        timeout = float(max(timeout_raw, 1) if dialect == "codex" else timeout_raw)
+    run_async = raw.get("async", False) is True or (dialect == "claude" and raw.get("asyncRewake") is True)
+    if dialect == "codex":
+        return HookCommand(command, timeout=timeout, run_async=run_async, source=where)
+    args = raw.get("args")
+    if args is not None and (not isinstance(args, list) or not all(isinstance(a, str) for a in args)):
+        bad("'args' must be a list of strings")
+        return None
+    shell = raw.get("shell", "bash")
+    if shell not in ("bash", "powershell"):
+        bad(f"'shell' must be \"bash\" or \"powershell\", not {shell!r}")
+        return None
+    condition = raw.get("if")
+    if condition is not None:
+        from ._rules import parse_rule
+
+        if not isinstance(condition, str) or parse_rule(condition) is None:
+            bad(f"'if' must be a permission rule such as \"Bash(git *)\", not {condition!r}")
+            return None
+    return HookCommand(
+        command,
+        args=None if args is None else tuple(args),
+        timeout=timeout,
+        shell=shell,
+        condition=condition,
+        run_async=run_async,
+        once=raw.get("once") is True,
+        source=where,
+    )

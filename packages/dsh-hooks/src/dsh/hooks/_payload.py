@@ -1,4 +1,9 @@
-"""Hook payloads in each dialect, built from the same identity facts."""
+"""Hook payloads in each dialect, built from the same identity facts.
+
+Tool names and tool inputs are translated to each peer's own: Claude Code knows the subagent tool
+as ``Agent`` (formerly ``Task``) with a ``subagent_type``, and gives Bash ``timeout`` in
+milliseconds; Codex sees dsh's names and inputs except ``bash`` -> ``Bash``.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +13,22 @@ from typing import Any
 
 from ._config import Dialect
 
-TOOL_NAMES: Mapping[str, str] = {
-    "bash": "Bash",
-    "pwsh": "PowerShell",
-    "bash_output": "BashOutput",
-    "bash_stop": "KillShell",
-    "spawn_agent": "Task",
+TOOL_NAMES: Mapping[Dialect, Mapping[str, str]] = {
+    "claude": {
+        "bash": "Bash",
+        "pwsh": "PowerShell",
+        "bash_output": "BashOutput",
+        "bash_stop": "KillShell",
+        "spawn_agent": "Agent",
+    },
+    "codex": {"bash": "Bash", "pwsh": "PowerShell"},
 }
-"""Our tool names as the peers call them; others pass through unchanged."""
+"""Our tool names as each peer calls them; others pass through unchanged."""
+
+TOOL_ALIASES: Mapping[Dialect, Mapping[str, tuple[str, ...]]] = {"claude": {"Agent": ("Task",)}, "codex": {}}
+"""Older names a matcher may still use (Claude Code's ``Task`` is now ``Agent``)."""
+
+_SHELL_TOOLS = frozenset({"bash", "pwsh"})
 
 _IDENTITY = ("session_id", "transcript_path", "cwd", "hook_event_name", "permission_mode")
 _AGENT = ("agent_id", "agent_type")
@@ -23,32 +36,81 @@ _AGENT = ("agent_id", "agent_type")
 # The keys each event accepts, per dialect: Codex's published schemas forbid any other key; the
 # Claude Code SDK types declare these (required and optional). Both are checked by the tests.
 _CODEX_KEYS: Mapping[str, frozenset[str]] = {
-    event: frozenset({*_IDENTITY, "model", *extra})
-    for event, extra in {
-        "SessionStart": ("source",),
-        "UserPromptSubmit": (*_AGENT, "turn_id", "prompt"),
-        "PreToolUse": (*_AGENT, "turn_id", "tool_name", "tool_input", "tool_use_id"),
-        "PostToolUse": (*_AGENT, "turn_id", "tool_name", "tool_input", "tool_response", "tool_use_id"),
-        "Stop": ("turn_id", "stop_hook_active", "last_assistant_message"),
-        "SubagentStart": (*_AGENT, "turn_id"),
-        "SubagentStop": (*_AGENT, "turn_id", "stop_hook_active", "agent_transcript_path", "last_assistant_message"),
-    }.items()
+    "SessionStart": frozenset({*_IDENTITY, "model", "source"}),
+    "SessionEnd": frozenset({"session_id", "transcript_path", "cwd", "hook_event_name", "reason"}),
+    **{
+        event: frozenset({*_IDENTITY, "model", *extra})
+        for event, extra in {
+            "UserPromptSubmit": (*_AGENT, "turn_id", "prompt"),
+            "PreToolUse": (*_AGENT, "turn_id", "tool_name", "tool_input", "tool_use_id"),
+            "PostToolUse": (*_AGENT, "turn_id", "tool_name", "tool_input", "tool_response", "tool_use_id"),
+            "Stop": ("turn_id", "stop_hook_active", "last_assistant_message"),
+            "SubagentStart": (*_AGENT, "turn_id"),
+            "SubagentStop": (
+                *_AGENT,
+                "turn_id",
+                "stop_hook_active",
+                "agent_transcript_path",
+                "last_assistant_message",
+            ),
+        }.items()
+    },
 }
 _CLAUDE_KEYS: Mapping[str, frozenset[str]] = {
     event: frozenset({*_IDENTITY, *_AGENT, *extra})
     for event, extra in {
         "SessionStart": ("source", "model"),
+        "SessionEnd": ("reason",),
         "UserPromptSubmit": ("prompt",),
         "PreToolUse": ("tool_name", "tool_input", "tool_use_id"),
         "PostToolUse": ("tool_name", "tool_input", "tool_response", "tool_use_id"),
+        "PostToolUseFailure": ("tool_name", "tool_input", "tool_use_id", "error", "is_interrupt"),
         "Stop": ("stop_hook_active", "last_assistant_message"),
         "SubagentStart": (),
         "SubagentStop": ("stop_hook_active", "agent_transcript_path", "last_assistant_message"),
     }.items()
 }
 
-EVENTS = frozenset(_CODEX_KEYS)
-"""The events dsh emits, in both dialects."""
+EVENT_KEYS: Mapping[Dialect, Mapping[str, frozenset[str]]] = {"claude": _CLAUDE_KEYS, "codex": _CODEX_KEYS}
+"""The events each dialect gets from dsh, with the payload keys each may carry."""
+
+EVENTS = frozenset(_CLAUDE_KEYS) | frozenset(_CODEX_KEYS)
+"""Every event dsh emits in some dialect."""
+
+
+def peer_tool_name(dialect: Dialect, tool: str) -> str:
+    """``tool`` as ``dialect`` names it."""
+    return TOOL_NAMES[dialect].get(tool, tool)
+
+
+def tool_subjects(dialect: Dialect, tool: str) -> tuple[str, ...]:
+    """Every name a matcher of ``dialect`` may use for ``tool`` (its peer name first)."""
+    name = peer_tool_name(dialect, tool)
+    return (name, *TOOL_ALIASES[dialect].get(name, ()))
+
+
+def peer_tool_input(dialect: Dialect, tool: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """A call's arguments as the peer's tool would have taken them."""
+    value = dict(arguments)
+    if dialect != "claude":
+        return value
+    if tool in _SHELL_TOOLS and isinstance(value.get("timeout"), int | float) and not isinstance(value["timeout"], bool):
+        value["timeout"] = round(value["timeout"] * 1000)
+    if tool == "spawn_agent" and "agent_type" in value:
+        value["subagent_type"] = value.pop("agent_type")
+    return value
+
+
+def dsh_tool_input(dialect: Dialect, tool: str, peer_input: Mapping[str, Any]) -> dict[str, Any]:
+    """The inverse of :func:`peer_tool_input`: a hook's ``updatedInput`` in dsh's terms."""
+    value = dict(peer_input)
+    if dialect != "claude":
+        return value
+    if tool in _SHELL_TOOLS and isinstance(value.get("timeout"), int | float) and not isinstance(value["timeout"], bool):
+        value["timeout"] = value["timeout"] / 1000
+    if tool == "spawn_agent" and "subagent_type" in value:
+        value["agent_type"] = value.pop("subagent_type")
+    return value
 
 
 @dataclass(frozen=True)
@@ -64,29 +126,33 @@ class HookFacts:
     permission_mode: str
     turn_id: str | None = None
     fields: Mapping[str, Any] = field(default_factory=dict)
-    """The event's own fields (``tool_name`` already in our naming, mapped per dialect)."""
+    """The event's own fields in dsh's terms (``tool_name`` ``bash``, ``tool_input`` as called)."""
 
 
 def build_payload(dialect: Dialect, facts: HookFacts) -> dict[str, Any]:
-    """The stdin JSON object for one hook of ``dialect``."""
+    """The stdin JSON object for one hook of ``dialect``; keys the dialect does not send are left out."""
     payload: dict[str, Any] = {
         "session_id": facts.session_id,
         "transcript_path": facts.transcript_path if dialect == "codex" else (facts.transcript_path or ""),
         "cwd": facts.cwd,
         "hook_event_name": facts.event,
         "permission_mode": facts.permission_mode,
+        "model": facts.model,
     }
-    if dialect == "codex":
-        payload["model"] = facts.model
-        if facts.turn_id is not None:
-            payload["turn_id"] = facts.turn_id
+    if facts.turn_id is not None:
+        payload["turn_id"] = facts.turn_id
+    tool = facts.fields.get("tool_name")
     for key, value in facts.fields.items():
         if key == "tool_name" and isinstance(value, str):
-            value = TOOL_NAMES.get(value, value)
+            value = peer_tool_name(dialect, value)
+        elif key == "tool_input" and isinstance(tool, str) and isinstance(value, Mapping):
+            value = peer_tool_input(dialect, tool, value)
         elif key == "agent_transcript_path" and dialect == "claude" and value is None:
             value = ""
+        if value is None and (key in ("agent_id", "agent_type") or dialect == "claude"):
+            continue  # Claude Code leaves out an optional key rather than sending null
         payload[key] = value
-    allowed = (_CODEX_KEYS if dialect == "codex" else _CLAUDE_KEYS).get(facts.event)
+    allowed = EVENT_KEYS[dialect].get(facts.event)
     if allowed is not None:
         payload = {k: v for k, v in payload.items() if k in allowed}
     return payload

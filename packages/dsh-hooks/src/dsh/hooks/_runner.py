@@ -1,122 +1,63 @@
-"""Running hooks: one executor call per matching command, outcomes read in the dialect's terms."""
+"""Running hooks: one executor call per matching command, outcomes read in the dialect's terms.
+
+The agent loop talks to :class:`HookRunner` through one method per lifecycle point
+(``session_start``, ``user_prompt``, ``pre_tool``, ``post_tool``, ``stop``, ``subagent_start``,
+``session_end``); the runner picks each dialect's event (``PostToolUseFailure`` for Claude Code,
+``PostToolUse`` for Codex; ``Stop`` for the main agent, ``SubagentStop`` inside a subagent), the
+hooks that match, and merges what they decided into a :class:`HookOutcome`.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
-from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import dataclass
-from functools import partial
+import re
+import shlex
+import shutil
+import tempfile
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from dsh.bash import BashExecRequest, Executor, LocalExecutor
-from dsh.core import Context, DshError, Plugin, ServiceKey
+from dsh.bash import BashExecRequest, Executor, LocalExecutor, is_managed_key
+from dsh.core import Context, Plugin, ServiceKey
 from dsh.session import SESSION_PERSISTENCE, SessionHeader
 
 from ._config import Dialect, HookCommand, HookTable, load_hook_table
-from ._payload import TOOL_NAMES, HookFacts, build_payload
+from ._outcome import HookOutcome, HookReport, interpret
+from ._payload import HookFacts, build_payload, peer_tool_input, tool_subjects
+from ._rules import parse_rule, rule_matches
 
 log = logging.getLogger("dsh.hooks")
 
-DEFAULT_TIMEOUT = 60.0
+DIALECTS: tuple[Dialect, ...] = ("claude", "codex")
+TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
+"""Events where a Claude Code ``if`` rule is checked (it is ignored on the others)."""
+
+_ENV_SPLIT = "__dsh_env_file_split__"
+_SHELL_STATE = frozenset({"_", "SHLVL", "PWD", "OLDPWD", "SHELLOPTS", "BASHOPTS", "PS1", "PS2", "PS4", "IFS"})
 
 
 @dataclass(frozen=True)
-class HookReport:
-    """How one hook command ran and what it decided."""
+class HookScope:
+    """Where an event fires: the session whose identity payloads carry, and the agent inside it."""
 
-    dialect: Dialect
-    event: str
-    command: str
-    exit_code: int | None
-    stdout: str
-    stderr: str
-    timed_out: bool = False
-    error: str | None = None
-    """Why the hook failed without deciding anything (timeout, crash, bad JSON)."""
-    blocked: bool = False
-    reason: str | None = None
-    stop: bool = False
-    """The hook asked the agent to stop (``"continue": false``)."""
-    additional_context: str | None = None
+    header: SessionHeader
+    turn_id: str | None = None
+    agent_id: str | None = None
+    """Set inside a subagent (the subagent's session id), with ``agent_type``."""
+    agent_type: str | None = None
+    parent: HookScope | None = None
+    """The spawning agent's scope, inside a subagent: ``SubagentStop`` carries its identity."""
 
-
-@dataclass(frozen=True)
-class HookOutcome:
-    """The merged result of every hook that ran for one event."""
-
-    reports: tuple[HookReport, ...] = ()
-
-    @property
-    def blocked(self) -> bool:
-        """Whether any hook blocked or denied."""
-        return any(r.blocked for r in self.reports)
-
-    @property
-    def stop(self) -> bool:
-        """Whether any hook asked the agent to stop."""
-        return any(r.stop for r in self.reports)
-
-    @property
-    def reason(self) -> str:
-        """The blocking reasons, joined."""
-        return "\n".join(r.reason or f"blocked by hook: {r.command}" for r in self.reports if r.blocked or r.stop)
-
-    @property
-    def failures(self) -> list[HookReport]:
-        """Hooks that timed out, crashed or answered nonsense."""
-        return [r for r in self.reports if r.error is not None]
-
-    @property
-    def additional_context(self) -> str:
-        """Context the hooks asked to add for the model."""
-        return "\n".join(r.additional_context for r in self.reports if r.additional_context)
-
-
-def _read_json(stdout: str) -> Mapping[str, Any] | None:
-    text = stdout.strip()
-    if not text.startswith("{"):
-        return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    return value if isinstance(value, Mapping) else None
-
-
-def interpret(dialect: Dialect, event: str, command: str, exit_code: int, stdout: str, stderr: str) -> HookReport:
-    """Read a finished hook's exit code and output the way its dialect does."""
-    report = partial(HookReport, dialect, event, command, exit_code, stdout, stderr)
-    if exit_code == 2:
-        why = stderr.strip()
-        if dialect == "codex" and not why:
-            return report(error="exited 2 without a reason on stderr; Codex does not block on that")
-        return report(blocked=True, reason=why or f"blocked by hook: {command}")
-    if exit_code != 0:
-        return report(error=f"exited with status {exit_code}: {stderr.strip()[:500]}")
-    output = _read_json(stdout)
-    if output is None:
-        return report()
-    raw_specific = output.get("hookSpecificOutput")
-    specific: Mapping[str, Any] = raw_specific if isinstance(raw_specific, Mapping) else {}
-    blocked = output.get("decision") == "block" or specific.get("permissionDecision") == "deny"
-    stop = output.get("continue") is False
-    reason: Any = None
-    if blocked:
-        reason = specific.get("permissionDecisionReason") or output.get("reason")
-    elif stop:
-        reason = output.get("stopReason")
-    context = specific.get("additionalContext")
-    return report(
-        blocked=blocked,
-        stop=stop,
-        reason=str(reason) if reason else None,
-        additional_context=context if isinstance(context, str) else None,
-    )
+    def agent_fields(self) -> dict[str, Any]:
+        """``agent_id`` and ``agent_type`` when inside a subagent, else nothing."""
+        return {} if self.agent_id is None else {"agent_id": self.agent_id, "agent_type": self.agent_type}
 
 
 class HooksConfig(BaseModel):
@@ -129,6 +70,8 @@ class HooksConfig(BaseModel):
     model: str = "dsh-scripted"
     """The model name Codex payloads carry."""
     permission_mode: Literal["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"] = "default"
+    ask: Literal["deny", "allow"] = "deny"
+    """What a PreToolUse ``ask`` decision means: nobody can approve in dsh, so by default a denial."""
     base_dir: str | None = None
     """Directory relative hook-file paths resolve against; default the working directory."""
     credential_pattern: str | None = None
@@ -136,8 +79,18 @@ class HooksConfig(BaseModel):
     the peers, see the user's environment (credentials included). ``DSH_*`` is always removed."""
 
 
+def _exec_form(hook: HookCommand) -> str:
+    """The command line that runs ``hook`` (its exec form quoted so no shell interprets an argument)."""
+    if hook.args is None:
+        return hook.command
+    if hook.shell == "powershell":
+        words = ["'" + w.replace("'", "''") + "'" for w in (hook.command, *hook.args)]
+        return "& " + " ".join(words)
+    return "exec " + shlex.join((hook.command, *hook.args))
+
+
 class HookRunner:
-    """The ``hooks`` service: fires events at the configured hooks of both dialects."""
+    """The ``hooks`` service: fires lifecycle events at the configured hooks of both dialects."""
 
     def __init__(
         self,
@@ -146,13 +99,35 @@ class HookRunner:
         *,
         model: str = "dsh-scripted",
         permission_mode: str = "default",
+        ask: Literal["deny", "allow"] = "deny",
         executor: Executor | None = None,
     ) -> None:
         self._ctx = ctx
         self.tables = dict(tables)
         self.model = model
         self.permission_mode = permission_mode
+        self.ask = ask
         self.executor: Executor = executor or LocalExecutor(credential_pattern=None)
+        self._done_once: set[tuple[str, Dialect, str, HookCommand]] = set()
+        self._session_env: dict[str, dict[str, str]] = {}
+        self._env_dir: Path | None = None
+        self._background: set[asyncio.Task[HookReport]] = set()
+        self._order = itertools.count(1)
+
+    # -- configuration ------------------------------------------------------------------------
+
+    @property
+    def warnings(self) -> list[str]:
+        """Everything skipped or ignored while loading the hook files, one line each."""
+        return [w for table in self.tables.values() for w in table.warnings]
+
+    def close(self) -> None:
+        """Remove the ``CLAUDE_ENV_FILE`` folder; background hooks still running are cancelled."""
+        for task in self._background:
+            task.cancel()
+        if self._env_dir is not None:
+            shutil.rmtree(self._env_dir, ignore_errors=True)
+            self._env_dir = None
 
     def transcript_path(self, header: SessionHeader) -> str | None:
         """The transcript path from the current persistence's ``locate()``; never creates anything."""
@@ -160,15 +135,53 @@ class HookRunner:
         location = None if backend is None else backend.locate(header)
         return None if location is None else location.path
 
-    def matching(self, dialect: Dialect, event: str, match_value: str | None) -> list[HookCommand]:
-        """The commands of ``dialect`` that ``event`` runs for ``match_value``."""
-        groups = self.tables.get(dialect, HookTable()).hooks.get(event, [])
-        return [hook for group in groups if group.matches(match_value) for hook in group.hooks]
+    def session_env(self, header: SessionHeader) -> Mapping[str, str]:
+        """What SessionStart hooks exported through ``CLAUDE_ENV_FILE`` for this session (or its parent)."""
+        env = self._session_env.get(header.id)
+        if env is None and header.parent_session is not None:
+            env = self._session_env.get(header.parent_session)
+        return dict(env or {})
 
-    def facts(
-        self, event: str, header: SessionHeader, *, turn_id: str | None = None, fields: Mapping[str, Any] | None = None
-    ) -> HookFacts:
-        """The dialect-neutral facts of an event in ``header``'s session."""
+    # -- selection ----------------------------------------------------------------------------
+
+    def matching(
+        self,
+        dialect: Dialect,
+        event: str,
+        subjects: Sequence[str] | str | None,
+        *,
+        session_id: str = "",
+        tool: str | None = None,
+        tool_input: Mapping[str, Any] | None = None,
+    ) -> list[HookCommand]:
+        """The commands of ``dialect`` that ``event`` runs for ``subjects`` (``if``, ``once``, duplicates applied)."""
+        table = self.tables.get(dialect)
+        if table is None:
+            return []
+        seen: set[tuple[Any, ...]] = set()
+        chosen: list[HookCommand] = []
+        for group in table.groups(event):
+            if not group.matches(subjects):
+                continue
+            for hook in group.hooks:
+                if hook.condition is not None and event in TOOL_EVENTS and tool is not None:
+                    rule = parse_rule(hook.condition)
+                    peer_input = peer_tool_input("claude", tool, tool_input or {})
+                    if rule is None or not rule_matches(rule, tool_subjects("claude", tool), peer_input):
+                        continue
+                if hook.once and (session_id, dialect, event, hook) in self._done_once:
+                    continue
+                # Claude Code runs identical command hooks of one event once; Codex runs each.
+                if dialect == "claude":
+                    if hook.identity in seen:
+                        continue
+                    seen.add(hook.identity)
+                chosen.append(hook)
+        return chosen
+
+    def facts(self, event: str, scope: HookScope, fields: Mapping[str, Any] | None = None) -> HookFacts:
+        """The dialect-neutral facts of an event in ``scope``'s session."""
+        header = scope.header
         return HookFacts(
             event=event,
             session_id=header.id,
@@ -176,67 +189,252 @@ class HookRunner:
             transcript_path=self.transcript_path(header),
             model=self.model,
             permission_mode=self.permission_mode,
-            turn_id=turn_id,
+            turn_id=scope.turn_id,
             fields=dict(fields or {}),
         )
 
-    async def dispatch(
-        self,
-        event: str,
-        header: SessionHeader,
-        *,
-        turn_id: str | None = None,
-        fields: Mapping[str, Any] | None = None,
+    # -- lifecycle points the agent loop calls ------------------------------------------------
+
+    async def session_start(self, header: SessionHeader, source: str) -> HookOutcome:
+        """``SessionStart`` (``startup``, ``resume``, ``fork``); Claude Code hooks get a ``CLAUDE_ENV_FILE``."""
+        env_files: list[Path] = []
+
+        def env_for(dialect: Dialect, index: int) -> dict[str, str]:
+            if dialect != "claude":
+                return {}
+            path = self._env_file(header.id, index)
+            env_files.append(path)
+            return {"CLAUDE_ENV_FILE": str(path)}
+
+        outcome = await self._fire(
+            {"claude": "SessionStart", "codex": "SessionStart"},
+            HookScope(header),
+            {"source": source},
+            subject=lambda d: source,
+            extra_env=env_for,
+        )
+        if env_files:
+            warnings = await self._load_env_files(header, env_files)
+            outcome = replace(outcome, warnings=outcome.warnings + tuple(warnings))
+        return outcome
+
+    async def user_prompt(self, scope: HookScope, prompt: str) -> HookOutcome:
+        """``UserPromptSubmit`` (the main agent's turns only)."""
+        return await self._fire(
+            {"claude": "UserPromptSubmit", "codex": "UserPromptSubmit"}, scope, {**scope.agent_fields(), "prompt": prompt}
+        )
+
+    async def pre_tool(
+        self, scope: HookScope, tool: str, arguments: Mapping[str, Any], call_id: str
     ) -> HookOutcome:
-        """Run every matching hook of both dialects in parallel and merge their outcomes."""
-        fields = dict(fields or {})
-        match_value: str | None = None
-        if "tool_name" in fields:
-            match_value = TOOL_NAMES.get(fields["tool_name"], fields["tool_name"])
-        elif event == "SessionStart":
-            match_value = fields.get("source")
+        """``PreToolUse``: may block, deny, ask, rewrite the input (``updated_input``) or stop."""
+        fields = {**scope.agent_fields(), "tool_name": tool, "tool_input": dict(arguments), "tool_use_id": call_id}
+        return await self._fire(
+            {"claude": "PreToolUse", "codex": "PreToolUse"},
+            scope,
+            fields,
+            subject=lambda d: tool_subjects(d, tool),
+            tool=tool,
+            tool_input=arguments,
+        )
+
+    async def post_tool(
+        self,
+        scope: HookScope,
+        tool: str,
+        arguments: Mapping[str, Any],
+        call_id: str,
+        response: Mapping[str, Any],
+        error: str | None = None,
+    ) -> HookOutcome:
+        """``PostToolUse``, or for a failed call Claude Code's ``PostToolUseFailure`` (Codex has none)."""
+        fields: dict[str, Any] = {
+            **scope.agent_fields(),
+            "tool_name": tool,
+            "tool_input": dict(arguments),
+            "tool_use_id": call_id,
+            "tool_response": dict(response),
+        }
+        if error is not None:
+            fields.update(error=error, is_interrupt=False)
+        return await self._fire(
+            {"claude": "PostToolUseFailure" if error is not None else "PostToolUse", "codex": "PostToolUse"},
+            scope,
+            fields,
+            subject=lambda d: tool_subjects(d, tool),
+            tool=tool,
+            tool_input=arguments,
+        )
+
+    async def stop(self, scope: HookScope, *, stop_hook_active: bool, last_message: str | None) -> HookOutcome:
+        """``Stop`` for the main agent; inside a subagent ``SubagentStop``, carrying the parent's identity."""
+        fields = {"stop_hook_active": stop_hook_active, "last_assistant_message": last_message}
+        if scope.parent is None:
+            return await self._fire({"claude": "Stop", "codex": "Stop"}, scope, fields)
+        location = self.transcript_path(scope.header)
+        fields.update(
+            agent_id=scope.agent_id, agent_type=scope.agent_type, agent_transcript_path=location
+        )
+        return await self._fire(
+            {"claude": "SubagentStop", "codex": "SubagentStop"},
+            scope.parent,
+            fields,
+            subject=lambda d: scope.agent_type or "",
+        )
+
+    async def subagent_start(self, scope: HookScope, agent_id: str, agent_type: str) -> HookOutcome:
+        """``SubagentStart``, fired in the spawning agent's ``scope``."""
+        return await self._fire(
+            {"claude": "SubagentStart", "codex": "SubagentStart"},
+            scope,
+            {"agent_id": agent_id, "agent_type": agent_type},
+            subject=lambda d: agent_type,
+        )
+
+    async def session_end(self, header: SessionHeader, reason: str = "other") -> HookOutcome:
+        """``SessionEnd`` when a session's run ends; background hooks are waited for first."""
+        finished = await self.background(wait=True)
+        outcome = await self._fire(
+            {"claude": "SessionEnd", "codex": "SessionEnd"}, HookScope(header), {"reason": reason}, subject=lambda d: reason
+        )
+        return finished.merged(outcome)
+
+    async def background(self, *, wait: bool = False) -> HookOutcome:
+        """Reports of ``async`` hooks that finished (with ``wait``, of all of them)."""
+        tasks = set(self._background)
+        if wait and tasks:
+            await asyncio.wait(tasks)
+        done = [t for t in tasks if t.done() and not t.cancelled()]
+        self._background.difference_update(done)
+        return HookOutcome(tuple(t.result() for t in done), self.ask)
+
+    # -- machinery ----------------------------------------------------------------------------
+
+    async def _fire(
+        self,
+        events: Mapping[Dialect, str | None],
+        scope: HookScope,
+        fields: Mapping[str, Any],
+        *,
+        subject: Callable[[Dialect], Sequence[str] | str | None] = lambda d: None,
+        tool: str | None = None,
+        tool_input: Mapping[str, Any] | None = None,
+        extra_env: Callable[[Dialect, int], dict[str, str]] | None = None,
+    ) -> HookOutcome:
         jobs: list[Coroutine[Any, Any, HookReport]] = []
-        facts: HookFacts | None = None
-        for dialect in ("claude", "codex"):
-            hooks = self.matching(dialect, event, match_value)
+        for dialect in DIALECTS:
+            event = events.get(dialect)
+            if event is None:
+                continue
+            hooks = self.matching(
+                dialect,
+                event,
+                subject(dialect),
+                session_id=scope.header.id,
+                tool=tool,
+                tool_input=tool_input,
+            )
             if not hooks:
                 continue
-            facts = facts or self.facts(event, header, turn_id=turn_id, fields=fields)
-            payload = json.dumps(build_payload(dialect, facts))
-            jobs.extend(self._run(dialect, event, hook, payload, header.cwd) for hook in hooks)
+            payload = json.dumps(build_payload(dialect, self.facts(event, scope, fields)))
+            for index, hook in enumerate(hooks):
+                if hook.once:
+                    self._done_once.add((scope.header.id, dialect, event, hook))
+                env = {"CLAUDE_PROJECT_DIR": scope.header.cwd} if dialect == "claude" else {}
+                if extra_env is not None:
+                    env.update(extra_env(dialect, index))
+                job = self._run(dialect, event, hook, payload, scope.header.cwd, env, tool)
+                if hook.run_async:
+                    self._background.add(asyncio.ensure_future(job))
+                else:
+                    jobs.append(job)
         if not jobs:
-            return HookOutcome()
-        reports = await asyncio.gather(*jobs)
+            return HookOutcome(ask=self.ask)
+        reports = tuple(await asyncio.gather(*jobs))
         for report in reports:
             if report.error is not None:
-                log.warning("%s hook for %s (%s) failed: %s", report.dialect, event, report.command, report.error)
-        return HookOutcome(tuple(reports))
+                log.warning("%s %s hook (%s) failed: %s", report.dialect, report.event, report.command, report.error)
+        return HookOutcome(reports, self.ask)
 
-    async def _run(self, dialect: Dialect, event: str, hook: HookCommand, payload: str, cwd: str) -> HookReport:
-        env = {"CLAUDE_PROJECT_DIR": cwd} if dialect == "claude" else {}
+    async def _run(
+        self,
+        dialect: Dialect,
+        event: str,
+        hook: HookCommand,
+        payload: str,
+        cwd: str,
+        env: Mapping[str, str],
+        tool: str | None,
+    ) -> HookReport:
         request = BashExecRequest(
-            command=hook.command,
+            command=_exec_form(hook),
             cwd=cwd if Path(cwd).is_dir() else None,
-            timeout=hook.timeout or DEFAULT_TIMEOUT,
+            timeout=hook.timeout,
             env=env,
             stdin=payload,
+            shell="pwsh" if hook.shell == "powershell" else "bash",
         )
         try:
             result = await self.executor.run(request)
-        except DshError as exc:
-            return HookReport(dialect, event, hook.command, None, "", "", error=str(exc))
-        if result.timed_out:
-            return HookReport(
-                dialect,
-                event,
-                hook.command,
-                result.exit_code,
-                result.stdout,
-                result.stderr,
-                timed_out=True,
-                error=f"timed out after {request.timeout:g} s and was killed",
-            )
-        return interpret(dialect, event, hook.command, result.exit_code, result.stdout, result.stderr)
+        except Exception as exc:  # a hook that cannot start is that hook's failure, never the agent's
+            report = HookReport(dialect, event, hook.label, None, "", "", error=f"could not run: {exc}")
+        else:
+            if result.timed_out:
+                report = HookReport(
+                    dialect,
+                    event,
+                    hook.label,
+                    result.exit_code,
+                    result.stdout,
+                    result.stderr,
+                    timed_out=True,
+                    error=f"timed out after {hook.timeout:g} s and was killed",
+                )
+            else:
+                report = interpret(dialect, event, hook.label, result.exit_code, result.stdout, result.stderr, tool)
+        return replace(report, background=hook.run_async, finished=next(self._order))
+
+    def _env_file(self, session_id: str, index: int) -> Path:
+        if self._env_dir is None:
+            # mkdtemp: 0700 and an unpredictable name, so no other user can plant exports.
+            self._env_dir = Path(tempfile.mkdtemp(prefix="dsh-hook-env-"))
+        folder = self._env_dir / session_id
+        folder.mkdir(mode=0o700, exist_ok=True)
+        return folder / f"sessionstart-hook-{index}.sh"
+
+    async def _load_env_files(self, header: SessionHeader, files: Sequence[Path]) -> list[str]:
+        """Source the files SessionStart hooks wrote, in a shell, and keep what they exported."""
+        present = [f for f in files if f.is_file() and f.stat().st_size > 0]
+        if not present:
+            return []
+        sources = "".join(f". {shlex.quote(str(f))} >/dev/null 2>&1; " for f in present)
+        command = f"env -0; printf '\\0{_ENV_SPLIT}\\0'; set -a; {sources}env -0"
+        request = BashExecRequest(command=command, cwd=header.cwd if Path(header.cwd).is_dir() else None, timeout=30)
+        try:
+            result = await self.executor.run(request)
+        except Exception as exc:
+            return [f"CLAUDE_ENV_FILE of session {header.id} could not be read: {exc}"]
+        before_text, _, after_text = result.stdout.partition(f"\0{_ENV_SPLIT}\0")
+
+        def parse(text: str) -> dict[str, str]:
+            pairs = (item.partition("=") for item in text.split("\0") if "=" in item)
+            return {k: v for k, _, v in pairs}
+
+        before, after = parse(before_text), parse(after_text)
+        warnings: list[str] = []
+        exports = self._session_env.setdefault(header.id, {})
+        for key, value in after.items():
+            if before.get(key) == value or key in _SHELL_STATE or key.startswith("BASH_"):
+                continue
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+                continue
+            if is_managed_key(key):
+                warnings.append(
+                    f"CLAUDE_ENV_FILE export {key} ignored: dsh alone sets managed {key.split('_')[0]}_* variables"
+                )
+                continue
+            exports[key] = value
+        return warnings
 
 
 HOOKS: ServiceKey[HookRunner] = ServiceKey("hooks")
@@ -249,27 +447,21 @@ def _apply(ctx: Context, config: HooksConfig) -> None:
         "claude": load_hook_table("claude", config.claude, base),
         "codex": load_hook_table("codex", config.codex, base),
     }
-    executor = LocalExecutor(credential_pattern=config.credential_pattern)
-    ctx.provide(
-        HOOKS, HookRunner(ctx, tables, model=config.model, permission_mode=config.permission_mode, executor=executor)
+    for table in tables.values():
+        for warning in table.warnings:
+            log.warning("%s", warning)
+    runner = HookRunner(
+        ctx,
+        tables,
+        model=config.model,
+        permission_mode=config.permission_mode,
+        ask=config.ask,
+        executor=LocalExecutor(credential_pattern=config.credential_pattern),
     )
+    ctx.effect(lambda: runner.close, label="hook runner")
+    ctx.provide(HOOKS, runner)
 
 
 plugin = Plugin(name="hooks", apply=_apply, Config=HooksConfig)
 """The ``hooks`` entry of the ``dsh.plugins`` group."""
 
-
-def reports_as_data(reports: Sequence[HookReport]) -> list[dict[str, Any]]:
-    """Reports as plain data for a transcript event."""
-    return [
-        {
-            "dialect": r.dialect,
-            "command": r.command,
-            "exit_code": r.exit_code,
-            "blocked": r.blocked,
-            "stop": r.stop,
-            "reason": r.reason,
-            "error": r.error,
-        }
-        for r in reports
-    ]

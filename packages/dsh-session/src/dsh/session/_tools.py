@@ -35,6 +35,9 @@ class ToolExecution:
     arguments: Mapping[str, Any] = field(default_factory=dict)
     agent: AgentRef | None = None
     turn_id: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Ordinary environment in-process plugins add for this call (exports of SessionStart hooks,
+    say). Shell tools pass it in the ``env`` channel, so it never displaces a managed ``DSH_*``."""
 
     @property
     def session(self) -> SessionHeader | None:

@@ -143,6 +143,7 @@ class ShellTool:
             command=command,
             cwd=cwd,
             timeout=timeout,
+            env=dict(execution.env),
             dsh_env=registry.collect(execution),
             shell=self.shell,
         )
