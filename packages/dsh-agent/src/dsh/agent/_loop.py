@@ -84,7 +84,7 @@ class Agent:
         self.max_steps = max_steps
         self.parent = parent
         self.parent_turn_id = parent_turn_id
-        self.notify = notify or (parent.notify if parent is not None else None)
+        self.notify: Callable[[Notice], None] | None = notify or (parent.notify if parent is not None else None)
         """Where hooks' ``systemMessage`` lines and hook failure warnings go (default: the log)."""
         self.ref = AgentRef(name=name, header=session.header, agent_type=agent_type)
         self._stopping: str | None = None

@@ -18,7 +18,7 @@ from ._config import (
 from ._outcome import HookOutcome, HookReport, Notice, interpret, reports_as_data
 from ._payload import EVENT_KEYS, EVENTS, TOOL_NAMES, HookFacts, build_payload, dsh_tool_input, peer_tool_input
 from ._rules import Rule, parse_rule, rule_matches
-from ._runner import HOOKS, HookRunner, HookScope, HooksConfig, plugin
+from ._runner import HOOKS, HookRunner, HooksConfig, HookScope, plugin
 
 __all__ = [
     "DEFAULT_TIMEOUT",

@@ -245,9 +245,7 @@ def _parse_table(dialect: Dialect, raw: Mapping[str, Any], where: str) -> HookTa
 _PEER: Mapping[Dialect, str] = {"claude": "Claude Code", "codex": "Codex"}
 
 
-def _parse_group(
-    dialect: Dialect, event: str, item: Any, where: str, warnings: list[str]
-) -> MatcherGroup | None:
+def _parse_group(dialect: Dialect, event: str, item: Any, where: str, warnings: list[str]) -> MatcherGroup | None:
     if not isinstance(item, Mapping):
         warnings.append(f"{where}: event '{event}': a matcher group must be an object; skipped")
         return None
@@ -308,7 +306,7 @@ def _parse_handler(dialect: Dialect, event: str, raw: Any, where: str, warnings:
         return None
     shell = raw.get("shell", "bash")
     if shell not in ("bash", "powershell"):
-        bad(f"'shell' must be \"bash\" or \"powershell\", not {shell!r}")
+        bad(f'\'shell\' must be "bash" or "powershell", not {shell!r}')
         return None
     condition = raw.get("if")
     if condition is not None:

@@ -143,9 +143,7 @@ class HookOutcome:
         """A hook asked for approval, nobody can give it, and the policy is to deny."""
         deciding = self._deciding
         return (
-            self.ask == "deny"
-            and any(r.decision == "ask" for r in deciding)
-            and not any(r.blocked for r in deciding)
+            self.ask == "deny" and any(r.decision == "ask" for r in deciding) and not any(r.blocked for r in deciding)
         )
 
     @property

@@ -94,7 +94,11 @@ def peer_tool_input(dialect: Dialect, tool: str, arguments: Mapping[str, Any]) -
     value = dict(arguments)
     if dialect != "claude":
         return value
-    if tool in _SHELL_TOOLS and isinstance(value.get("timeout"), int | float) and not isinstance(value["timeout"], bool):
+    if (
+        tool in _SHELL_TOOLS
+        and isinstance(value.get("timeout"), int | float)
+        and not isinstance(value["timeout"], bool)
+    ):
         value["timeout"] = round(value["timeout"] * 1000)
     if tool == "spawn_agent" and "agent_type" in value:
         value["subagent_type"] = value.pop("agent_type")
@@ -106,7 +110,11 @@ def dsh_tool_input(dialect: Dialect, tool: str, peer_input: Mapping[str, Any]) -
     value = dict(peer_input)
     if dialect != "claude":
         return value
-    if tool in _SHELL_TOOLS and isinstance(value.get("timeout"), int | float) and not isinstance(value["timeout"], bool):
+    if (
+        tool in _SHELL_TOOLS
+        and isinstance(value.get("timeout"), int | float)
+        and not isinstance(value["timeout"], bool)
+    ):
         value["timeout"] = value["timeout"] / 1000
     if tool == "spawn_agent" and "subagent_type" in value:
         value["agent_type"] = value.pop("subagent_type")

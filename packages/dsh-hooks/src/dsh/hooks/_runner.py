@@ -221,12 +221,12 @@ class HookRunner:
     async def user_prompt(self, scope: HookScope, prompt: str) -> HookOutcome:
         """``UserPromptSubmit`` (the main agent's turns only)."""
         return await self._fire(
-            {"claude": "UserPromptSubmit", "codex": "UserPromptSubmit"}, scope, {**scope.agent_fields(), "prompt": prompt}
+            {"claude": "UserPromptSubmit", "codex": "UserPromptSubmit"},
+            scope,
+            {**scope.agent_fields(), "prompt": prompt},
         )
 
-    async def pre_tool(
-        self, scope: HookScope, tool: str, arguments: Mapping[str, Any], call_id: str
-    ) -> HookOutcome:
+    async def pre_tool(self, scope: HookScope, tool: str, arguments: Mapping[str, Any], call_id: str) -> HookOutcome:
         """``PreToolUse``: may block, deny, ask, rewrite the input (``updated_input``) or stop."""
         fields = {**scope.agent_fields(), "tool_name": tool, "tool_input": dict(arguments), "tool_use_id": call_id}
         return await self._fire(
@@ -272,9 +272,7 @@ class HookRunner:
         if scope.parent is None:
             return await self._fire({"claude": "Stop", "codex": "Stop"}, scope, fields)
         location = self.transcript_path(scope.header)
-        fields.update(
-            agent_id=scope.agent_id, agent_type=scope.agent_type, agent_transcript_path=location
-        )
+        fields.update(agent_id=scope.agent_id, agent_type=scope.agent_type, agent_transcript_path=location)
         return await self._fire(
             {"claude": "SubagentStop", "codex": "SubagentStop"},
             scope.parent,
@@ -295,7 +293,10 @@ class HookRunner:
         """``SessionEnd`` when a session's run ends; background hooks are waited for first."""
         finished = await self.background(wait=True)
         outcome = await self._fire(
-            {"claude": "SessionEnd", "codex": "SessionEnd"}, HookScope(header), {"reason": reason}, subject=lambda d: reason
+            {"claude": "SessionEnd", "codex": "SessionEnd"},
+            HookScope(header),
+            {"reason": reason},
+            subject=lambda d: reason,
         )
         return finished.merged(outcome)
 
@@ -464,4 +465,3 @@ def _apply(ctx: Context, config: HooksConfig) -> None:
 
 plugin = Plugin(name="hooks", apply=_apply, Config=HooksConfig)
 """The ``hooks`` entry of the ``dsh.plugins`` group."""
-
