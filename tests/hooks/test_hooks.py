@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shlex
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -393,3 +394,208 @@ def test_hooks_keep_the_users_credentials_but_never_dsh_variables(
     assert "MY_API_TOKEN=t0k3n" in lines
     assert not [line for line in lines if line.upper().startswith("DSH_")]
     assert f"CLAUDE_PROJECT_DIR={tmp_path}" in lines
+
+
+class _Capturing:
+    """A model that answers from a script and keeps, for each request, the context it was given."""
+
+    name = "capturing"
+
+    def __init__(self, steps: list[ModelStep]) -> None:
+        self.steps = list(steps)
+        self.requests: list[list[str]] = []
+
+    def begin_turn(self, prompt: str) -> None:
+        pass
+
+    async def step(self, session: Any, tools: Any) -> ModelStep:
+        self.requests.append([e.data["text"] for e in session.history if e.type == "message/context"])
+        return self.steps.pop(0) if self.steps else ModelStep()
+
+    def subagent(self, agent_type: str) -> Any:
+        return ScriptedModel([[ModelStep(text=f"{agent_type} done")]])
+
+
+def _json_hook(output: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "command", "command": f"cat >/dev/null; echo {shlex.quote(json.dumps(output))}"}
+
+
+def test_context_of_every_event_reaches_the_models_next_request(tmp_path: Path) -> None:
+    def ctx(event: str, text: str) -> dict[str, Any]:
+        return _json_hook({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
+
+    table = {
+        "SessionStart": [{"hooks": [{"type": "command", "command": "echo plain start context"}]}],
+        "UserPromptSubmit": [{"hooks": [ctx("UserPromptSubmit", "prompt context")]}],
+        "PostToolUse": [{"matcher": "Bash", "hooks": [ctx("PostToolUse", "after bash")]}],
+    }
+    runtime = _runtime(tmp_path, claude={"hooks": table})
+    model = _Capturing([ModelStep(tool_calls=[ToolCall(name="bash", arguments={"command": "true"})]), ModelStep()])
+
+    async def scenario() -> None:
+        session = runtime.ctx.require(SESSIONS).create(tmp_path)
+        agent = Agent(runtime.ctx, session, model)
+        await agent.start("startup")
+        await agent.run_turn("go")
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        runtime.close()
+    assert model.requests == [
+        ["plain start context", "prompt context"],
+        ["plain start context", "prompt context", "after bash"],
+    ]
+
+
+def test_subagent_stop_block_continues_the_subagent_and_matchers_see_the_agent_type(tmp_path: Path) -> None:
+    record = tmp_path / "rec"
+    count = tmp_path / "count"
+    blocker = (
+        f"cat >/dev/null; echo x >> {count}; "
+        f'if [ $(wc -l < {count}) -lt 3 ]; then echo \'{{"decision": "block", "reason": "check again"}}\'; fi'
+    )
+    table = {
+        "SubagentStop": [
+            {"matcher": "^help", "hooks": [{"type": "command", "command": blocker}]},
+            {"matcher": "reviewer", "hooks": [{"type": "command", "command": _command(record, "ok")}]},
+        ],
+        "SubagentStart": [
+            {"matcher": "helper", "hooks": [_json_hook({"hookSpecificOutput": {"additionalContext": "be brief"}})]}
+        ],
+    }
+    runtime = _runtime(tmp_path, claude={"hooks": table})
+    subagents = {"helper": [ModelStep(text="first"), ModelStep(text="second"), ModelStep(text="third")]}
+
+    async def scenario() -> Agent:
+        session = runtime.ctx.require(SESSIONS).create(tmp_path)
+        steps = [
+            ModelStep(tool_calls=[ToolCall(name="spawn_agent", arguments={"agent_type": "helper", "prompt": "p"})])
+        ]
+        agent = Agent(runtime.ctx, session, ScriptedModel([steps], subagents))
+        await agent.run_turn("go")
+        return agent
+
+    try:
+        agent = asyncio.run(scenario())
+        (result,) = [e for e in agent.session.history if e.type == "tool/result"]
+        child = runtime.ctx.require(SESSIONS).resume(result.data["data"]["session_id"])
+    finally:
+        runtime.close()
+    assert count.read_text().count("x") == 3
+    assert _recorded(record) == [], "the reviewer matcher does not match the helper type"
+    assert result.data["output"] == "third"
+    users = [e.data["text"] for e in child.history if e.type == "message/user"]
+    assert users == ["p", "check again", "check again"]
+    assert [e.data["text"] for e in child.history if e.type == "message/context"] == ["be brief"]
+
+
+def test_pre_tool_use_continue_false_and_session_start_stop(tmp_path: Path) -> None:
+    stop = _json_hook({"continue": False, "stopReason": "frozen"})
+    runtime = _runtime(tmp_path, claude={"hooks": {"PreToolUse": [{"hooks": [stop]}]}})
+    steps = [
+        ModelStep(tool_calls=[ToolCall(name="bash", arguments={"command": f"touch {tmp_path / 'ran'}"})]),
+        ModelStep(text="unreached"),
+    ]
+    try:
+        agent = _drive(runtime, tmp_path, steps)
+    finally:
+        runtime.close()
+    assert not (tmp_path / "ran").exists()
+    assert [e.data["text"] for e in agent.session.history if e.type == "message/assistant"] == [""]
+    (result,) = [e for e in agent.session.history if e.type == "tool/result"]
+    assert result.data["output"] == "stopped by a PreToolUse hook: frozen"
+
+
+def test_config_warnings_name_file_event_and_thing(tmp_path: Path) -> None:
+    from dsh.hooks import load_hook_table
+
+    settings = tmp_path / "settings.json"
+    settings.write_text(
+        json.dumps(
+            {
+                "model": "opus",
+                "hooks": {
+                    "PreToolUse": [
+                        {"matcher": "Bash", "hooks": [{"type": "command", "command": "x", "shell": "fish"}]}
+                    ],
+                    "PreToolUze": [{"hooks": [{"type": "command", "command": "x"}]}],
+                    "Stop": [{"matcher": "*", "hooks": [{"type": "webhook"}]}],
+                    "Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}],
+                },
+            }
+        )
+    )
+    table = load_hook_table("claude", str(settings))
+    assert all(str(settings) in w for w in table.warnings)
+    assert any("'PreToolUse'" in w and "'shell'" in w for w in table.warnings)
+    assert any("'PreToolUze' is not a Claude Code hook event" in w for w in table.warnings)
+    assert any("'Stop'" in w and "unknown type 'webhook'" in w for w in table.warnings)
+    assert len(table.warnings) == 3, "a documented event dsh never emits (Notification) loads quietly"
+    assert table.groups("PreToolUse")[0].hooks == ()
+
+
+def test_permission_rules_of_if() -> None:
+    from dsh.hooks import parse_rule, rule_matches
+
+    def check(rule: str, command: str) -> bool:
+        parsed = parse_rule(rule)
+        assert parsed is not None
+        return rule_matches(parsed, ("Bash",), {"command": command})
+
+    assert check("Bash(git *)", "git status") and check("Bash(git *)", "git")
+    assert not check("Bash(git *)", "gitk") and not check("Bash(git *)", "echo git status")
+    assert check("Bash(git *)", "echo hi && git push") and check("Bash(git *)", "A=1 B=2 git log")
+    assert not check("Bash(git *)", "echo 'a && git push'")
+    assert check("Bash(npm run test:*)", "npm run test --watch") and check("Bash", "anything")
+    assert check("Bash(*rm -rf*)", "sudo rm -rf /") and not check("Edit(*.py)", "x")
+    agent = parse_rule("Agent(Explore)")
+    assert agent is not None and rule_matches(agent, ("Agent", "Task"), {"subagent_type": "Explore"})
+    assert parse_rule("not a rule!") is None
+
+
+def test_matcher_semantics_per_dialect() -> None:
+    from dsh.hooks import matcher_matches
+
+    assert matcher_matches("claude", "Bash", "Bash") and not matcher_matches("claude", "Bash", "BashOutput")
+    assert matcher_matches("claude", "^Bash", "BashOutput") and matcher_matches("claude", "Edit|Bash", "Bash")
+    assert matcher_matches("codex", "Bash", "BashOutput") and not matcher_matches("codex", "[", "[")
+    assert matcher_matches("claude", "Task", ("Agent", "Task")) and matcher_matches("codex", "", "x")
+    assert matcher_matches("claude", "*", "anything") and matcher_matches("codex", None, "anything")
+
+
+def test_tool_inputs_translate_to_each_peer_and_back() -> None:
+    from dsh.hooks import dsh_tool_input, peer_tool_input
+
+    bash = {"command": "make", "timeout": 2.5, "workdir": "src"}
+    assert peer_tool_input("claude", "bash", bash) == {"command": "make", "timeout": 2500, "workdir": "src"}
+    assert dsh_tool_input("claude", "bash", {"command": "make", "timeout": 2500}) == {"command": "make", "timeout": 2.5}
+    assert peer_tool_input("codex", "bash", bash) == bash
+    spawn = {"agent_type": "Explore", "prompt": "look"}
+    assert peer_tool_input("claude", "spawn_agent", spawn) == {"subagent_type": "Explore", "prompt": "look"}
+    assert dsh_tool_input("claude", "spawn_agent", {"subagent_type": "Plan", "prompt": "p"}) == {
+        "agent_type": "Plan",
+        "prompt": "p",
+    }
+    rewrite = interpret(
+        "claude",
+        "PreToolUse",
+        "h",
+        0,
+        '{"hookSpecificOutput": {"permissionDecision": "allow", "updatedInput": {"command": "ls", "timeout": 1000}}}',
+        "",
+        "bash",
+    )
+    assert rewrite.updated_input == {"command": "ls", "timeout": 1.0} and rewrite.decision == "allow"
+
+
+@pytest.mark.skipif(shutil.which("pwsh") is None, reason="needs pwsh (PowerShell) on PATH")
+def test_powershell_shell_runs_the_hook_in_pwsh(tmp_path: Path) -> None:
+    out = tmp_path / "ps.txt"
+    hook = {"type": "command", "shell": "powershell", "command": f"$input | Out-Null; 'from pwsh' > '{out}'"}
+    runtime = _runtime(tmp_path, claude={"hooks": {"PreToolUse": [{"hooks": [hook]}]}})
+    try:
+        _drive(runtime, tmp_path, [ModelStep(tool_calls=[ToolCall(name="bash", arguments={"command": "true"})])])
+    finally:
+        runtime.close()
+    assert "from pwsh" in out.read_text(encoding="utf-8-sig", errors="replace").replace("\x00", "")

@@ -230,8 +230,13 @@ def test_session_start_env_file_reaches_later_bash_calls_but_never_a_managed_key
         },
     )
     run = dsh("run", "--script", str(script), "--json", home=home)
+    main = json.loads(run.stdout)["session_id"]
     calls = [c["output"] for t in json.loads(run.stdout)["turns"] for c in t["tool_calls"]]
     assert calls[0].startswith("first mint")
+    listed = json.loads(dsh("sessions", "list", "--json", home=home).stdout)["sessions"]
+    (child,) = [s["id"] for s in listed if s["parent_session"] == main]
+    outputs = [e["data"]["output"] for e in _events(home, child) if e["type"] == "tool/result"]
+    assert outputs[0].startswith("child mint"), "a subagent shares its session's exports, as the peer's do"
 
 
 def test_context_from_session_start_and_prompt_hooks_reaches_the_transcript_before_the_model(tmp_path: Path) -> None:
