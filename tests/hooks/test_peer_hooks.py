@@ -211,7 +211,7 @@ def test_session_start_env_file_reaches_later_bash_calls_but_never_a_managed_key
     proc = dsh("exec", "--json", "--", 'echo "$PROJECT_FLAVOR|$DSH_SESSION_ID|${PATH%%:*}"', home=home)
     out = json.loads(proc.stdout)
     assert out["stdout"] == f"mint|{out['session_id']}|/opt/flavor/bin\n"
-    assert "CLAUDE_ENV_FILE export DSH_SESSION_ID ignored" in proc.stderr
+    assert "env file export DSH_SESSION_ID ignored" in proc.stderr
     script = _run_script(
         tmp_path,
         {
@@ -436,3 +436,30 @@ def test_post_tool_use_failure_session_end_once_and_bash_timeout_in_milliseconds
     assert run.returncode == 0, run.stderr
     assert [p["prompt"] for p in _payloads(tmp_path / "once")] == ["one"]
     assert len(_payloads(folder, "Stop")) == 2 and len(_payloads(folder, "SessionEnd")) == 2
+
+
+def test_codex_session_start_env_file(tmp_path: Path) -> None:
+    setup = _hook("cat >/dev/null; echo 'export FROM_CODEX=yes' >> \"$CODEX_ENV_FILE\"")
+    home = _home(tmp_path, codex={"hooks": {"SessionStart": [{"matcher": "startup|resume", "hooks": [setup]}]}})
+    proc = dsh("exec", "--", "echo $FROM_CODEX", home=home)
+    assert proc.stdout == "yes\n", proc.stderr
+
+
+def test_served_exec_shows_hook_messages_and_failures_too(tmp_path: Path) -> None:
+    from tests.integration.test_serve import Server
+
+    hooks = [
+        _hook('cat >/dev/null; echo \'{"systemMessage": "served note"}\''),
+        _hook("cat >/dev/null; exit 1"),
+    ]
+    home = _home(tmp_path, claude={"hooks": {"PreToolUse": [{"hooks": hooks}]}})
+    server = Server(home)
+    try:
+        proc = dsh("exec", "--", "echo via server", home=home)
+    finally:
+        served = server.stop()
+    assert "dsh serve: exec in session" in served, "the exec ran in-process, not through the server"
+    assert proc.returncode == 0 and proc.stdout == "via server\n"
+    lines = proc.stderr.splitlines()
+    assert "dsh: hook: served note" in lines
+    assert len([line for line in lines if line.startswith("dsh: warning:") and "exited with status 1" in line]) == 1

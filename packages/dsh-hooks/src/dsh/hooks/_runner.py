@@ -196,15 +196,18 @@ class HookRunner:
     # -- lifecycle points the agent loop calls ------------------------------------------------
 
     async def session_start(self, header: SessionHeader, source: str) -> HookOutcome:
-        """``SessionStart`` (``startup``, ``resume``, ``fork``); Claude Code hooks get a ``CLAUDE_ENV_FILE``."""
+        """``SessionStart`` (``startup``, ``resume``, ``fork``) with an env file for each hook.
+
+        Claude Code hooks get ``CLAUDE_ENV_FILE``; Codex hooks get ``CODEX_ENV_FILE`` and, as Codex
+        does, the ``CLAUDE_ENV_FILE`` alias. Each hook writes its own file; they are sourced in order.
+        """
         env_files: list[Path] = []
 
         def env_for(dialect: Dialect, index: int) -> dict[str, str]:
-            if dialect != "claude":
-                return {}
-            path = self._env_file(header.id, index)
+            path = self._env_file(header.id, f"{dialect}-{index}")
             env_files.append(path)
-            return {"CLAUDE_ENV_FILE": str(path)}
+            names = ("CLAUDE_ENV_FILE",) if dialect == "claude" else ("CODEX_ENV_FILE", "CLAUDE_ENV_FILE")
+            return {name: str(path) for name in names}
 
         outcome = await self._fire(
             {"claude": "SessionStart", "codex": "SessionStart"},
@@ -395,7 +398,7 @@ class HookRunner:
                 report = interpret(dialect, event, hook.label, result.exit_code, result.stdout, result.stderr, tool)
         return replace(report, background=hook.run_async, finished=next(self._order))
 
-    def _env_file(self, session_id: str, index: int) -> Path:
+    def _env_file(self, session_id: str, index: str) -> Path:
         if self._env_dir is None:
             # mkdtemp: 0700 and an unpredictable name, so no other user can plant exports.
             self._env_dir = Path(tempfile.mkdtemp(prefix="dsh-hook-env-"))
@@ -414,7 +417,7 @@ class HookRunner:
         try:
             result = await self.executor.run(request)
         except Exception as exc:
-            return [f"CLAUDE_ENV_FILE of session {header.id} could not be read: {exc}"]
+            return [f"the SessionStart env files of session {header.id} could not be read: {exc}"]
         before_text, _, after_text = result.stdout.partition(f"\0{_ENV_SPLIT}\0")
 
         def parse(text: str) -> dict[str, str]:
@@ -431,7 +434,7 @@ class HookRunner:
                 continue
             if is_managed_key(key):
                 warnings.append(
-                    f"CLAUDE_ENV_FILE export {key} ignored: dsh alone sets managed {key.split('_')[0]}_* variables"
+                    f"SessionStart env file export {key} ignored: dsh alone sets managed {key.split('_')[0]}_* variables"
                 )
                 continue
             exports[key] = value
