@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from dsh.bash import BashExecRequest, Executor, LocalExecutor, is_managed_key
+from dsh.bash import DSH_ENV_PREFIX, BashExecRequest, Executor, LocalExecutor, is_managed_key
 from dsh.core import Context, Plugin, ServiceKey
 from dsh.session import SESSION_PERSISTENCE, SessionHeader
 
@@ -434,7 +434,7 @@ class HookRunner:
                 continue
             if is_managed_key(key):
                 warnings.append(
-                    f"SessionStart env file export {key} ignored: dsh alone sets managed {key.split('_')[0]}_* variables"
+                    f"SessionStart env file export {key} ignored: only dsh sets managed {DSH_ENV_PREFIX}* variables"
                 )
                 continue
             exports[key] = value
