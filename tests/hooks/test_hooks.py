@@ -488,6 +488,7 @@ def test_subagent_stop_block_continues_the_subagent_and_matchers_see_the_agent_t
     users = [e.data["text"] for e in child.history if e.type == "message/user"]
     assert users == ["p", "check again", "check again"]
     assert [e.data["text"] for e in child.history if e.type == "message/context"] == ["be brief"]
+    assert not [e for e in agent.session.history if e.type == "message/context"], "SubagentStart context is the child's"
 
 
 def test_pre_tool_use_continue_false_and_session_start_stop(tmp_path: Path) -> None:

@@ -106,8 +106,11 @@ class Agent:
         parent = self.parent._scope(self.parent_turn_id)
         return HookScope(self.session.header, turn_id, self.session.id, self.agent_type, parent)
 
-    def _settle(self, event: str, outcome: HookOutcome) -> HookOutcome:
-        """Record what the hooks of ``event`` did, hand their context to the model, tell the user."""
+    def _settle(self, event: str, outcome: HookOutcome, context_for: Session | None = None) -> HookOutcome:
+        """Record what the hooks of ``event`` did, hand their context to the model, tell the user.
+
+        Context goes to ``context_for`` (default this agent's session): SubagentStart's is the subagent's.
+        """
         if not outcome.reports and not outcome.warnings:
             return outcome
         from dsh.hooks import reports_as_data
@@ -118,7 +121,7 @@ class Agent:
         self.session.record("hook/result", **data)
         # Context is part of the conversation: the next model request is built from these events.
         for text in outcome.context:
-            self.session.record("message/context", text=text, source="hook", event=event)
+            (context_for or self.session).record("message/context", text=text, source="hook", event=event)
         for notice in outcome.notices():
             if self.notify is not None:
                 self.notify(notice)
@@ -368,13 +371,12 @@ class SpawnTool:
             start = parent._settle(
                 "SubagentStart",
                 await hooks.subagent_start(parent._scope(execution.turn_id), child_session.id, agent_type),
+                context_for=child_session,
             )
             if start.stop:
                 parent._stopping = start.stop_reason
+                parent.session.record("subagent/end", session_id=child_session.id, text="", stopped=start.stop_reason)
                 return ToolResult(f"stopped by a SubagentStart hook: {start.stop_reason}", is_error=True)
-            for text in start.context:
-                # SubagentStart context is for the subagent's model.
-                child_session.record("message/context", text=text, source="hook", event="SubagentStart")
         # The child's own turn fires SubagentStop (in the parent's name) when it finishes.
         turn = await child.run_turn(prompt)
         parent.session.record("subagent/end", session_id=child_session.id, text=turn.text)
