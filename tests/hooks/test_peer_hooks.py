@@ -126,6 +126,8 @@ def test_codex_decision_json_denies_and_updated_input_rewrites_the_call(tmp_path
     assert call["arguments"] == {"command": "ls /"}
     assert updated["original"] == {"command": "ls /"} and updated["arguments"] == {"command": "echo rewritten"}
     assert updated["call_id"] == call["call_id"]
+    shown = dsh("sessions", "show", out["session_id"], home=home).stdout
+    assert "rewritten by a PreToolUse hook: $ echo rewritten" in shown, shown
 
 
 def test_ask_without_an_approver_is_a_denial_unless_configured(tmp_path: Path) -> None:

@@ -270,7 +270,11 @@ class Agent:
                 elif pre.updated_input is not None:
                     arguments = dict(pre.updated_input)
                     self.session.record(
-                        "tool/input_updated", call_id=call_id, original=call.arguments, arguments=arguments
+                        "tool/input_updated",
+                        call_id=call_id,
+                        name=call.name,
+                        original=call.arguments,
+                        arguments=arguments,
                     )
             if refusal is not None:
                 result = refusal

@@ -53,9 +53,11 @@ def _hooks(data: Mapping[str, Any]) -> Iterator[str]:
     yield f"{_INDENT}hook {data.get('event', '?')}: {len(reports)} ran"
     for report in reports:
         verdict = "blocked" if report.get("blocked") else "stopped" if report.get("stop") else "ok"
-        reason = report.get("error") or report.get("reason")
+        reason = report.get("error") or report.get("reason") or report.get("stop_reason")
         line = f"{_INDENT * 2}{report.get('command', '?')} -> exit {report.get('exit_code')}, {verdict}"
         yield line + (f": {reason}" if reason else "")
+        if report.get("system_message"):
+            yield f"{_INDENT * 3}message: {report['system_message']}"
 
 
 def render(header: SessionHeader, location: str | None, events: Sequence[SessionEvent]) -> Iterator[str]:
@@ -89,6 +91,11 @@ def _event(kind: str, data: Mapping[str, Any], at: float) -> Iterable[str]:
         return list(_tool_result(data))
     if kind == "hook/result":
         return list(_hooks(data))
+    if kind == "message/context":
+        return [f"context (from a {data.get('event', '?')} hook):", *_block(str(data.get("text", "")))]
+    if kind == "tool/input_updated":
+        rewritten = _command(str(data.get("name", "?")), data.get("arguments") or {})
+        return [f"  rewritten by a PreToolUse hook: {rewritten}"]
     if kind == "subagent/start":
         return [f"  subagent {data.get('agent_type', '?')} started: session {data.get('session_id')}"]
     if kind == "subagent/end":
