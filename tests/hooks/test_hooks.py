@@ -600,3 +600,16 @@ def test_powershell_shell_runs_the_hook_in_pwsh(tmp_path: Path) -> None:
     finally:
         runtime.close()
     assert "from pwsh" in out.read_text(encoding="utf-8-sig", errors="replace").replace("\x00", "")
+
+
+def test_a_finished_session_leaves_nothing_behind_in_the_runner(tmp_path: Path) -> None:
+    export = {"type": "command", "command": "cat >/dev/null; echo 'export KEPT=1' >> \"$CLAUDE_ENV_FILE\""}
+    once = {"type": "command", "command": "cat >/dev/null", "once": True}
+    runtime = _runtime(tmp_path, claude={"hooks": {"SessionStart": [{"hooks": [export]}], "Stop": [{"hooks": [once]}]}})
+    try:
+        runner = runtime.ctx.require(HOOKS)
+        agent = _drive(runtime, tmp_path, [ModelStep(text="done")])
+        assert runner.session_env(agent.session.header) == {}
+        assert not runner._done_once and not any(runner._env_dir.iterdir()) if runner._env_dir else True
+    finally:
+        runtime.close()

@@ -293,7 +293,12 @@ class HookRunner:
         )
 
     async def session_end(self, header: SessionHeader, reason: str = "other") -> HookOutcome:
-        """``SessionEnd`` when a session's run ends; background hooks are waited for first."""
+        """``SessionEnd`` when a session's run ends; background hooks are waited for first.
+
+        The session's exports, env files and ``once`` marks are dropped afterwards, so a long-lived
+        runner (``dsh serve``) does not grow with the sessions it has seen; a resumed session starts
+        afresh with its SessionStart hooks, as a new run of the peer does.
+        """
         finished = await self.background(wait=True)
         outcome = await self._fire(
             {"claude": "SessionEnd", "codex": "SessionEnd"},
@@ -301,7 +306,14 @@ class HookRunner:
             {"reason": reason},
             subject=lambda d: reason,
         )
+        self._forget(header.id)
         return finished.merged(outcome)
+
+    def _forget(self, session_id: str) -> None:
+        self._session_env.pop(session_id, None)
+        self._done_once = {key for key in self._done_once if key[0] != session_id}
+        if self._env_dir is not None:
+            shutil.rmtree(self._env_dir / session_id, ignore_errors=True)
 
     async def background(self, *, wait: bool = False) -> HookOutcome:
         """Reports of ``async`` hooks that finished (with ``wait``, of all of them)."""
