@@ -465,3 +465,11 @@ def test_served_exec_shows_hook_messages_and_failures_too(tmp_path: Path) -> Non
     lines = proc.stderr.splitlines()
     assert "dsh: hook: served note" in lines
     assert len([line for line in lines if line.startswith("dsh: warning:") and "exited with status 1" in line]) == 1
+
+
+def test_session_start_continue_false_means_the_command_never_runs(tmp_path: Path) -> None:
+    gate = _hook('cat >/dev/null; echo \'{"continue": false, "stopReason": "repository is frozen"}\'')
+    home = _home(tmp_path, codex={"hooks": {"SessionStart": [{"hooks": [gate]}]}})
+    proc = dsh("exec", "--", f"touch {tmp_path / 'ran'}", home=home)
+    assert proc.returncode == 126 and "repository is frozen" in proc.stderr
+    assert not (tmp_path / "ran").exists()

@@ -10,6 +10,7 @@ hooks that match, and merges what they decided into a :class:`HookOutcome`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import logging
@@ -124,7 +125,9 @@ class HookRunner:
     def close(self) -> None:
         """Remove the ``CLAUDE_ENV_FILE`` folder; background hooks still running are cancelled."""
         for task in self._background:
-            task.cancel()
+            with contextlib.suppress(RuntimeError):  # its event loop may already be closed
+                task.cancel()
+        self._background.clear()
         if self._env_dir is not None:
             shutil.rmtree(self._env_dir, ignore_errors=True)
             self._env_dir = None
@@ -136,7 +139,7 @@ class HookRunner:
         return None if location is None else location.path
 
     def session_env(self, header: SessionHeader) -> Mapping[str, str]:
-        """What SessionStart hooks exported through ``CLAUDE_ENV_FILE`` for this session (or its parent)."""
+        """What SessionStart hooks exported through their env file for this session (or its parent)."""
         env = self._session_env.get(header.id)
         if env is None and header.parent_session is not None:
             env = self._session_env.get(header.parent_session)
