@@ -13,8 +13,11 @@ from ._payload import dsh_tool_input
 CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit"})
 """Events whose plain (non-JSON) stdout is context for the model, in both dialects."""
 
-BLOCKING_EVENTS = frozenset({"PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SubagentStop"})
-"""Events where exit 2 or ``decision: "block"`` blocks; elsewhere exit 2 is only reported."""
+BLOCKING_EVENTS = frozenset(
+    {"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop", "SubagentStop"}
+)
+"""Events where exit 2 or ``decision: "block"`` acts (after a call: its reason is added to the result
+the model reads); elsewhere exit 2 is only reported to the user."""
 
 
 @dataclass(frozen=True)
