@@ -453,6 +453,7 @@ def test_served_exec_shows_hook_messages_and_failures_too(tmp_path: Path) -> Non
     hooks = [
         _hook('cat >/dev/null; echo \'{"systemMessage": "served note"}\''),
         _hook("cat >/dev/null; exit 1"),
+        {"type": "http", "url": "http://localhost:1/hook"},
     ]
     home = _home(tmp_path, claude={"hooks": {"PreToolUse": [{"hooks": hooks}]}})
     server = Server(home)
@@ -465,6 +466,7 @@ def test_served_exec_shows_hook_messages_and_failures_too(tmp_path: Path) -> Non
     lines = proc.stderr.splitlines()
     assert "dsh: hook: served note" in lines
     assert len([line for line in lines if line.startswith("dsh: warning:") and "exited with status 1" in line]) == 1
+    assert len([line for line in lines if line.startswith("dsh: warning:") and "type 'http'" in line]) == 1
 
 
 def test_session_start_continue_false_means_the_command_never_runs(tmp_path: Path) -> None:

@@ -27,6 +27,8 @@ class Server:
         )
         assert self.proc.stderr is not None
         first = self.proc.stderr.readline()
+        while first.startswith("dsh: warning: "):  # booted with warnings: still serving
+            first = self.proc.stderr.readline()
         assert first.startswith("dsh serve: listening on "), first
         self.path = Path(first.removeprefix("dsh serve: listening on ").strip())
 

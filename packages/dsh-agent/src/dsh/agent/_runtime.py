@@ -114,11 +114,16 @@ def open_runtime(
         runtime = boot(deployment, source=source, builtins=BUILTINS, env=env)
     else:
         runtime = compose(deployment, source=source, builtins=BUILTINS, env=env)
-    # A broken third-party contributor must not stop the harness, but it must not go unseen either.
-    for warning in runtime.warnings():
-        print(f"dsh: warning: {warning}", file=sys.stderr)
-    # Hook types and fields dsh cannot honour are skipped, never fatal, and never silent.
-    hooks = runtime.ctx.get(HOOKS)
-    for warning in [] if hooks is None else hooks.warnings:
+    for warning in warnings(runtime):
         print(f"dsh: warning: {warning}", file=sys.stderr)
     return runtime
+
+
+def warnings(runtime: Runtime) -> list[str]:
+    """What every command shows as ``dsh: warning:`` lines: loud, never fatal.
+
+    A broken third-party contributor must not stop the harness, but it must not go unseen either;
+    hook types and fields dsh cannot honour are skipped, never fatal, and never silent.
+    """
+    hooks = runtime.ctx.get(HOOKS)
+    return [*runtime.warnings(), *([] if hooks is None else hooks.warnings)]

@@ -24,6 +24,7 @@ from dsh.loader import Runtime
 
 from ._args import PROTOCOL, socket_path
 from ._exec import exec_command
+from ._runtime import warnings
 
 
 def _claim(path: Path) -> None:
@@ -58,7 +59,7 @@ async def _answer(runtime: Runtime, request: dict[str, Any]) -> dict[str, Any]:
     except DshError as exc:
         return {"ok": False, "error": str(exc)}
     print(f"dsh serve: exec in session {outcome.session_id} exited {outcome.exit_code}", file=sys.stderr, flush=True)
-    return {"ok": True, "result": outcome.as_json(), "warnings": runtime.warnings(), "notices": list(outcome.notices)}
+    return {"ok": True, "result": outcome.as_json(), "warnings": warnings(runtime), "notices": list(outcome.notices)}
 
 
 async def _handle(runtime: Runtime, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
