@@ -613,3 +613,14 @@ def test_a_finished_session_leaves_nothing_behind_in_the_runner(tmp_path: Path) 
         assert not runner._done_once and not any(runner._env_dir.iterdir()) if runner._env_dir else True
     finally:
         runtime.close()
+
+
+def test_a_settings_file_without_hooks_is_no_hooks_and_no_warning(tmp_path: Path) -> None:
+    from dsh.hooks import load_hook_table
+
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"model": "opus", "permissions": {"allow": ["Bash(ls *)"]}}))
+    table = load_hook_table("claude", str(settings))
+    assert table.events == {} and table.warnings == ()
+    bare = load_hook_table("codex", {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}], "Stpo": []})
+    assert list(bare.events) == ["Stop"] and len(bare.warnings) == 1

@@ -218,8 +218,8 @@ def load_hook_table(dialect: Dialect, source: Mapping[str, Any] | str | None, ba
         raw = read_hook_file(path, where)
     if not isinstance(raw, Mapping):
         raise PluginError(f"{where}: must be a JSON object")
-    if "hooks" not in raw and "disableAllHooks" not in raw:
-        raw = {"hooks": raw}
+    if "hooks" not in raw and any(key in PEER_EVENTS[dialect] for key in raw):
+        raw = {"hooks": raw}  # just the hooks object; otherwise a settings file without hooks
     return _parse_table(dialect, raw, where)
 
 
