@@ -300,6 +300,9 @@ def test_exit_codes_per_dialect() -> None:
     assert legacy.blocked and legacy.reason == "r"
     stop = interpret("claude", "Stop", "h", 0, '{"continue": false, "stopReason": "enough"}', "")
     assert stop.stop and stop.stop_reason == "enough"
+    broken = '{"hookSpecificOutput": '
+    assert interpret("claude", "UserPromptSubmit", "h", 0, broken, "").additional_context == broken.strip()
+    assert "invalid JSON" in (interpret("codex", "UserPromptSubmit", "h", 0, broken, "").error or "")
     start = interpret("claude", "SessionStart", "h", 2, "", "not a blocker")
     assert not start.blocked and "cannot block" in (start.error or "")
 

@@ -96,6 +96,9 @@ def interpret(
     output = _read_json(stdout)
     if output is None:
         text = stdout.strip()
+        if dialect == "codex" and text.startswith("{"):
+            # Codex fails a hook whose stdout looks like JSON but is not; Claude Code reads it as text.
+            return replace(base, error=f"printed invalid JSON on stdout: {text[:200]}")
         return replace(base, additional_context=text) if text and event in CONTEXT_EVENTS else base
     raw_specific = output.get("hookSpecificOutput")
     specific: Mapping[str, Any] = raw_specific if isinstance(raw_specific, Mapping) else {}
