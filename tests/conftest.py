@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import secrets
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,3 +23,31 @@ def _no_ambient_dsh(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in list(os.environ):
         if is_managed_key(key):
             monkeypatch.delenv(key)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    """One throw-away PostgreSQL server for the whole run (see ``dsh.persistence.postgres.testing``).
+
+    Skips, naming PostgreSQL and the reason, when none can be started here.
+    """
+    try:
+        from dsh.persistence.postgres.testing import ServerUnavailable, TemporaryServer
+    except ImportError as exc:  # pragma: no cover - the distribution or psycopg is not installed
+        pytest.skip(f"PostgreSQL backend not installed: {exc}")
+    server = TemporaryServer()
+    try:
+        server.setup()
+    except ServerUnavailable as exc:
+        server.cleanup()
+        pytest.skip(str(exc))
+    try:
+        yield server
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture
+def pg_schema(postgres_server: Any, request: pytest.FixtureRequest) -> str:
+    """A schema name no other test uses, so tests on the shared server never see each other's sessions."""
+    return f"t_{secrets.token_hex(6)}"

@@ -10,11 +10,13 @@ a raw write and fsync. The ``events`` view expands them, one row per event, for 
 
 from __future__ import annotations
 
+import fcntl
 import os
+import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -28,33 +30,53 @@ from dsh.session import (
     SessionEvent,
     SessionHeader,
     SessionLocation,
+    SessionLockedError,
     SessionNotFoundError,
     StoredSession,
     validate_session_id,
 )
 
-__all__ = ["SqliteConfig", "SqlitePersistence", "plugin"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SqliteConfig", "SqlitePersistence", "plugin"]
 
 Synchronous = Literal["FULL", "NORMAL", "OFF"]
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (
-    id TEXT PRIMARY KEY,
-    created_at TEXT NOT NULL,
-    header TEXT NOT NULL
+_VERSION_TABLE = """
+CREATE TABLE IF NOT EXISTS schema_version (
+    version INTEGER PRIMARY KEY,
+    applied_at TEXT NOT NULL,
+    description TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS flushes (
-    session_id TEXT NOT NULL REFERENCES sessions(id),
-    seq INTEGER NOT NULL,
-    events TEXT NOT NULL,
-    PRIMARY KEY (session_id, seq)
-);
-CREATE VIEW IF NOT EXISTS events AS
-    SELECT f.session_id AS session_id, f.seq AS flush, CAST(j.key AS INTEGER) AS position,
-           json_extract(j.value, '$.type') AS type, json_extract(j.value, '$.at') AS at,
-           json_extract(j.value, '$.data') AS data
-    FROM flushes AS f, json_each(f.events) AS j;
 """
+
+MIGRATIONS: tuple[tuple[str, str], ...] = (
+    (
+        "sessions, flushes and the events view",
+        """
+        CREATE TABLE IF NOT EXISTS sessions (
+            id TEXT PRIMARY KEY,
+            created_at TEXT NOT NULL,
+            header TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS flushes (
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            seq INTEGER NOT NULL,
+            events TEXT NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        );
+        CREATE VIEW IF NOT EXISTS events AS
+            SELECT f.session_id AS session_id, f.seq AS flush, CAST(j.key AS INTEGER) AS position,
+                   json_extract(j.value, '$.type') AS type, json_extract(j.value, '$.at') AS at,
+                   json_extract(j.value, '$.data') AS data
+            FROM flushes AS f, json_each(f.events) AS j;
+        """,
+    ),
+)
+"""Ordered schema migrations: version N is ``MIGRATIONS[N - 1]``. Each is idempotent (a database
+made before versioning already holds version 1's objects) and is applied once, in order, in one
+transaction with its ``schema_version`` row. Never edit a released step: append a new one."""
+
+SCHEMA_VERSION = len(MIGRATIONS)
+"""The schema version this code writes."""
 
 
 class SqlitePersistence:
@@ -62,13 +84,17 @@ class SqlitePersistence:
 
     Each write is one ``BEGIN IMMEDIATE`` transaction; a busy timeout makes concurrent
     writers from other processes wait their turn instead of failing or corrupting the file.
-    The database is created at the first write, never by ``locate``, ``load`` or ``list``.
+    The database is created at the first write or :meth:`acquire`, never by ``locate``,
+    ``load`` or ``list``. Its schema is migrated to :data:`SCHEMA_VERSION` at first use; a
+    database of a newer schema is refused and never written. Every SQLite or file-system
+    failure is a :class:`PersistenceError` of one line naming the database file.
     """
 
     def __init__(
         self, path: str | os.PathLike[str], busy_timeout: float = 30.0, synchronous: Synchronous = "FULL"
     ) -> None:
         self.path = os.path.abspath(os.fspath(path))
+        self.lock_dir = self.path + ".locks"
         self.busy_timeout = busy_timeout
         self.synchronous = synchronous
         self._conn: sqlite3.Connection | None = None
@@ -83,34 +109,176 @@ class SqlitePersistence:
         """Always None: there is no dedicated per-session file."""
         return None
 
+    def _error(self, doing: str, exc: BaseException) -> PersistenceError:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        reason = " ".join(reason.split()) or type(exc).__name__
+        if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+            reason += " (the file is damaged or not an SQLite database; move it aside to start a new one)"
+        return PersistenceError(f"session database {self.path}: {doing} failed: {reason}")
+
     def _connect(self, create: bool) -> sqlite3.Connection | None:
         if self._conn is not None:
             return self._conn
-        if not create and not os.path.exists(self.path):
+        if not create and not os.path.lexists(self.path):
             return None
-        directory = os.path.dirname(self.path)
-        if create and not os.path.isdir(directory):
-            os.makedirs(directory, mode=0o700, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        os.close(fd)
+        try:
+            if create:
+                os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+            # O_NOFOLLOW: a database path replaced by a symlink is refused, never written through.
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            os.close(fd)
+        except OSError as exc:
+            raise self._error("opening", exc) from None
         conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False)
-        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-        conn.execute(f"PRAGMA synchronous = {self.synchronous}")
-        # Switching to WAL and creating the schema can meet another process doing the same; SQLite
-        # does not always call the busy handler there, so retry until the busy timeout.
-        deadline = time.monotonic() + self.busy_timeout
-        while True:
-            try:
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.executescript(_SCHEMA)
-                break
-            except sqlite3.OperationalError as exc:
-                if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() > deadline:
-                    conn.close()
-                    raise PersistenceError(f"{self.path}: cannot open the session database: {exc}") from exc
-                time.sleep(0.01)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+            self._check_version(conn)
+            # Switching to WAL and migrating can meet another process doing the same; SQLite
+            # does not always call the busy handler there, so retry until the busy timeout.
+            deadline = time.monotonic() + self.busy_timeout
+            while True:
+                try:
+                    conn.execute("PRAGMA journal_mode = WAL")
+                    self._migrate(conn)
+                    break
+                except sqlite3.OperationalError as exc:
+                    if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.01)
+        except BaseException as exc:
+            conn.close()
+            if isinstance(exc, sqlite3.Error):
+                raise self._error("opening", exc) from None
+            raise
         self._conn = conn
         return conn
+
+    @staticmethod
+    def _stored_version(conn: sqlite3.Connection) -> int:
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'").fetchone():
+            (version,) = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()
+            return int(version)
+        return 0
+
+    def _check_version(self, conn: sqlite3.Connection) -> int:
+        version = self._stored_version(conn)
+        if version > SCHEMA_VERSION:
+            raise PersistenceError(
+                f"session database {self.path} has schema version {version}, newer than the {SCHEMA_VERSION} "
+                "this dsh-persistence-sqlite knows; upgrade dsh-persistence-sqlite (the database was not written)"
+            )
+        return version
+
+    def _migrate(self, conn: sqlite3.Connection) -> tuple[int, int]:
+        before = self._check_version(conn)
+        if before == SCHEMA_VERSION:
+            return before, before
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Another process may have migrated between the check and the write lock.
+            current = self._check_version(conn)
+            conn.execute(_VERSION_TABLE)
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                description, script = MIGRATIONS[version - 1]
+                for statement in _statements(script):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_version (version, applied_at, description) VALUES (?, ?, ?)",
+                    (version, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), description),
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return before, SCHEMA_VERSION
+
+    def migrate(self) -> tuple[int, int]:
+        """Create the database if needed and bring its schema to :data:`SCHEMA_VERSION`.
+
+        Return the versions before and after. Idempotent; the first use of a backend does the same.
+        """
+        with self._lock:
+            if self._conn is not None:
+                return SCHEMA_VERSION, SCHEMA_VERSION
+            existed = os.path.lexists(self.path)
+            probe = None
+            if existed:
+                try:
+                    probe = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=self.busy_timeout)
+                    before = self._check_version(probe)
+                except sqlite3.Error as exc:
+                    raise self._error("reading the schema version", exc) from None
+                finally:
+                    if probe is not None:
+                        probe.close()
+            else:
+                before = 0
+            self._connect(create=True)
+            return before, SCHEMA_VERSION
+
+    def acquire(self, header: SessionHeader) -> Callable[[], None]:
+        """Take the session's exclusive write lock and check the database can be written.
+
+        The lock is an ``flock`` on ``<database>.locks/<session id>.lock`` (created 0600, never
+        through a symlink), held until the returned release function runs; the kernel drops it
+        when the process dies. Raise :class:`SessionLockedError` naming the session and the holder,
+        :class:`PersistenceError` naming the database when it cannot be written. Writes no session.
+        """
+        validate_session_id(header.id)
+        with self._lock:
+            conn = self._connect(create=True)
+            assert conn is not None
+            try:
+                # Proves the file and its folder are writable and the write lock can be had.
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("ROLLBACK")
+            except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise self._error(f"checking that session {header.id} can be written", exc) from None
+        lock_path = os.path.join(self.lock_dir, f"{header.id}.lock")
+        try:
+            os.makedirs(self.lock_dir, mode=0o700, exist_ok=True)
+            dir_fd = os.open(self.lock_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                fd = os.open(
+                    f"{header.id}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd
+                )
+            finally:
+                os.close(dir_fd)
+        except OSError as exc:
+            raise PersistenceError(
+                f"session lock {lock_path}: cannot open it: {exc.strerror or exc} (the lock folder must be a "
+                "real directory, not a symlink)"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 256, 0).decode("utf-8", "replace").strip() or "another process"
+            os.close(fd)
+            raise SessionLockedError(
+                f"session {header.id} is being written by {holder} (lock {lock_path}); wait for its turn to end"
+            ) from None
+        except OSError as exc:
+            os.close(fd)
+            raise PersistenceError(f"session lock {lock_path}: cannot lock it: {exc.strerror or exc}") from None
+        # Who holds it, for the message another writer gets; best effort, the flock is the lock.
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+        except OSError:
+            pass
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                os.close(fd)  # closing the only descriptor drops the flock
+
+        return release
 
     def write(self, header: SessionHeader, events: Sequence[SessionEvent]) -> None:
         """Insert the header (first time) and ``events`` as one flush row, in one transaction."""
@@ -122,13 +290,14 @@ class SqlitePersistence:
             conn = self._connect(create=True)
             assert conn is not None
             try:
-                self._append(conn, header, batch)
-            except sqlite3.IntegrityError:
-                # Another process flushed this session since our last write: re-read its end.
-                self._next_seq.pop(header.id, None)
-                self._append(conn, header, batch)
+                try:
+                    self._append(conn, header, batch)
+                except sqlite3.IntegrityError:
+                    # Another process flushed this session since our last write: re-read its end.
+                    self._next_seq.pop(header.id, None)
+                    self._append(conn, header, batch)
             except sqlite3.Error as exc:
-                raise PersistenceError(f"{self.path}: writing session {header.id} failed: {exc}") from exc
+                raise self._error(f"writing session {header.id}", exc) from None
 
     def _append(self, conn: sqlite3.Connection, header: SessionHeader, batch: str) -> None:
         try:
@@ -156,32 +325,53 @@ class SqlitePersistence:
         validate_session_id(session_id)
         with self._lock:
             conn = self._connect(create=False)
-            row = (
-                None
-                if conn is None
-                else conn.execute("SELECT header FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            try:
+                row = (
+                    None
+                    if conn is None
+                    else conn.execute("SELECT header FROM sessions WHERE id = ?", (session_id,)).fetchone()
+                )
+                if conn is None or row is None:
+                    raise SessionNotFoundError(f"no session {session_id} in {self.path}")
+                batches = conn.execute(
+                    "SELECT events FROM flushes WHERE session_id = ? ORDER BY seq", (session_id,)
+                ).fetchall()
+            except sqlite3.Error as exc:
+                raise self._error(f"reading session {session_id}", exc) from None
+        try:
+            header = SessionHeader.model_validate_json(row[0])
+            events = tuple(
+                SessionEvent(type=e["type"], at=e["at"], data=e["data"])
+                for (batch,) in batches
+                for e in orjson.loads(batch)
             )
-            if conn is None or row is None:
-                raise SessionNotFoundError(f"no session {session_id} in {self.path}")
-            batches = conn.execute(
-                "SELECT events FROM flushes WHERE session_id = ? ORDER BY seq", (session_id,)
-            ).fetchall()
-        header = SessionHeader.model_validate_json(row[0])
-        events = tuple(
-            SessionEvent(type=e["type"], at=e["at"], data=e["data"])
-            for (batch,) in batches
-            for e in orjson.loads(batch)
-        )
+        except (ValueError, TypeError, KeyError) as exc:
+            raise PersistenceError(
+                f"session database {self.path}: session {session_id} is damaged: {_first_line(exc)}"
+            ) from None
         return StoredSession(header, events)
 
     def list(self) -> list[SessionHeader]:
         """Every stored header, oldest first."""
         with self._lock:
             conn = self._connect(create=False)
-            rows = (
-                [] if conn is None else conn.execute("SELECT header FROM sessions ORDER BY created_at, id").fetchall()
-            )
-        return [SessionHeader.model_validate_json(r[0]) for r in rows]
+            try:
+                rows = (
+                    []
+                    if conn is None
+                    else conn.execute("SELECT id, header FROM sessions ORDER BY created_at, id").fetchall()
+                )
+            except sqlite3.Error as exc:
+                raise self._error("listing sessions", exc) from None
+        headers = []
+        for session_id, text in rows:
+            try:
+                headers.append(SessionHeader.model_validate_json(text))
+            except ValueError as exc:
+                raise PersistenceError(
+                    f"session database {self.path}: the header of session {session_id} is damaged: {_first_line(exc)}"
+                ) from None
+        return headers
 
     def close(self) -> None:
         """Close the connection."""
@@ -190,6 +380,22 @@ class SqlitePersistence:
                 self._conn.close()
                 self._conn = None
             self._next_seq.clear()
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration script on the ends of complete statements (none of ours quotes a ';')."""
+    out, part = [], ""
+    for piece in script.split(";"):
+        part += piece + ";"
+        if sqlite3.complete_statement(part):
+            if part.strip(" \n;"):
+                out.append(part.strip())
+            part = ""
+    return out
+
+
+def _first_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
 
 
 class SqliteConfig(BaseModel):

@@ -1,0 +1,1 @@
+"""PostgreSQL session persistence for dsh."""
