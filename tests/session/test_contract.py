@@ -13,12 +13,19 @@ from dsh.persistence.sqlite import SqlitePersistence
 from dsh.session import SessionNotFoundError, SessionPersistence, SessionStore
 
 
-@pytest.fixture(params=["jsonl", "sqlite"])
+@pytest.fixture(params=["jsonl", "sqlite", "postgres"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionPersistence]:
     root = tmp_path / "store"
-    made: SessionPersistence = (
-        JsonlPersistence(root / "sessions") if request.param == "jsonl" else SqlitePersistence(root / "db.sqlite3")
-    )
+    made: SessionPersistence
+    if request.param == "jsonl":
+        made = JsonlPersistence(root / "sessions")
+    elif request.param == "sqlite":
+        made = SqlitePersistence(root / "db.sqlite3")
+    else:
+        from dsh.persistence.postgres import PostgresPersistence
+
+        server = request.getfixturevalue("postgres_server")
+        made = PostgresPersistence(server.dsn, schema=request.getfixturevalue("pg_schema"))
     yield made
     made.close()
 
@@ -128,8 +135,8 @@ def test_locate_is_pure(backend: SessionPersistence, store: SessionStore, tmp_pa
     session = store.create(tmp_path)
     location = backend.locate(session.header)
     assert not (tmp_path / "store").exists(), "locate must not create the root"
-    if isinstance(backend, SqlitePersistence):
-        assert location is None
+    if not isinstance(backend, JsonlPersistence):
+        assert location is None  # rows in a database are no per-session file
         return
     assert location is not None and location.kind == "jsonl"
     assert os.path.isabs(location.path)
