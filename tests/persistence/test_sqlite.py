@@ -5,6 +5,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,4 +101,183 @@ def test_events_view_answers_per_event_sql(tmp_path: Path) -> None:
         .fetchall()
     )
     assert rows == [(0, 1, "bash"), (1, 0, "pwsh")]
+    backend.close()
+
+
+def _header(session_id: str = "s1") -> Any:
+    from dsh.session import SessionHeader
+
+    return SessionHeader(id=session_id, cwd="/w")
+
+
+def test_a_new_database_records_its_schema_version(tmp_path: Path) -> None:
+    from dsh.persistence.sqlite import SCHEMA_VERSION
+
+    db = tmp_path / "s.sqlite3"
+    backend = SqlitePersistence(db)
+    assert backend.migrate() == (0, SCHEMA_VERSION)
+    backend.close()
+    assert SqlitePersistence(db).migrate() == (SCHEMA_VERSION, SCHEMA_VERSION)
+    rows = sqlite3.connect(db).execute("SELECT version, description FROM schema_version").fetchall()
+    assert [r[0] for r in rows] == list(range(1, SCHEMA_VERSION + 1)) and all(r[1] for r in rows)
+
+
+def test_a_database_from_before_versioning_is_adopted_with_its_sessions(tmp_path: Path) -> None:
+    from dsh.persistence.sqlite import MIGRATIONS, SCHEMA_VERSION
+
+    db = tmp_path / "s.sqlite3"
+    old = sqlite3.connect(db)
+    old.executescript(MIGRATIONS[0][1])  # the schema as it was created before versions existed
+    old.execute("INSERT INTO sessions VALUES ('old', '2026-01-01T00:00:00Z', ?)", (_header("old").model_dump_json(),))
+    old.execute("""INSERT INTO flushes VALUES ('old', 0, '[{"type": "turn/start", "at": 1.0, "data": {}}]')""")
+    old.commit()
+    old.close()
+    backend = SqlitePersistence(db)
+    assert [e.type for e in backend.load("old").events] == ["turn/start"]
+    backend.close()
+    assert sqlite3.connect(db).execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_newer_database_is_refused_and_never_written(tmp_path: Path) -> None:
+    from dsh.session import PersistenceError, SessionEvent
+
+    db = tmp_path / "s.sqlite3"
+    backend = SqlitePersistence(db)
+    backend.write(_header(), [SessionEvent(type="turn/start")])
+    backend.close()
+    conn = sqlite3.connect(db)
+    conn.execute("INSERT INTO schema_version VALUES (99, 'x', 'from the future')")
+    conn.commit()
+    conn.close()
+    before = db.read_bytes()
+    newer = SqlitePersistence(db)
+    for attempt in (
+        lambda: newer.write(_header("s2"), [SessionEvent(type="turn/start")]),
+        lambda: newer.acquire(_header()),
+        newer.list,
+        newer.migrate,
+    ):
+        with pytest.raises(PersistenceError) as info:
+            attempt()
+        message = str(info.value)
+        assert "\n" not in message and str(db) in message and "schema version 99" in message
+        assert "upgrade dsh-persistence-sqlite" in message
+    newer.close()
+    assert db.read_bytes() == before
+
+
+@pytest.mark.parametrize("content", [b"this is not a database at all" * 100, b"SQLite format 3\x00" + b"\xff" * 5000])
+def test_a_damaged_database_is_one_line_naming_the_file(tmp_path: Path, content: bytes) -> None:
+    from dsh.session import PersistenceError, SessionEvent
+
+    db = tmp_path / "s.sqlite3"
+    db.write_bytes(content)
+    for attempt in (
+        lambda b: b.list(),
+        lambda b: b.load("s1"),
+        lambda b: b.write(_header(), [SessionEvent(type="turn/start")]),
+        lambda b: b.acquire(_header()),
+    ):
+        backend = SqlitePersistence(db)
+        with pytest.raises(PersistenceError) as info:
+            attempt(backend)
+        message = str(info.value)
+        assert "\n" not in message and str(db) in message, message
+        backend.close()
+    assert db.read_bytes() == content
+
+
+def test_a_database_path_that_is_a_symlink_is_not_written_through(tmp_path: Path) -> None:
+    from dsh.session import PersistenceError, SessionEvent
+
+    target = tmp_path / "elsewhere"
+    target.write_text("keep")
+    (tmp_path / "s.sqlite3").symlink_to(target)
+    backend = SqlitePersistence(tmp_path / "s.sqlite3")
+    with pytest.raises(PersistenceError, match="s.sqlite3"):
+        backend.write(_header(), [SessionEvent(type="turn/start")])
+    assert target.read_text() == "keep"
+
+
+def test_acquire_locks_one_session_across_backends_and_writes_no_session(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    from dsh.session import SessionLockedError
+
+    db = tmp_path / "s.sqlite3"
+    first, second = SqlitePersistence(db), SqlitePersistence(db)
+    release = first.acquire(_header("s1"))
+    assert first.list() == []
+    lock = tmp_path / "s.sqlite3.locks" / "s1.lock"
+    assert stat.S_IMODE(lock.stat().st_mode) == 0o600
+    assert stat.S_IMODE(lock.parent.stat().st_mode) == 0o700
+    with pytest.raises(SessionLockedError) as info:
+        second.acquire(_header("s1"))
+    assert "session s1" in str(info.value) and f"pid {os.getpid()}" in str(info.value) and str(lock) in str(info.value)
+    second.acquire(_header("s2"))()  # another session is free
+    release()
+    release()  # idempotent
+    second.acquire(_header("s1"))()
+    first.close()
+    second.close()
+
+
+def test_acquire_is_held_against_another_process_and_dropped_when_it_dies(tmp_path: Path) -> None:
+    from dsh.session import SessionLockedError
+
+    db = tmp_path / "s.sqlite3"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from dsh.persistence.sqlite import SqlitePersistence; from dsh.session import SessionHeader;"
+            "SqlitePersistence(sys.argv[1]).acquire(SessionHeader(id='s1', cwd='/w')); print('held', flush=True);"
+            "sys.stdin.read()",
+            str(db),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    backend = SqlitePersistence(db)
+    with pytest.raises(SessionLockedError, match=f"pid {holder.pid}"):
+        backend.acquire(_header("s1"))
+    holder.kill()
+    holder.wait()
+    backend.acquire(_header("s1"))()
+    backend.close()
+
+
+def test_acquire_refuses_a_lock_file_replaced_by_a_symlink(tmp_path: Path) -> None:
+    from dsh.session import PersistenceError
+
+    db = tmp_path / "s.sqlite3"
+    backend = SqlitePersistence(db)
+    backend.acquire(_header("s1"))()
+    target = tmp_path / "target"
+    target.write_text("keep")
+    lock = tmp_path / "s.sqlite3.locks" / "s1.lock"
+    lock.unlink()
+    lock.symlink_to(target)
+    with pytest.raises(PersistenceError, match="s1.lock"):
+        backend.acquire(_header("s1"))
+    assert target.read_text() == "keep"
+    backend.close()
+
+
+def test_acquire_on_an_unwritable_database_is_one_line_naming_it(tmp_path: Path) -> None:
+    import os
+
+    from dsh.session import PersistenceError
+
+    if os.geteuid() == 0:
+        pytest.skip("root writes read-only files; needs a non-root uid")
+    db = tmp_path / "s.sqlite3"
+    SqlitePersistence(db).migrate()
+    db.chmod(0o400)
+    backend = SqlitePersistence(db)
+    with pytest.raises(PersistenceError, match=str(db)):
+        backend.acquire(_header("s1"))
     backend.close()

@@ -162,6 +162,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("id", metavar="ID")
     common(s)
+    s = verb(
+        "migrate",
+        "Bring the session store's schema to this dsh's version (SQLite, PostgreSQL).\n"
+        "The first use does the same; a store written by a newer dsh is refused, never written.",
+        "dsh sessions migrate --deployment fleet.yaml",
+        parent=sessions,
+    )
+    common(s, json=False)
     return parser
 
 

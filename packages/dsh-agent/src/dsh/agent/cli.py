@@ -261,9 +261,23 @@ def _plugins(args: argparse.Namespace) -> int:
         runtime.close()
 
 
+def _migrate(runtime: Runtime) -> int:
+    """``dsh sessions migrate``: apply the backend's schema migrations, if it has any."""
+    backend = runtime.ctx.require(SESSIONS).persistence()
+    migrate = getattr(backend, "migrate", None)
+    if migrate is None:
+        print(f"the {runtime.deployment.persistence.backend} backend keeps no schema: nothing to migrate")
+        return 0
+    before, after = migrate()
+    print(f"{getattr(backend, 'where', repr(backend))}: schema version {after}" + (f" (was {before})" if before != after else " (up to date)"))
+    return 0
+
+
 def _sessions(args: argparse.Namespace) -> int:
     runtime = open_runtime(choice=args.choice)
     try:
+        if args.action == "migrate":
+            return _migrate(runtime)
         store = runtime.ctx.require(SESSIONS)
         if args.action == "list":
             headers = store.list()

@@ -10,6 +10,7 @@ a raw write and fsync. The ``events`` view expands them, one row per event, for 
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import socket
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dsh.core import Context, Plugin, plugin_home
 from dsh.session import (
@@ -94,6 +95,8 @@ class SqlitePersistence:
         self, path: str | os.PathLike[str], busy_timeout: float = 30.0, synchronous: Synchronous = "FULL"
     ) -> None:
         self.path = os.path.abspath(os.fspath(path))
+        self.where = f"session database {self.path}"
+        """The database, as messages name it."""
         self.lock_dir = self.path + ".locks"
         self.busy_timeout = busy_timeout
         self.synchronous = synchronous
@@ -114,7 +117,7 @@ class SqlitePersistence:
         reason = " ".join(reason.split()) or type(exc).__name__
         if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
             reason += " (the file is damaged or not an SQLite database; move it aside to start a new one)"
-        return PersistenceError(f"session database {self.path}: {doing} failed: {reason}")
+        return PersistenceError(f"{self.where}: {doing} failed: {reason}")
 
     def _connect(self, create: bool) -> sqlite3.Connection | None:
         if self._conn is not None:
@@ -128,6 +131,8 @@ class SqlitePersistence:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             os.close(fd)
         except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise PersistenceError(f"{self.where}: the path is a symlink; dsh writes through none") from None
             raise self._error("opening", exc) from None
         conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False)
         try:
@@ -347,7 +352,7 @@ class SqlitePersistence:
             )
         except (ValueError, TypeError, KeyError) as exc:
             raise PersistenceError(
-                f"session database {self.path}: session {session_id} is damaged: {_first_line(exc)}"
+                f"{self.where}: session {session_id} is damaged: {_first_line(exc)}"
             ) from None
         return StoredSession(header, events)
 
@@ -369,7 +374,7 @@ class SqlitePersistence:
                 headers.append(SessionHeader.model_validate_json(text))
             except ValueError as exc:
                 raise PersistenceError(
-                    f"session database {self.path}: the header of session {session_id} is damaged: {_first_line(exc)}"
+                    f"{self.where}: the header of session {session_id} is damaged: {_first_line(exc)}"
                 ) from None
         return headers
 
@@ -395,6 +400,10 @@ def _statements(script: str) -> list[str]:
 
 
 def _first_line(exc: BaseException) -> str:
+    """The gist of a parse or validation error, on one line (pydantic's first problem only)."""
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        return f"field '{'.'.join(str(p) for p in first['loc'])}': {first['msg']}"
     return " ".join(str(exc).split())
 
 
