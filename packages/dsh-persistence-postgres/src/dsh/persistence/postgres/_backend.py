@@ -148,7 +148,8 @@ class PostgresPersistence:
         return _one_line(text)
 
     def _error(self, doing: str, exc: BaseException | str) -> PersistenceError:
-        return PersistenceError(self._redact(f"{self.where}: {doing} failed: {exc}"))
+        reason = str(exc).removeprefix("connection failed: ")
+        return PersistenceError(self._redact(f"{self.where}: {doing} failed: {reason}"))
 
     def _connect_direct(self, doing: str) -> psycopg.Connection[Any]:
         try:
@@ -168,7 +169,9 @@ class PostgresPersistence:
         with self._lock:
             if self._pool is not None and self._version == SCHEMA_VERSION:
                 return self._pool
+            probed = False
             if self._version is None or self._version < SCHEMA_VERSION:
+                probed = True
                 conn = self._connect_direct("connecting")
                 try:
                     self._configure(conn)
@@ -184,6 +187,9 @@ class PostgresPersistence:
                 if version < SCHEMA_VERSION:
                     return None
             if self._pool is None:
+                if not probed:
+                    # A pool waits out its timeout when the server is down; a direct attempt says why at once.
+                    self._connect_direct("connecting").close()
                 pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
                     self._conninfo,
                     kwargs={"autocommit": True},
@@ -268,11 +274,18 @@ class PostgresPersistence:
                 doing, f"no free connection after {self.connect_timeout:g} s (raise pool_max_size)"
             ) from None
 
+    def _drop_pool(self) -> None:
+        """Forget the pool after a lost connection: its other connections are likely dead too, and a
+        fresh pool connects at once where the old one would back off between attempts."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close(timeout=1)  # connections held for a turn are closed when released
+
     def _diagnose(self, doing: str) -> None:
-        """After a connection failed: drop dead pooled connections, and raise at once if the server
-        cannot be reached (naming why), rather than waiting for the pool to give up."""
-        if self._pool is not None:
-            self._pool.check()
+        """After a connection failed: drop the pool, and raise at once if the server cannot be
+        reached (naming why), rather than waiting for a pool to give up."""
+        self._drop_pool()
         self._connect_direct(doing).close()
 
     def _retrying(self, doing: str, create: bool, work: Callable[[psycopg.Connection[Any] | None], T]) -> T:
@@ -301,9 +314,9 @@ class PostgresPersistence:
         session_id = validate_session_id(header.id)
         key = _lock_key(f"dsh session {self.schema} {session_id}")
         doing = f"locking session {session_id}"
-        pool = self._ready(create=True)
-        assert pool is not None
         for attempt in (1, 2):
+            pool = self._ready(create=True)
+            assert pool is not None
             try:
                 conn = pool.getconn()
             except PoolTimeout:
@@ -425,8 +438,8 @@ class PostgresPersistence:
                 if attempt == 2:
                     raise self._error(doing, "another writer keeps taking the same flush number") from None
             except psycopg.Error as exc:
-                if isinstance(exc, psycopg.OperationalError) and self._pool is not None:
-                    self._pool.check()
+                if isinstance(exc, psycopg.OperationalError):
+                    self._drop_pool()
                 raise self._error(doing, exc) from None
         self._known.add(header.id)
 

@@ -1,0 +1,204 @@
+"""The PostgreSQL backend against a real server: versions, the per-turn lock, faults, secrets."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from dsh.persistence.postgres import SCHEMA_VERSION, PostgresPersistence
+from dsh.session import PersistenceError, SessionEvent, SessionHeader, SessionLockedError, SessionStore
+
+
+@pytest.fixture
+def backend(postgres_server: Any, pg_schema: str) -> Iterator[PostgresPersistence]:
+    made = PostgresPersistence(postgres_server.dsn, schema=pg_schema)
+    yield made
+    made.close()
+
+
+def _sql(server: Any, query: str, *params: Any) -> list[Any]:
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        cur = conn.execute(query, params or None)
+        return cur.fetchall() if cur.description else []
+
+
+def _header(session_id: str = "s1") -> SessionHeader:
+    return SessionHeader(id=session_id, cwd="/w")
+
+
+def test_first_write_creates_the_schema_at_the_current_version(
+    backend: PostgresPersistence, postgres_server: Any, pg_schema: str
+) -> None:
+    assert backend.list() == []
+    assert _sql(postgres_server, "SELECT to_regnamespace(%s)", pg_schema) == [(None,)], "a read created the schema"
+    backend.write(_header(), [SessionEvent(type="turn/start")])
+    rows = _sql(postgres_server, f"SELECT version, description FROM {pg_schema}.schema_version")
+    assert [r[0] for r in rows] == list(range(1, SCHEMA_VERSION + 1))
+    assert backend.migrate() == (SCHEMA_VERSION, SCHEMA_VERSION)
+    # One row per flush, and the events view answers per-event SQL.
+    backend.write(_header(), [SessionEvent(type="tool/call", data={"name": "bash"})])
+    assert _sql(
+        postgres_server,
+        f"SELECT flush, position, type, data ->> 'name' FROM {pg_schema}.events WHERE session_id = 's1' ORDER BY 1, 2",
+    ) == [(0, 0, "turn/start", None), (1, 0, "tool/call", "bash")]
+
+
+def test_text_json_cannot_hold_in_jsonb_round_trips(backend: PostgresPersistence) -> None:
+    data = {"stdout": "nul \x00 byte, émoji 🐚, big 12345678901234567890", "f": 0.1}
+    backend.write(_header(), [SessionEvent(type="tool/result", data=data)])
+    assert backend.load("s1").events[0].data == data
+
+
+def test_a_newer_schema_is_refused_and_never_written(
+    backend: PostgresPersistence, postgres_server: Any, pg_schema: str
+) -> None:
+    backend.write(_header(), [SessionEvent(type="turn/start")])
+    _sql(postgres_server, f"INSERT INTO {pg_schema}.schema_version (version, description) VALUES (99, 'future')")
+    newer = PostgresPersistence(postgres_server.dsn, schema=pg_schema)
+    try:
+        for attempt in (
+            lambda: newer.write(_header("s2"), [SessionEvent(type="turn/start")]),
+            lambda: newer.acquire(_header()),
+            newer.list,
+            lambda: newer.load("s1"),
+            newer.migrate,
+        ):
+            with pytest.raises(PersistenceError) as info:
+                attempt()
+            message = str(info.value)
+            assert "\n" not in message and "schema version 99" in message and "127.0.0.1" in message
+            assert "upgrade dsh-persistence-postgres" in message
+    finally:
+        newer.close()
+    assert _sql(postgres_server, f"SELECT count(*) FROM {pg_schema}.flushes") == [(1,)]
+    assert _sql(postgres_server, f"SELECT count(*) FROM {pg_schema}.sessions") == [(1,)]
+
+
+def test_acquire_serialises_two_hosts_and_names_the_holder(postgres_server: Any, pg_schema: str) -> None:
+    host_a = PostgresPersistence(postgres_server.dsn, schema=pg_schema)
+    host_b = PostgresPersistence(postgres_server.dsn, schema=pg_schema)
+    try:
+        release = host_a.acquire(_header())
+        assert host_b.list() == [], "acquire wrote a session"
+        with pytest.raises(SessionLockedError) as info:
+            host_b.acquire(_header())
+        message = str(info.value)
+        assert "session s1" in message and "dsh " in message and "127.0.0.1" in message
+        assert postgres_server.password not in message and "\n" not in message
+        host_b.acquire(_header("s2"))()
+        # The holder's flush goes through its locked connection.
+        host_a.write(_header(), [SessionEvent(type="turn/start")])
+        release()
+        release()
+        again = host_b.acquire(_header())
+        host_b.write(_header(), [SessionEvent(type="turn/end")])
+        again()
+        assert [e.type for e in host_a.load("s1").events] == ["turn/start", "turn/end"]
+    finally:
+        host_a.close()
+        host_b.close()
+
+
+def test_a_closed_backend_drops_its_locks(postgres_server: Any, pg_schema: str) -> None:
+    first = PostgresPersistence(postgres_server.dsn, schema=pg_schema)
+    first.acquire(_header())
+    first.close()
+    second = PostgresPersistence(postgres_server.dsn, schema=pg_schema)
+    second.acquire(_header())()
+    second.close()
+
+
+def test_acquire_refuses_a_user_who_may_not_write(
+    backend: PostgresPersistence, postgres_server: Any, pg_schema: str
+) -> None:
+    backend.migrate()
+    role = f"reader_{pg_schema}"
+    _sql(postgres_server, f"CREATE ROLE {role} LOGIN PASSWORD 'reader-pw'")
+    _sql(postgres_server, f"GRANT USAGE ON SCHEMA {pg_schema} TO {role}")
+    _sql(postgres_server, f"GRANT SELECT ON ALL TABLES IN SCHEMA {pg_schema} TO {role}")
+    reader = PostgresPersistence(
+        postgres_server.dsn_without_password().replace("user=dsh", f"user={role}") + " password=reader-pw",
+        schema=pg_schema,
+    )
+    try:
+        assert reader.list() == []
+        with pytest.raises(PersistenceError, match=f"may not insert into {pg_schema}.flushes") as info:
+            reader.acquire(_header())
+        assert "reader-pw" not in str(info.value)
+    finally:
+        reader.close()
+
+
+def test_a_wrong_password_is_one_line_naming_the_server_and_not_the_password(
+    postgres_server: Any, pg_schema: str
+) -> None:
+    wrong = "not-the-Password-42"
+    for dsn in (
+        postgres_server.dsn_without_password() + f" password={wrong}",
+        f"postgresql://dsh:{wrong}@127.0.0.1:{postgres_server.port}/postgres",
+    ):
+        backend = PostgresPersistence(dsn, schema=pg_schema)
+        start = time.monotonic()
+        for attempt in (backend.list, lambda: backend.acquire(_header())):
+            with pytest.raises(PersistenceError) as info:
+                attempt()
+            message = str(info.value)
+            assert "\n" not in message and f"127.0.0.1:{postgres_server.port}" in message
+            assert "password authentication failed" in message
+            assert wrong not in message and wrong not in repr(backend)
+        assert time.monotonic() - start < 30  # fails at once, not after the pool's patience
+        backend.close()
+
+
+def test_an_invalid_dsn_is_refused_without_echoing_it() -> None:
+    with pytest.raises(PersistenceError, match="not a valid libpq connection string") as info:
+        PostgresPersistence("host=x password=sekrit nonsense")
+    assert "sekrit" not in str(info.value)
+    with pytest.raises(PersistenceError, match="not a plain lower-case SQL identifier"):
+        PostgresPersistence("", schema="Bad; DROP")
+
+
+def test_server_going_away_mid_session_fails_the_flush_then_the_next_turn_reconnects(
+    postgres_server: Any, pg_schema: str
+) -> None:
+    backend = PostgresPersistence(postgres_server.dsn, schema=pg_schema)
+    store = SessionStore(lambda: backend)
+    session = store.create("/w")
+    try:
+        release = backend.acquire(session.header)
+        session.record("turn/start", turn_id="t1")
+        session.flush()
+        release()
+        # Turn 2 starts, then the server goes away before its flush.
+        release = backend.acquire(session.header)
+        session.record("turn/start", turn_id="t2")
+        postgres_server.stop("fast")
+        try:
+            with pytest.raises(PersistenceError) as info:
+                session.flush()
+            message = str(info.value)
+            assert "\n" not in message and "127.0.0.1" in message and f"writing session {session.id}" in message
+            assert postgres_server.password not in message
+            release()
+            with pytest.raises(PersistenceError, match="127.0.0.1"):
+                backend.acquire(session.header)  # still down: one line at once
+        finally:
+            postgres_server.start()
+        # The next turn reconnects; the unflushed events go with it and nothing committed is lost.
+        release = backend.acquire(session.header)
+        session.flush()
+        release()
+        assert [e.data["turn_id"] for e in backend.load(session.id).events] == ["t1", "t2"]
+        assert [h.id for h in backend.list()] == [session.id]
+    finally:
+        backend.close()
+
+
+def test_the_password_never_reaches_repr_or_errors(postgres_server: Any, pg_schema: str) -> None:
+    backend = PostgresPersistence(postgres_server.dsn, schema=pg_schema)
+    assert postgres_server.password not in repr(backend) and postgres_server.password not in backend.where
+    backend.close()
