@@ -25,6 +25,7 @@ def test_there_is_one_distribution_per_planned_package() -> None:
         "dsh-loader",
         "dsh-paths",
         "dsh-persistence-jsonl",
+        "dsh-persistence-postgres",
         "dsh-persistence-sqlite",
         "dsh-session",
         "dsh-tool-bash",
@@ -144,6 +145,22 @@ def test_kernel_modules_import_each_other_without_a_cycle() -> None:
 
     for module in graph:
         visit(module, ())
+
+
+def test_the_postgres_driver_is_pinned_in_its_backend_and_nowhere_else() -> None:
+    for pkg in PACKAGES:
+        deps = tomllib.loads((pkg / "pyproject.toml").read_text())["project"]["dependencies"]
+        drivers = {d.split("[")[0].split(">")[0].strip(): d for d in deps if d.startswith("psycopg")}
+        if pkg.name == "dsh-persistence-postgres":
+            assert sorted(drivers) == ["psycopg", "psycopg-pool"]
+            assert drivers["psycopg"].startswith("psycopg[binary]"), "the binary wheel: no libpq build needed"
+            assert all(">=" in d and "<" in d for d in drivers.values()), drivers
+        else:
+            assert drivers == {}, f"{pkg.name} depends on a PostgreSQL driver"
+    # The backend sits at the persistence layer: it imports the session seam, never the agent.
+    backend = REPO / "packages/dsh-persistence-postgres/src/dsh/persistence/postgres"
+    sources = "\n".join(p.read_text() for p in backend.glob("*.py"))
+    assert "dsh.session" in sources and "dsh.agent" not in sources and "dsh.bash" not in sources
 
 
 def test_lazy_agent_exports_resolve() -> None:

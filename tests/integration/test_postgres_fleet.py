@@ -1,0 +1,132 @@
+"""Many hosts, one store: ``dsh`` processes with different homes sharing one PostgreSQL database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.helpers import dsh
+
+pytestmark = pytest.mark.integration
+
+PLUGINS = "plugins:\n  - {id: env, name: bash-env}\n  - {id: bash, name: tool-bash}\n"
+
+
+def _deployment(path: Path, config: dict[str, Any]) -> Path:
+    path.write_text(f"persistence: {{backend: postgres, config: {json.dumps(config)}}}\n" + PLUGINS)
+    return path
+
+
+def _libpq_env(server: Any) -> dict[str, str]:
+    return {
+        "PGHOST": server.host,
+        "PGPORT": str(server.port),
+        "PGUSER": server.user,
+        "PGDATABASE": server.database,
+        "PGPASSWORD": server.password,
+    }
+
+
+def test_two_hosts_see_and_resume_each_others_sessions(tmp_path: Path, postgres_server: Any, pg_schema: str) -> None:
+    # Host A names the server in its deployment; host B relies on libpq's environment alone.
+    host_a = _deployment(tmp_path / "a.yaml", {"dsn": postgres_server.dsn, "schema": pg_schema})
+    host_b = _deployment(tmp_path / "b.yaml", {"schema": pg_schema})
+    b_env = _libpq_env(postgres_server)
+    made = dsh(
+        "exec",
+        "--json",
+        "--deployment",
+        str(host_a),
+        "--",
+        'echo "$DSH_SESSION_ID ${DSH_SESSION_JSONL-unset}"',
+        home=tmp_path / "home-a",
+    )
+    assert made.returncode == 0, made.stderr
+    out = json.loads(made.stdout)
+    assert out["location"] is None and out["stdout"] == f"{out['session_id']} unset\n"
+    listed = dsh("sessions", "list", "--json", "--deployment", str(host_b), home=tmp_path / "home-b", env=b_env)
+    assert listed.returncode == 0, listed.stderr
+    assert [s["id"] for s in json.loads(listed.stdout)["sessions"]] == [out["session_id"]]
+    resumed = dsh(
+        "exec",
+        "--json",
+        "--session",
+        out["session_id"],
+        "--deployment",
+        str(host_b),
+        "--",
+        "echo $DSH_SESSION_ID",
+        home=tmp_path / "home-b",
+        env=b_env,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["stdout"] == out["session_id"] + "\n"
+    shown = dsh("sessions", "show", out["session_id"], "--json", "--deployment", str(host_a), home=tmp_path / "home-a")
+    events = json.loads(shown.stdout)["events"]
+    turn_ids = [e["data"]["turn_id"] for e in events if e["type"] == "turn/start"]
+    assert len(turn_ids) == 2 and len(set(turn_ids)) == 2
+    located = dsh("sessions", "locate", out["session_id"], "--deployment", str(host_a), home=tmp_path / "home-a")
+    assert "has no local transcript file" in located.stdout
+    assert not (tmp_path / "home-a" / "sessions").exists() and not (tmp_path / "home-b" / "sessions").exists()
+
+
+def test_plugins_and_errors_never_show_the_password(tmp_path: Path, postgres_server: Any, pg_schema: str) -> None:
+    good = _deployment(tmp_path / "good.yaml", {"dsn": postgres_server.dsn, "schema": pg_schema})
+    shown = dsh("plugins", "--json", "--deployment", str(good), home=tmp_path / "h")
+    assert shown.returncode == 0, shown.stderr
+    rows = {(r["group"], r["name"]): r for r in json.loads(shown.stdout)["plugins"]}
+    assert rows[("dsh.persistence", "postgres")]["distribution"] == "dsh-persistence-postgres"
+    assert rows[("dsh.persistence", "postgres")]["state"] == "active"
+    assert postgres_server.password not in shown.stdout + shown.stderr
+
+    wrong = "Wrong-Secret-99"
+    bad = _deployment(
+        tmp_path / "bad.yaml",
+        {"dsn": postgres_server.dsn.replace(postgres_server.password, wrong), "schema": pg_schema},
+    )
+    marker = tmp_path / "ran"
+    for argv in (
+        ["sessions", "list", "--deployment", str(bad)],
+        ["exec", "--deployment", str(bad), "--session", "some-session", "--", f"touch {marker}"],
+        ["sessions", "migrate", "--deployment", str(bad)],
+    ):
+        proc = dsh(*argv, home=tmp_path / "h")
+        assert proc.returncode != 0
+        assert proc.stderr.count("\n") == 1, proc.stderr
+        assert f"127.0.0.1:{postgres_server.port}" in proc.stderr and "password authentication failed" in proc.stderr
+        assert wrong not in proc.stderr + proc.stdout
+        assert "Traceback" not in proc.stderr
+    assert not marker.exists()
+    listed = dsh("plugins", "--deployment", str(bad), home=tmp_path / "h")
+    assert wrong not in listed.stdout + listed.stderr
+
+
+def test_sessions_migrate_applies_once_and_refuses_a_newer_schema(
+    tmp_path: Path, postgres_server: Any, pg_schema: str
+) -> None:
+    deployment = _deployment(tmp_path / "d.yaml", {"dsn": postgres_server.dsn, "schema": pg_schema})
+    first = dsh("sessions", "migrate", "--deployment", str(deployment), home=tmp_path / "h")
+    assert first.returncode == 0 and first.stdout.strip().endswith("schema version 1 (was 0)"), first.stderr
+    again = dsh("sessions", "migrate", "--deployment", str(deployment), home=tmp_path / "h")
+    assert again.stdout.strip().endswith("schema version 1 (up to date)")
+    with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
+        conn.execute(f"INSERT INTO {pg_schema}.schema_version (version, description) VALUES (7, 'future')")
+    newer = dsh("sessions", "migrate", "--deployment", str(deployment), home=tmp_path / "h")
+    assert newer.returncode == 1 and newer.stderr.count("\n") == 1
+    assert "schema version 7" in newer.stderr and "upgrade dsh-persistence-postgres" in newer.stderr
+
+
+def test_sqlite_damage_is_one_line_naming_the_database(tmp_path: Path) -> None:
+    deployment = tmp_path / "d.yaml"
+    deployment.write_text("persistence: {backend: sqlite}\n" + PLUGINS)
+    home = tmp_path / "h"
+    home.mkdir()
+    (home / "sessions.sqlite3").write_bytes(b"garbage, not a database" * 200)
+    for argv in (["sessions", "list"], ["sessions", "show", "x"], ["sessions", "migrate"]):
+        proc = dsh(*argv, "--deployment", str(deployment), home=home)
+        assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+        assert str(home / "sessions.sqlite3") in proc.stderr and "Traceback" not in proc.stderr
