@@ -46,6 +46,8 @@ TARGETS = {
     "refresh_unchanged_500": ("median_ms", 2.0),
     "flush_100_jsonl": ("ratio", 2.0),
     "flush_100_sqlite": ("ratio", 2.0),
+    "flush_100_postgres": ("ratio", 2.0),
+    "list_10000_postgres": ("median_ms", 500.0),
     "dsh_exec_true": ("ratio", 6.0),
     "dsh_exec_true_served": ("ratio", 6.0),
 }
@@ -337,6 +339,61 @@ def bench_flush(tmp: Path, size: dict[str, int]) -> dict[str, Any]:
     return out
 
 
+def bench_postgres(tmp: Path, size: dict[str, int]) -> dict[str, Any]:
+    """A flush of 100 events against a raw INSERT + COMMIT of the same bytes, and listing many
+    sessions, on a throw-away server started from the machine's PostgreSQL (skipped without one)."""
+    import psycopg
+
+    from dsh.persistence.postgres import PostgresPersistence
+    from dsh.persistence.postgres.testing import ServerUnavailable, TemporaryServer
+
+    server = TemporaryServer()
+    try:
+        server.setup()
+    except ServerUnavailable as exc:
+        server.cleanup()
+        return {"postgres": {"skipped": str(exc)}}
+    out: dict[str, Any] = {}
+    try:
+        events = _events(100)
+        backend = PostgresPersistence(server.dsn, schema="bench")
+        header = SessionHeader(id="flush-postgres", cwd="/w")
+        backend.write(header, events)  # the first write creates the schema and the session
+        payload = json.dumps([{"type": e.type, "at": e.at, "data": e.data} for e in events], separators=(",", ":"))
+        with psycopg.connect(server.dsn, autocommit=True) as raw:
+            raw.execute("CREATE TABLE raw_flush (id bigserial PRIMARY KEY, data text NOT NULL)")
+            ours, floor = [], []
+            for _ in range(size["flush_rounds"]):
+                start = time.perf_counter()
+                backend.write(header, events)
+                ours.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                raw.execute("INSERT INTO raw_flush (data) VALUES (%s)", (payload,))  # autocommit: its own COMMIT
+                floor.append(time.perf_counter() - start)
+            o, f = statistics.median(ours), statistics.median(floor)
+            out["flush_100_postgres"] = {"median_ms": o * 1000, "floor_median_ms": f * 1000, "ratio": o / f}
+            # Many sessions, loaded by COPY (10,000 flushes would time the disk, not the listing).
+            count = size["listed_sessions"]
+            with raw.cursor().copy("COPY bench.sessions (id, created_at, header) FROM STDIN") as copy:
+                for n in range(count):
+                    h = SessionHeader(id=f"listed-{n:05d}", cwd=f"/work/{n % 37}")
+                    copy.write_row((h.id, h.created_at, h.model_dump_json()))
+        walls = []
+        for _ in range(size["list_repeats"]):
+            start = time.perf_counter()
+            listed = backend.list()
+            walls.append(time.perf_counter() - start)
+        assert len(listed) == count + 1
+        out["list_10000_postgres"] = {
+            "median_ms": statistics.median(walls) * 1000,
+            "sessions": count + 1,
+        }
+        backend.close()
+    finally:
+        server.cleanup()
+    return out
+
+
 def bench_exec(tmp: Path, size: dict[str, int]) -> dict[str, Any]:
     """`dsh exec -- true` cold (a whole harness start) and served (through a running `dsh serve`)."""
     env = {**os.environ, "DSH_HOME": str(tmp / "exec-home")}
@@ -378,6 +435,8 @@ FULL = {
     "refresh_repeats": 1001,
     "flush_rounds": 40,
     "sustained_events": 100_000,
+    "listed_sessions": 10_000,
+    "list_repeats": 9,
 }
 QUICK = {
     "collect_batch": 50,
@@ -392,6 +451,8 @@ QUICK = {
     "refresh_repeats": 3,
     "flush_rounds": 2,
     "sustained_events": 200,
+    "listed_sessions": 50,
+    "list_repeats": 1,
 }
 
 
@@ -423,6 +484,7 @@ def main() -> int:
             results.update(bench(tmp / "home", size))
         results.update(bench_discovery(tmp, size))
         results.update(bench_flush(tmp, size))
+        results.update(bench_postgres(tmp, size))
         results.update(bench_exec(tmp, size))
     document = {
         "machine": {
