@@ -194,7 +194,7 @@ def test_a_database_path_that_is_a_symlink_is_not_written_through(tmp_path: Path
     target.write_text("keep")
     (tmp_path / "s.sqlite3").symlink_to(target)
     backend = SqlitePersistence(tmp_path / "s.sqlite3")
-    with pytest.raises(PersistenceError, match="s.sqlite3"):
+    with pytest.raises(PersistenceError, match=r"s\.sqlite3"):
         backend.write(_header(), [SessionEvent(type="turn/start")])
     assert target.read_text() == "keep"
 
@@ -261,7 +261,7 @@ def test_acquire_refuses_a_lock_file_replaced_by_a_symlink(tmp_path: Path) -> No
     lock = tmp_path / "s.sqlite3.locks" / "s1.lock"
     lock.unlink()
     lock.symlink_to(target)
-    with pytest.raises(PersistenceError, match="s1.lock"):
+    with pytest.raises(PersistenceError, match=r"s1\.lock"):
         backend.acquire(_header("s1"))
     assert target.read_text() == "keep"
     backend.close()

@@ -1,9 +1,9 @@
 """A writer process for the concurrency tests: ``writer.py BACKEND_JSON MODE ARGS...``.
 
-    flush PREFIX SESSIONS FLUSHES      write SESSIONS sessions of FLUSHES flushes of 5 events each
-    resume SESSION_ID TURNS            run TURNS turns on one session as ``dsh`` does: acquire the lock
-                                       (waiting while another writer has it), reload, number the turn,
-                                       flush, release
+flush PREFIX SESSIONS FLUSHES      write SESSIONS sessions of FLUSHES flushes of 5 events each
+resume SESSION_ID TURNS            run TURNS turns on one session as ``dsh`` does: acquire the lock
+                                   (waiting while another writer has it), reload, number the turn,
+                                   flush, release
 """
 
 from __future__ import annotations

@@ -269,7 +269,10 @@ def _migrate(runtime: Runtime) -> int:
         print(f"the {runtime.deployment.persistence.backend} backend keeps no schema: nothing to migrate")
         return 0
     before, after = migrate()
-    print(f"{getattr(backend, 'where', repr(backend))}: schema version {after}" + (f" (was {before})" if before != after else " (up to date)"))
+    print(
+        f"{getattr(backend, 'where', repr(backend))}: schema version {after}"
+        + (f" (was {before})" if before != after else " (up to date)")
+    )
     return 0
 
 

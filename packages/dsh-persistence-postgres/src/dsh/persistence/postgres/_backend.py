@@ -235,9 +235,7 @@ class PostgresPersistence:
                 description, script = MIGRATIONS[version - 1]
                 conn.execute(sql.SQL(script).format(schema=self._ident))
                 conn.execute(
-                    sql.SQL("INSERT INTO {}.schema_version (version, description) VALUES (%s, %s)").format(
-                        self._ident
-                    ),
+                    sql.SQL("INSERT INTO {}.schema_version (version, description) VALUES (%s, %s)").format(self._ident),
                     (version, description),
                 )
         return before, SCHEMA_VERSION
@@ -314,30 +312,7 @@ class PostgresPersistence:
         session_id = validate_session_id(header.id)
         key = _lock_key(f"dsh session {self.schema} {session_id}")
         doing = f"locking session {session_id}"
-        for attempt in (1, 2):
-            pool = self._ready(create=True)
-            assert pool is not None
-            try:
-                conn = pool.getconn()
-            except PoolTimeout:
-                self._diagnose(doing)
-                raise self._error(doing, f"no free connection after {self.connect_timeout:g} s") from None
-            try:
-                row = conn.execute(
-                    "SELECT pg_try_advisory_lock(%s), pg_is_in_recovery(), current_setting('transaction_read_only'),"
-                    " has_table_privilege(%s, 'INSERT')",
-                    (key, f"{self.schema}.flushes"),
-                ).fetchone()
-                break
-            except psycopg.OperationalError as exc:
-                pool.putconn(conn)
-                if attempt == 2:
-                    raise self._error(doing, exc) from None
-                self._diagnose(doing)
-            except psycopg.Error as exc:
-                pool.putconn(conn)
-                raise self._error(doing, exc) from None
-        assert row is not None
+        pool, conn, row = self._try_lock(doing, key)
         got, standby, read_only, may_insert = row
         problem = None
         if not got:
@@ -375,6 +350,36 @@ class PostgresPersistence:
                 conn.close()
 
         return release
+
+    def _try_lock(
+        self, doing: str, key: int
+    ) -> tuple[ConnectionPool[psycopg.Connection[Any]], psycopg.Connection[Any], tuple[Any, ...]]:
+        """Try the advisory lock on a pooled connection; once more after a lost connection."""
+        for attempt in (1, 2):
+            pool = self._ready(create=True)
+            assert pool is not None
+            try:
+                conn = pool.getconn()
+            except PoolTimeout:
+                self._diagnose(doing)
+                raise self._error(doing, f"no free connection after {self.connect_timeout:g} s") from None
+            try:
+                row = conn.execute(
+                    "SELECT pg_try_advisory_lock(%s), pg_is_in_recovery(),"
+                    " current_setting('transaction_read_only'), has_table_privilege(%s, 'INSERT')",
+                    (key, f"{self.schema}.flushes"),
+                ).fetchone()
+                assert row is not None
+                return pool, conn, row
+            except psycopg.OperationalError as exc:
+                pool.putconn(conn)
+                if attempt == 2:
+                    raise self._error(doing, exc) from None
+                self._diagnose(doing)
+            except psycopg.Error as exc:
+                pool.putconn(conn)
+                raise self._error(doing, exc) from None
+        raise AssertionError("unreachable")  # pragma: no cover
 
     @staticmethod
     def _unlock(conn: psycopg.Connection[Any], key: int) -> None:
@@ -424,10 +429,13 @@ class PostgresPersistence:
         params: dict[str, Any] = {"id": header.id, "events": batch, "host": self._host}
         if header.id not in self._known:
             # The header rides in the same statement: the first flush publishes both or neither.
-            flush = sql.SQL(
-                "WITH header AS (INSERT INTO {s}.sessions (id, created_at, header)"
-                " VALUES (%(id)s, %(created_at)s, %(header)s) ON CONFLICT (id) DO NOTHING) "
-            ).format(s=self._ident) + flush
+            flush = (
+                sql.SQL(
+                    "WITH header AS (INSERT INTO {s}.sessions (id, created_at, header)"
+                    " VALUES (%(id)s, %(created_at)s, %(header)s) ON CONFLICT (id) DO NOTHING) "
+                ).format(s=self._ident)
+                + flush
+            )
             params.update(created_at=header.created_at, header=header.model_dump_json())
         for attempt in (1, 2):
             try:

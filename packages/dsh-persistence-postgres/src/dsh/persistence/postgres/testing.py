@@ -11,6 +11,7 @@ through ``setpriv``. :class:`ServerUnavailable` says, naming PostgreSQL, why no 
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
@@ -155,7 +156,8 @@ class TemporaryServer:
 
     def start(self) -> None:
         """Start (or restart) the server, on the same port when it had one."""
-        assert self.bin is not None and self.root is not None
+        if self.bin is None or self.root is None:
+            raise ServerUnavailable("PostgreSQL server was never set up (call setup() first)")
         for attempt in range(3):
             if not self.port or attempt:
                 self.port = _free_port()
@@ -165,8 +167,16 @@ class TemporaryServer:
             )
             try:
                 self._run(
-                    [str(self.bin / "pg_ctl"), "-D", str(self.root / "data"), "-l", str(self.root / "log"), "-o", options]
-                    + ["-w", "-t", "60", "start"],
+                    [
+                        str(self.bin / "pg_ctl"),
+                        "-D",
+                        str(self.root / "data"),
+                        "-l",
+                        str(self.root / "log"),
+                        "-o",
+                        options,
+                        *("-w", "-t", "60", "start"),
+                    ],
                     "server start",
                 )
                 return
@@ -176,7 +186,8 @@ class TemporaryServer:
 
     def stop(self, mode: str = "fast") -> None:
         """Stop the server (``fast`` disconnects clients; ``immediate`` is a crash)."""
-        assert self.bin is not None and self.root is not None
+        if self.bin is None or self.root is None:
+            raise ServerUnavailable("PostgreSQL server was never set up (call setup() first)")
         self._run([str(self.bin / "pg_ctl"), "-D", str(self.root / "data"), "-m", mode, "-w", "stop"], "server stop")
 
     def cleanup(self) -> None:
@@ -184,9 +195,7 @@ class TemporaryServer:
         if self.root is None:
             return
         if self.bin is not None and (self.root / "data" / "postmaster.pid").exists():
-            try:
+            with contextlib.suppress(ServerUnavailable):
                 self.stop("immediate")
-            except ServerUnavailable:
-                pass
         shutil.rmtree(self.root, ignore_errors=True)
         self.root = None

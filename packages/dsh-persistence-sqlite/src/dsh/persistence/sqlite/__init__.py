@@ -351,9 +351,7 @@ class SqlitePersistence:
                 for e in orjson.loads(batch)
             )
         except (ValueError, TypeError, KeyError) as exc:
-            raise PersistenceError(
-                f"{self.where}: session {session_id} is damaged: {_first_line(exc)}"
-            ) from None
+            raise PersistenceError(f"{self.where}: session {session_id} is damaged: {_first_line(exc)}") from None
         return StoredSession(header, events)
 
     def list(self) -> list[SessionHeader]:
