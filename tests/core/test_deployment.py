@@ -71,9 +71,9 @@ def test_unknown_plugin_lists_available(tmp_path: Path) -> None:
 
 
 def test_unknown_backend_lists_installed(tmp_path: Path) -> None:
-    deployment = parse_deployment({"dsh_home": str(tmp_path), "persistence": {"backend": "postgres"}})
+    deployment = parse_deployment({"dsh_home": str(tmp_path), "persistence": {"backend": "oracle"}})
     with pytest.raises(
-        BootError, match=r"no entry point 'postgres' in group 'dsh.persistence'; available: jsonl, sqlite"
+        BootError, match=r"no entry point 'oracle' in group 'dsh.persistence'; available: jsonl, postgres, sqlite"
     ):
         boot(deployment)
 

@@ -202,3 +202,27 @@ def test_the_password_never_reaches_repr_or_errors(postgres_server: Any, pg_sche
     backend = PostgresPersistence(postgres_server.dsn, schema=pg_schema)
     assert postgres_server.password not in repr(backend) and postgres_server.password not in backend.where
     backend.close()
+
+
+def test_hosts_starting_together_migrate_once(postgres_server: Any, pg_schema: str) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from dsh.persistence.postgres import PostgresPersistence as P;"
+        "print(P(sys.argv[1], schema=sys.argv[2]).migrate())"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, postgres_server.dsn, pg_schema],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(8)
+    ]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, [err for _, err in outputs]
+    assert sorted(out.strip() for out, _ in outputs).count(f"(0, {SCHEMA_VERSION})") >= 1
+    rows = _sql(postgres_server, f"SELECT version FROM {pg_schema}.schema_version ORDER BY 1")
+    assert rows == [(v,) for v in range(1, SCHEMA_VERSION + 1)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -224,8 +225,19 @@ class PostgresPersistence:
         before = self._check_version(conn)
         if before == SCHEMA_VERSION:
             return before, before
+        # Hosts starting together migrate one at a time. The lock is taken before the transaction
+        # begins, so the transaction's catalog lookups see what the previous holder committed.
+        key = _lock_key(f"dsh schema {self.schema}")
+        conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+        try:
+            self._migrate_locked(conn)
+        finally:
+            with contextlib.suppress(psycopg.Error):
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+        return before, SCHEMA_VERSION
+
+    def _migrate_locked(self, conn: psycopg.Connection[Any]) -> None:
         with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(f"dsh schema {self.schema}"),))
             current = self._check_version(conn)  # another host may have migrated meanwhile
             exists = conn.execute("SELECT to_regnamespace(%s) IS NOT NULL", (self.schema,)).fetchone()
             if not (exists and exists[0]):
@@ -238,7 +250,6 @@ class PostgresPersistence:
                     sql.SQL("INSERT INTO {}.schema_version (version, description) VALUES (%s, %s)").format(self._ident),
                     (version, description),
                 )
-        return before, SCHEMA_VERSION
 
     def migrate(self) -> tuple[int, int]:
         """Create the schema if needed and bring it to :data:`SCHEMA_VERSION`; return (before, after).
