@@ -230,15 +230,17 @@ class PostgresPersistence:
         key = _lock_key(f"dsh schema {self.schema}")
         conn.execute("SELECT pg_advisory_lock(%s)", (key,))
         try:
-            self._migrate_locked(conn)
+            current = self._migrate_locked(conn)
         finally:
             with contextlib.suppress(psycopg.Error):
                 conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
-        return before, SCHEMA_VERSION
+        return current, SCHEMA_VERSION
 
-    def _migrate_locked(self, conn: psycopg.Connection[Any]) -> None:
+    def _migrate_locked(self, conn: psycopg.Connection[Any]) -> int:
         with conn.transaction():
             current = self._check_version(conn)  # another host may have migrated meanwhile
+            if current == SCHEMA_VERSION:
+                return current
             exists = conn.execute("SELECT to_regnamespace(%s) IS NOT NULL", (self.schema,)).fetchone()
             if not (exists and exists[0]):
                 conn.execute(sql.SQL("CREATE SCHEMA {}").format(self._ident))
@@ -250,6 +252,7 @@ class PostgresPersistence:
                     sql.SQL("INSERT INTO {}.schema_version (version, description) VALUES (%s, %s)").format(self._ident),
                     (version, description),
                 )
+        return current
 
     def migrate(self) -> tuple[int, int]:
         """Create the schema if needed and bring it to :data:`SCHEMA_VERSION`; return (before, after).
