@@ -130,3 +130,15 @@ def test_sqlite_damage_is_one_line_naming_the_database(tmp_path: Path) -> None:
         proc = dsh(*argv, "--deployment", str(deployment), home=home)
         assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
         assert str(home / "sessions.sqlite3") in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_sessions_migrate_on_sqlite_and_on_a_backend_without_schema(tmp_path: Path) -> None:
+    deployment = tmp_path / "d.yaml"
+    deployment.write_text("persistence: {backend: sqlite}\n" + PLUGINS)
+    home = tmp_path / "h"
+    first = dsh("sessions", "migrate", "--deployment", str(deployment), home=home)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == f"session database {home / 'sessions.sqlite3'}: schema version 1 (was 0)\n"
+    assert dsh("sessions", "migrate", "--deployment", str(deployment), home=home).stdout.endswith("(up to date)\n")
+    jsonl = dsh("sessions", "migrate", home=home)
+    assert jsonl.returncode == 0 and jsonl.stdout == "the jsonl backend keeps no schema: nothing to migrate\n"

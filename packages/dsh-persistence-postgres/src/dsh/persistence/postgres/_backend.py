@@ -472,16 +472,15 @@ class PostgresPersistence:
         def work(conn: psycopg.Connection[Any] | None) -> tuple[Any, list[Any]]:
             if conn is None:
                 return None, []
-            with conn.transaction():  # one snapshot for the header and its flushes
-                row = conn.execute(
-                    sql.SQL("SELECT header::text FROM {}.sessions WHERE id = %s").format(self._ident), (session_id,)
-                ).fetchone()
-                batches = conn.execute(
-                    sql.SQL("SELECT events::text FROM {}.flushes WHERE session_id = %s ORDER BY seq").format(
-                        self._ident
-                    ),
-                    (session_id,),
-                ).fetchall()
+            # Two statements, no transaction: the header never changes, and a flush committed in
+            # between is simply included (flushes are only ever appended).
+            row = conn.execute(
+                sql.SQL("SELECT header::text FROM {}.sessions WHERE id = %s").format(self._ident), (session_id,)
+            ).fetchone()
+            batches = conn.execute(
+                sql.SQL("SELECT events::text FROM {}.flushes WHERE session_id = %s ORDER BY seq").format(self._ident),
+                (session_id,),
+            ).fetchall()
             return row, batches
 
         row, batches = self._retrying(f"reading session {session_id}", False, work)
