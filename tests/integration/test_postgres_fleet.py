@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
 from tests.helpers import dsh
+
+psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL driver psycopg is not installed")
 
 pytestmark = pytest.mark.integration
 

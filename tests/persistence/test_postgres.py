@@ -6,11 +6,18 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import psycopg
 import pytest
 
-from dsh.persistence.postgres import SCHEMA_VERSION, PostgresPersistence
-from dsh.session import PersistenceError, SessionEvent, SessionHeader, SessionLockedError, SessionStore
+psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL driver psycopg is not installed")
+
+from dsh.persistence.postgres import SCHEMA_VERSION, PostgresPersistence  # noqa: E402
+from dsh.session import (  # noqa: E402
+    PersistenceError,
+    SessionEvent,
+    SessionHeader,
+    SessionLockedError,
+    SessionStore,
+)
 
 
 @pytest.fixture
