@@ -231,8 +231,9 @@ def test_hosts_starting_together_migrate_once(postgres_server: Any, pg_schema: s
     outputs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0] * 8, [err for _, err in outputs]
     # Exactly one of them found the schema missing; the others waited and found it done.
-    assert sorted(out.strip() for out, _ in outputs) == [f"(0, {SCHEMA_VERSION})"] + [
-        f"({SCHEMA_VERSION}, {SCHEMA_VERSION})"
-    ] * 7
+    assert (
+        sorted(out.strip() for out, _ in outputs)
+        == [f"(0, {SCHEMA_VERSION})"] + [f"({SCHEMA_VERSION}, {SCHEMA_VERSION})"] * 7
+    )
     rows = _sql(postgres_server, f"SELECT version FROM {pg_schema}.schema_version ORDER BY 1")
     assert rows == [(v,) for v in range(1, SCHEMA_VERSION + 1)]
