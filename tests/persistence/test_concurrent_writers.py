@@ -56,7 +56,7 @@ def test_concurrent_resumers_are_serialised_and_turn_ids_stay_unique(spec: dict[
     backend: SessionPersistence = open_backend(spec)
     header = SessionHeader(id="shared-session", cwd="/w")
     backend.write(header, [SessionEvent(type="session/start")])
-    turns = 6 if resumers == 2 else 2
+    turns = 15 if resumers == 2 else 2
     _run_all(spec, [["resume", header.id, str(turns)] for _ in range(resumers)])
     try:
         events = backend.load(header.id).events
