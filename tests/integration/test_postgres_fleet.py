@@ -14,11 +14,10 @@ psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL driver psycopg i
 
 pytestmark = pytest.mark.integration
 
-PLUGINS = "plugins:\n  - {id: env, name: bash-env}\n  - {id: bash, name: tool-bash}\n"
 
 
 def _deployment(path: Path, config: dict[str, Any]) -> Path:
-    path.write_text(f"persistence: {{backend: postgres, config: {json.dumps(config)}}}\n" + PLUGINS)
+    path.write_text(f"persistence: {{backend: postgres, config: {json.dumps(config)}}}\n")
     return path
 
 
@@ -123,7 +122,7 @@ def test_sessions_migrate_applies_once_and_refuses_a_newer_schema(
 
 def test_sqlite_damage_is_one_line_naming_the_database(tmp_path: Path) -> None:
     deployment = tmp_path / "d.yaml"
-    deployment.write_text("persistence: {backend: sqlite}\n" + PLUGINS)
+    deployment.write_text("persistence: {backend: sqlite}\n")
     home = tmp_path / "h"
     home.mkdir()
     (home / "sessions.sqlite3").write_bytes(b"garbage, not a database" * 200)
@@ -135,7 +134,7 @@ def test_sqlite_damage_is_one_line_naming_the_database(tmp_path: Path) -> None:
 
 def test_sessions_migrate_on_sqlite_and_on_a_backend_without_schema(tmp_path: Path) -> None:
     deployment = tmp_path / "d.yaml"
-    deployment.write_text("persistence: {backend: sqlite}\n" + PLUGINS)
+    deployment.write_text("persistence: {backend: sqlite}\n")
     home = tmp_path / "h"
     first = dsh("sessions", "migrate", "--deployment", str(deployment), home=home)
     assert first.returncode == 0, first.stderr
