@@ -92,6 +92,7 @@ def test_plugins_and_errors_never_show_the_password(tmp_path: Path, postgres_ser
     for argv in (
         ["sessions", "list", "--deployment", str(bad)],
         ["exec", "--deployment", str(bad), "--session", "some-session", "--", f"touch {marker}"],
+        ["exec", "--deployment", str(bad), "--", f"touch {marker}"],
         ["sessions", "migrate", "--deployment", str(bad)],
     ):
         proc = dsh(*argv, home=tmp_path / "h")
@@ -101,8 +102,10 @@ def test_plugins_and_errors_never_show_the_password(tmp_path: Path, postgres_ser
         assert wrong not in proc.stderr + proc.stdout
         assert "Traceback" not in proc.stderr
     assert not marker.exists()
-    listed = dsh("plugins", "--deployment", str(bad), home=tmp_path / "h")
+    listed = dsh("plugins", "--json", "--deployment", str(bad), home=tmp_path / "h")
     assert wrong not in listed.stdout + listed.stderr
+    row = {(r["group"], r["name"]): r for r in json.loads(listed.stdout)["plugins"]}[("dsh.persistence", "postgres")]
+    assert row["state"] == "failed" and "password authentication failed" in row["error"]
 
 
 def test_sessions_migrate_applies_once_and_refuses_a_newer_schema(

@@ -85,9 +85,10 @@ def _one_line(text: str) -> str:
 class PostgresPersistence:
     """All sessions of a fleet in one PostgreSQL schema.
 
-    Nothing connects before first use; the first use connects once directly (so a wrong DSN or
-    password is one clear error at once), migrates the schema, then opens the pool. Every failure
-    is a :class:`PersistenceError` of one line naming the server (never the password).
+    Constructing connects nothing. :meth:`check` (the plugin calls it at boot) and the first use
+    connect once directly, so a wrong DSN or password is one clear error at once; the first use
+    also migrates the schema, then opens the pool. Every failure is a :class:`PersistenceError` of
+    one line naming the server (never the password).
     """
 
     def __init__(
@@ -130,6 +131,7 @@ class PostgresPersistence:
         self._host = socket.gethostname()
         self._pool: ConnectionPool[psycopg.Connection[Any]] | None = None
         self._version: int | None = None
+        self._probed = False  # a direct connection just succeeded: the next pool needs no probe
         self._lock = threading.Lock()
         self._held: dict[str, psycopg.Connection[Any]] = {}
         self._known: set[str] = set()
@@ -170,22 +172,11 @@ class PostgresPersistence:
         with self._lock:
             if self._pool is not None and self._version == SCHEMA_VERSION:
                 return self._pool
-            probed = False
+            probed, self._probed = self._probed, False
             if self._version is None or self._version < SCHEMA_VERSION:
                 probed = True
-                conn = self._connect_direct("connecting")
-                try:
-                    self._configure(conn)
-                    version = self._check_version(conn)
-                    if version < SCHEMA_VERSION and (create or version > 0):
-                        self._migrate(conn)
-                        version = SCHEMA_VERSION
-                except psycopg.Error as exc:
-                    raise self._error("checking the schema version", exc) from None
-                finally:
-                    conn.close()
-                self._version = version
-                if version < SCHEMA_VERSION:
+                self._version = self._versioned(create)
+                if self._version < SCHEMA_VERSION:
                     return None
             if self._pool is None:
                 if not probed:
@@ -204,6 +195,30 @@ class PostgresPersistence:
                 pool.open(wait=False)
                 self._pool = pool
             return self._pool
+
+    def _versioned(self, create: bool) -> int:
+        """Connect directly, read the schema version and migrate an older one (a missing one only
+        when ``create``); return the version now stored."""
+        conn = self._connect_direct("connecting")
+        try:
+            self._configure(conn)
+            version = self._check_version(conn)
+            if version < SCHEMA_VERSION and (create or version > 0):
+                self._migrate(conn)
+                version = SCHEMA_VERSION
+        except psycopg.Error as exc:
+            raise self._error("checking the schema version", exc) from None
+        finally:
+            conn.close()
+        return version
+
+    def check(self) -> None:
+        """Connect once and check the schema version, so a wrong DSN or password, an unreachable server
+        or a newer schema is one clear error before anything runs. Creates no schema; opens no pool."""
+        with self._lock:
+            if self._version is None or self._version < SCHEMA_VERSION:
+                self._version = self._versioned(create=False)
+                self._probed = True
 
     def _check_version(self, conn: psycopg.Connection[Any]) -> int:
         row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{self.schema}.schema_version",)).fetchone()

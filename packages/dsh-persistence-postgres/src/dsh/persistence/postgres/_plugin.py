@@ -48,6 +48,13 @@ def _apply(ctx: Context, config: PostgresConfig) -> None:
         statement_timeout=config.statement_timeout,
         connect_timeout=config.connect_timeout,
     )
+    # Connect at boot: a wrong DSN or password, a server that is down or a schema newer than this
+    # code stops the command with one line before it runs anything (and `dsh plugins` shows why).
+    try:
+        backend.check()
+    except BaseException:
+        backend.close()
+        raise
     ctx.provide(SESSION_PERSISTENCE, backend)
     ctx.effect(lambda: backend.close, label="close postgres")
 
