@@ -15,7 +15,6 @@ psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL driver psycopg i
 pytestmark = pytest.mark.integration
 
 
-
 def _deployment(path: Path, config: dict[str, Any]) -> Path:
     path.write_text(f"persistence: {{backend: postgres, config: {json.dumps(config)}}}\n")
     return path
