@@ -237,3 +237,17 @@ def test_hosts_starting_together_migrate_once(postgres_server: Any, pg_schema: s
     )
     rows = _sql(postgres_server, f"SELECT version FROM {pg_schema}.schema_version ORDER BY 1")
     assert rows == [(v,) for v in range(1, SCHEMA_VERSION + 1)]
+
+
+def test_more_turns_than_pooled_connections_is_a_clear_error(postgres_server: Any, pg_schema: str) -> None:
+    backend = PostgresPersistence(
+        postgres_server.dsn, schema=pg_schema, pool_min_size=1, pool_max_size=1, connect_timeout=1
+    )
+    try:
+        release = backend.acquire(_header("a"))
+        with pytest.raises(PersistenceError, match=r"no free connection after 1 s \(raise pool_max_size\)"):
+            backend.acquire(_header("b"))
+        release()
+        backend.acquire(_header("b"))()  # the pool was kept: the held turn's connection came back
+    finally:
+        backend.close()

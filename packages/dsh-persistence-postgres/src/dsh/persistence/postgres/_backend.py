@@ -296,7 +296,7 @@ class PostgresPersistence:
             with pool.connection() as conn:
                 yield conn
         except PoolTimeout:
-            self._diagnose(doing)
+            self._connect_direct(doing).close()  # the server's own reason when it is unreachable
             raise self._error(
                 doing, f"no free connection after {self.connect_timeout:g} s (raise pool_max_size)"
             ) from None
@@ -390,8 +390,10 @@ class PostgresPersistence:
             try:
                 conn = pool.getconn()
             except PoolTimeout:
-                self._diagnose(doing)
-                raise self._error(doing, f"no free connection after {self.connect_timeout:g} s") from None
+                self._connect_direct(doing).close()  # the server's own reason when it is unreachable
+                raise self._error(
+                    doing, f"no free connection after {self.connect_timeout:g} s (raise pool_max_size)"
+                ) from None
             try:
                 row = conn.execute(
                     "SELECT pg_try_advisory_lock(%s), pg_is_in_recovery(),"
