@@ -35,6 +35,13 @@ def test_two_hosts_see_and_resume_each_others_sessions(tmp_path: Path, postgres_
     host_a = _deployment(tmp_path / "a.yaml", {"dsn": postgres_server.dsn, "schema": pg_schema})
     host_b = _deployment(tmp_path / "b.yaml", {"schema": pg_schema})
     b_env = _libpq_env(postgres_server)
+    # Hooks of both dialects on host A: rows in a database are no transcript file.
+    (tmp_path / "home-a" / "hooks").mkdir(parents=True)
+    for dialect in ("claude", "codex"):
+        hook = {"type": "command", "command": f"cat > {tmp_path / dialect}.json"}
+        (tmp_path / "home-a" / "hooks" / f"{dialect}.json").write_text(
+            json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [hook]}]}})
+        )
     made = dsh(
         "exec",
         "--json",
@@ -47,6 +54,10 @@ def test_two_hosts_see_and_resume_each_others_sessions(tmp_path: Path, postgres_
     assert made.returncode == 0, made.stderr
     out = json.loads(made.stdout)
     assert out["location"] is None and out["stdout"] == f"{out['session_id']} unset\n"
+    claude = json.loads((tmp_path / "claude.json").read_text())
+    codex = json.loads((tmp_path / "codex.json").read_text())
+    assert claude["session_id"] == codex["session_id"] == out["session_id"]
+    assert claude["transcript_path"] == "" and codex["transcript_path"] is None
     listed = dsh("sessions", "list", "--json", "--deployment", str(host_b), home=tmp_path / "home-b", env=b_env)
     assert listed.returncode == 0, listed.stderr
     assert [s["id"] for s in json.loads(listed.stdout)["sessions"]] == [out["session_id"]]
