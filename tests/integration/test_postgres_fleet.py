@@ -155,3 +155,37 @@ def test_sessions_migrate_on_sqlite_and_on_a_backend_without_schema(tmp_path: Pa
     assert dsh("sessions", "migrate", "--deployment", str(deployment), home=home).stdout.endswith("(up to date)\n")
     jsonl = dsh("sessions", "migrate", home=home)
     assert jsonl.returncode == 0 and jsonl.stdout == "the jsonl backend keeps no schema: nothing to migrate\n"
+
+
+def test_server_going_away_during_a_dsh_exec_turn(tmp_path: Path, postgres_server: Any, pg_schema: str) -> None:
+    import shlex
+
+    deployment = _deployment(tmp_path / "d.yaml", {"dsn": postgres_server.dsn, "schema": pg_schema})
+    home = tmp_path / "h"
+    first = dsh("exec", "--json", "--deployment", str(deployment), "--", "echo turn-1", home=home)
+    assert first.returncode == 0, first.stderr
+    session = json.loads(first.stdout)["session_id"]
+    # The command itself stops the server: the turn ran, its flush cannot reach the database.
+    stop = shlex.join(postgres_server.stop_argv("fast"))
+    try:
+        lost = dsh(
+            "exec",
+            "--deployment",
+            str(deployment),
+            "--session",
+            session,
+            "--",
+            f"{stop} >/dev/null; echo ran",
+            home=home,
+        )
+        assert lost.returncode in (1, 125), lost  # 125 once dsh exec reports a failed save after the command
+        last = lost.stderr.strip().splitlines()[-1]
+        assert f"127.0.0.1:{postgres_server.port}" in last and f"writing session {session}" in last
+        assert postgres_server.password not in lost.stderr + lost.stdout
+    finally:
+        postgres_server.start()
+    again = dsh("exec", "--json", "--deployment", str(deployment), "--session", session, "--", "echo turn-3", home=home)
+    assert again.returncode == 0, again.stderr
+    shown = json.loads(dsh("sessions", "show", session, "--json", "--deployment", str(deployment), home=home).stdout)
+    outputs = [e["data"]["data"]["stdout"] for e in shown["events"] if e["type"] == "tool/result"]
+    assert outputs[0] == "turn-1\n" and outputs[-1] == "turn-3\n"

@@ -184,11 +184,15 @@ class TemporaryServer:
                 if attempt == 2:
                     raise
 
-    def stop(self, mode: str = "fast") -> None:
-        """Stop the server (``fast`` disconnects clients; ``immediate`` is a crash)."""
+    def stop_argv(self, mode: str = "fast") -> list[str]:
+        """The command line that stops the server (as its own user), for a test to run elsewhere."""
         if self.bin is None or self.root is None:
             raise ServerUnavailable("PostgreSQL server was never set up (call setup() first)")
-        self._run([str(self.bin / "pg_ctl"), "-D", str(self.root / "data"), "-m", mode, "-w", "stop"], "server stop")
+        return [*self._run_as, str(self.bin / "pg_ctl"), "-D", str(self.root / "data"), "-m", mode, "-w", "stop"]
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server (``fast`` disconnects clients; ``immediate`` is a crash)."""
+        self._run(self.stop_argv(mode)[len(self._run_as) :], "server stop")
 
     def cleanup(self) -> None:
         """Stop the server if it runs and delete its directory."""
