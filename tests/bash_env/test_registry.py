@@ -20,7 +20,7 @@ from dsh.persistence.sqlite import SqlitePersistence
 from dsh.session import SESSION_PERSISTENCE, AgentRef, SessionHeader, ToolExecution
 
 HEADER = SessionHeader(id="sess-1", cwd="/work/project")
-AGENT_CALL = ToolExecution("bash", "c1", agent=AgentRef("main", HEADER))
+AGENT_CALL = ToolExecution("bash", "c1", agent=AgentRef("main", HEADER), turn_id="sess-1:turn-1")
 BARE_CALL = ToolExecution("bash", "c2")
 
 
@@ -47,6 +47,11 @@ def registry(tmp_path: Path) -> BashEnvRegistry:
         (_contributor("c", {"DSH_HOME": "a"}), "contributor 'c' declares key 'DSH_HOME', which is reserved"),
         (_contributor("c", {"DSH_SESSION_ID": "a"}), "reserved"),
         (_contributor("c", {"DSH_SHELL": "a"}), "reserved"),
+        (
+            _contributor("c", {"DSH_TOOL_CALL_ID": "a"}),
+            "contributor 'c' declares key 'DSH_TOOL_CALL_ID', which is reserved",
+        ),
+        (_contributor("c", {"DSH_TURN_ID": "a"}), "reserved"),
         (_contributor("c", {"DSH_A": " "}), "contributor 'c' gives key 'DSH_A' a blank description"),
         (_contributor("c", {"DSH_A": VariableSpec("")}), "blank description"),
     ],
@@ -80,13 +85,17 @@ def test_collect_builds_a_fresh_immutable_snapshot(registry: BashEnvRegistry, tm
         "DSH_HOME": str(tmp_path / "home"),
         "DSH_SHELL": "1",
         "DSH_SESSION_ID": "sess-1",
+        "DSH_TOOL_CALL_ID": "c1",
+        "DSH_TURN_ID": "sess-1:turn-1",
         "DSH_A": "c1",
         "DSH_B": "2",
     }
     with pytest.raises(TypeError):
         snap["DSH_A"] = "x"  # type: ignore[index]
     bare = registry.collect(BARE_CALL)
-    assert "DSH_SESSION_ID" not in bare and bare["DSH_A"] == "c2"
+    assert dict(bare) == {"DSH_HOME": str(tmp_path / "home"), "DSH_SHELL": "1", "DSH_A": "c2", "DSH_B": "2"}
+    no_turn = registry.collect(ToolExecution("bash", "c3", agent=AgentRef("main", HEADER)))
+    assert no_turn["DSH_TOOL_CALL_ID"] == "c3" and "DSH_TURN_ID" not in no_turn
     assert snap is not registry.collect(AGENT_CALL)
 
 
@@ -179,7 +188,14 @@ def test_malformed_contributor_fails_its_plugin_and_others_run(tmp_path: Path) -
 def test_list_includes_builtins_marked_and_sorted(tmp_path: Path) -> None:
     registry = _harness(tmp_path).require(BASH_ENV)
     rows = registry.list()
-    assert [r.key for r in rows] == ["DSH_HOME", "DSH_SESSION_ID", "DSH_SESSION_JSONL", "DSH_SHELL"]
+    assert [r.key for r in rows] == [
+        "DSH_HOME",
+        "DSH_SESSION_ID",
+        "DSH_SESSION_JSONL",
+        "DSH_SHELL",
+        "DSH_TOOL_CALL_ID",
+        "DSH_TURN_ID",
+    ]
     assert all(r.builtin and r.distribution == "dsh-bash-env" for r in rows)
     assert {r.owner for r in rows} == {"bash-env", "session-persistence"}
 

@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from dsh.bash_env import BASH_ENV
+from dsh.bash_env import BASH_ENV, TOOL_CALL_ID_KEY, TURN_ID_KEY
 from dsh.core import DshError, Fiber
 from dsh.loader import Runtime
 from dsh.session import (
@@ -153,6 +153,9 @@ def _env(args: argparse.Namespace) -> int:
         if args.session:
             header = runtime.ctx.require(SESSIONS).resume(args.session).header
             values = dict(registry.collect(ToolExecution("bash", "dsh-env", agent=AgentRef("main", header))))
+            # No call or turn is running: their ids have no value to show.
+            for key in (TOOL_CALL_ID_KEY, TURN_ID_KEY):
+                values.pop(key, None)
         rows = []
         for info in registry.list():
             row: dict[str, Any] = {

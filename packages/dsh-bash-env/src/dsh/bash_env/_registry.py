@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 HOME_KEY = DSH_ENV_PREFIX + "HOME"
 SHELL_KEY = DSH_ENV_PREFIX + "SHELL"
 SESSION_ID_KEY = DSH_ENV_PREFIX + "SESSION_ID"
-RESERVED_KEYS = frozenset({HOME_KEY, SHELL_KEY, SESSION_ID_KEY})
+TOOL_CALL_ID_KEY = DSH_ENV_PREFIX + "TOOL_CALL_ID"
+TURN_ID_KEY = DSH_ENV_PREFIX + "TURN_ID"
+RESERVED_KEYS = frozenset({HOME_KEY, SHELL_KEY, SESSION_ID_KEY, TOOL_CALL_ID_KEY, TURN_ID_KEY})
 KEY_PATTERN = re.compile(re.escape(DSH_ENV_PREFIX) + r"[A-Z][A-Z0-9_]*")
 BUILTIN_OWNER = "bash-env"
 BUILTIN_DISTRIBUTION = "dsh-bash-env"
@@ -31,6 +33,9 @@ _BUILTIN_DESCRIPTIONS = {
     HOME_KEY: "Absolute path of the harness home.",
     SHELL_KEY: "Always 1: this shell was started by the harness for a model tool call.",
     SESSION_ID_KEY: "Id of the agent session that made this call (absent for calls without an agent).",
+    TOOL_CALL_ID_KEY: "Id of this tool call, the call_id of its tool/call event in the transcript "
+    "(absent for calls without an agent).",
+    TURN_ID_KEY: "Id of the turn that made this call (absent for calls without an agent or a turn).",
 }
 
 
@@ -203,6 +208,9 @@ class BashEnvRegistry(Service):
         agent = execution.agent
         if agent is not None:
             out[SESSION_ID_KEY] = agent.header.id
+            out[TOOL_CALL_ID_KEY] = execution.call_id
+            if execution.turn_id:
+                out[TURN_ID_KEY] = execution.turn_id
         for entry in state.ordered:
             try:
                 values = entry.resolve(execution)
