@@ -44,6 +44,7 @@ def test_turn_lifecycle_and_flush_checkpoint(runtime: Runtime, tmp_path: Path) -
         "session/header",
         "turn/start",
         "message/user",
+        "model/request",
         "message/assistant",
         "tool/call",
         "tool/result",

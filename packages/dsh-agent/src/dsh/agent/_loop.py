@@ -17,6 +17,7 @@ from dsh.loader import CATALOG
 from dsh.session import SESSIONS, TOOLS, AgentRef, Session, ToolExecution, ToolResult, ToolSpec
 
 from ._model import Model, ToolCall
+from ._request import REQUEST_EVENT, request_data
 
 if TYPE_CHECKING:
     from dsh.hooks import HookOutcome, HookRunner, HookScope, Notice
@@ -189,9 +190,15 @@ class Agent:
                     return result
             self.model.begin_turn(prompt)
             stop_hook_active = False
+            offered: dict[str, Any] | None = None
             for _ in range(self.max_steps):
                 await self._background_hooks()
-                step = await self.model.step(session, self._tool_specs())
+                specs = self._tool_specs()
+                request = request_data(self.model.name, specs)
+                if request != offered:  # once per turn, and again whenever the offer changes
+                    session.record(REQUEST_EVENT, **request)
+                    offered = request
+                step = await self.model.step(session, specs)
                 calls = [c if c.id else c.model_copy(update={"id": _new_call_id()}) for c in step.tool_calls]
                 session.record(
                     "message/assistant",

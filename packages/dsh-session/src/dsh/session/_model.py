@@ -100,6 +100,7 @@ EVENT_TYPES = frozenset(
         "turn/end",
         "message/user",
         "message/assistant",
+        "model/request",
         "tool/call",
         "tool/result",
         "hook/result",
