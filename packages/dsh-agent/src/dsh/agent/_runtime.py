@@ -31,7 +31,7 @@ DEFAULT_SOURCE = "<default deployment>"
 
 
 def default_plugins(home: Path) -> list[PluginEntry]:
-    """The default plugin set: the local executor, bash-env, the bash tool, and hooks when configured.
+    """The default plugin set: the local executor, bash-env, the bash tool, skills, and hooks when configured.
 
     Hooks are added when ``<home>/hooks/claude.json`` (a Claude Code ``settings.json``-style file)
     or ``<home>/hooks/codex.json`` (a Codex ``hooks.json``) exists.
@@ -40,6 +40,7 @@ def default_plugins(home: Path) -> list[PluginEntry]:
         PluginEntry(id="bash-local", name="bash-local"),
         PluginEntry(id="bash-env", name="bash-env"),
         PluginEntry(id="tool-bash", name="tool-bash"),
+        PluginEntry(id="skills", name="skills"),
     ]
     hooks = {
         d: str(home / "hooks" / f"{d}.json") for d in ("claude", "codex") if (home / "hooks" / f"{d}.json").is_file()

@@ -1,0 +1,218 @@
+"""Skills: ``<root>/<dir>/SKILL.md`` files with ``name`` and ``description`` front matter, and their registry."""
+
+from __future__ import annotations
+
+import builtins
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dsh.core import Disposer, DshError, Service, ServiceKey
+from dsh.loader import EntryPointItem
+
+SKILLS_GROUP = "dsh.skills"
+"""Entry-point group of plugin-shipped skills: each names a package, an absolute folder, or a callable returning one."""
+SKILL_FILE = "SKILL.md"
+NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+"""Skill names as Claude Code and Codex accept them: lower-case letters, digits and hyphens, 64 at most."""
+MAX_DESCRIPTION = 1024
+HOME_SOURCE = "home"
+"""The name of the source for ``<DSH_HOME>/skills``."""
+
+
+class SkillError(DshError):
+    """A skill file is malformed, or a skill source cannot be registered."""
+
+
+@dataclass(frozen=True)
+class Skill:
+    """One skill: its front matter, its instructions, and where it came from."""
+
+    name: str
+    description: str
+    instructions: str
+    path: str
+    """Absolute path of the ``SKILL.md`` file."""
+    source: str
+    """``home`` for ``<DSH_HOME>/skills``, else the ``dsh.skills`` entry-point name."""
+    distribution: str | None = None
+    version: str | None = None
+
+    @property
+    def directory(self) -> str:
+        """The skill's folder (files the instructions refer to live here)."""
+        return os.path.dirname(self.path)
+
+    def as_json(self) -> dict[str, Any]:
+        """The row ``dsh skills --json`` prints."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "path": self.path,
+            "source": self.source,
+            "distribution": self.distribution,
+            "version": self.version,
+        }
+
+
+def _front_matter(text: str, path: str) -> tuple[dict[str, Any], str]:
+    import yaml  # only skill files need it
+
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].strip() != "---":
+        raise SkillError(f"{path}: does not start with a '---' line of YAML front matter")
+    for end in range(1, len(lines)):
+        if lines[end].strip() == "---":
+            break
+    else:
+        raise SkillError(f"{path}: the YAML front matter has no closing '---' line")
+    try:
+        meta = yaml.safe_load("".join(lines[1:end]))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 2}" if mark is not None else ""
+        raise SkillError(f"{path}: invalid YAML front matter{where}: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(meta, dict):
+        raise SkillError(f"{path}: the front matter must be a mapping with 'name' and 'description'")
+    return meta, "".join(lines[end + 1 :]).strip("\n") + "\n"
+
+
+def parse_skill(path: str | os.PathLike[str], source: str = HOME_SOURCE, origin: EntryPointItem | None = None) -> Skill:
+    """Read one ``SKILL.md``; raise :class:`SkillError` naming the file and what is wrong."""
+    where = os.path.abspath(os.fspath(path))
+    try:
+        text = Path(where).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise SkillError(f"{where}: cannot read skill: {reason}") from None
+    meta, body = _front_matter(text, where)
+    name, description = meta.get("name"), meta.get("description")
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        raise SkillError(
+            f"{where}: front matter 'name' is {name!r}; use 1 to 64 lower-case letters, digits and hyphens"
+        )
+    if not isinstance(description, str) or not description.strip():
+        raise SkillError(f"{where}: front matter 'description' is missing or blank")
+    if len(description) > MAX_DESCRIPTION:
+        raise SkillError(f"{where}: front matter 'description' is {len(description)} characters; at most 1024")
+    return Skill(
+        name=name,
+        description=" ".join(description.split()),
+        instructions=body,
+        path=where,
+        source=source,
+        distribution=origin.distribution if origin else None,
+        version=origin.version if origin else None,
+    )
+
+
+@dataclass(frozen=True)
+class SkillSource:
+    """A folder of skills: the home's, or one a ``dsh.skills`` entry point names."""
+
+    name: str
+    root: str
+    origin: EntryPointItem | None = None
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """What one scan found: skills sorted by name, and one warning per file or source that failed."""
+
+    skills: tuple[Skill, ...]
+    warnings: tuple[str, ...]
+
+    def get(self, name: str) -> Skill | None:
+        """The skill called ``name``, if found."""
+        return next((s for s in self.skills if s.name == name), None)
+
+
+def _scan(source: SkillSource, warnings: builtins.list[str]) -> builtins.list[Skill]:
+    try:
+        entries = sorted(os.scandir(source.root), key=lambda e: e.name)
+    except FileNotFoundError:
+        if source.name != HOME_SOURCE:  # a home without skills is normal; a plugin's missing folder is not
+            warnings.append(f"skill source '{source.name}': folder {source.root} does not exist")
+        return []
+    except OSError as exc:
+        warnings.append(f"skill source '{source.name}': cannot read {source.root}: {exc.strerror or exc}")
+        return []
+    found = []
+    for entry in entries:
+        candidate = os.path.join(entry.path, SKILL_FILE)
+        if not entry.is_dir() or not os.path.exists(candidate):
+            continue
+        try:
+            found.append(parse_skill(candidate, source.name, source.origin))
+        except SkillError as exc:
+            warnings.append(str(exc))
+    return found
+
+
+class _State:
+    __slots__ = ("home", "sources")
+
+    def __init__(self, home: str) -> None:
+        self.home = home
+        self.sources: dict[str, SkillSource] = {}
+
+
+class SkillRegistry(Service):
+    """The ``skills`` service: the home's skills plus every registered source, read afresh on each scan.
+
+    Obtained through ``ctx.get(SKILLS)``, the registry is bound to the caller, so a source a
+    plugin registers is an effect of that plugin's fiber.
+    """
+
+    def __init__(self, home: str | Path) -> None:
+        self._state = _State(str(Path(home).absolute()))
+
+    @property
+    def home(self) -> str:
+        """The harness home whose ``skills`` folder is scanned first."""
+        return self._state.home
+
+    def register(self, name: str, root: str | os.PathLike[str], *, origin: EntryPointItem | None = None) -> Disposer:
+        """Add a folder of skills under a unique source name; an effect of the caller's fiber."""
+        state = self._state
+        if not name.strip() or name == HOME_SOURCE:
+            raise SkillError(f"skill source name {name!r} is blank or reserved")
+        source = SkillSource(name, os.path.abspath(os.fspath(root)), origin)
+
+        def setup() -> Disposer:
+            if name in state.sources:
+                raise SkillError(f"a skill source named '{name}' is already registered")
+            state.sources[name] = source
+
+            def remove() -> None:
+                if state.sources.get(name) is source:
+                    del state.sources[name]
+
+            return remove
+
+        return self.effect(setup, label=f"skill source {name}")
+
+    def sources(self) -> builtins.list[SkillSource]:
+        """The home's source first, then registered sources by name."""
+        state = self._state
+        home = SkillSource(HOME_SOURCE, os.path.join(state.home, "skills"))
+        return [home, *(state.sources[n] for n in sorted(state.sources))]
+
+    def discover(self) -> Discovery:
+        """Read every source now. A name found twice keeps the first (the home wins) and warns."""
+        warnings: builtins.list[str] = []
+        chosen: dict[str, Skill] = {}
+        for source in self.sources():
+            for skill in _scan(source, warnings):
+                first = chosen.get(skill.name)
+                if first is not None:
+                    warnings.append(f"skill '{skill.name}' in {skill.path} is shadowed by {first.path}")
+                    continue
+                chosen[skill.name] = skill
+        return Discovery(tuple(chosen[n] for n in sorted(chosen)), tuple(warnings))
+
+
+SKILLS: ServiceKey[SkillRegistry] = ServiceKey("skills")
+"""The skills service."""
