@@ -170,6 +170,41 @@ def build_parser() -> argparse.ArgumentParser:
         parent=sessions,
     )
     common(s, json=False)
+    s = verb(
+        "fork",
+        "A new stored session from a prefix of another: new id, new location,\n"
+        "parent_session and origin 'fork' in its header. Prints the new id.",
+        "dsh sessions fork ID                  every turn of ID",
+        "dsh sessions fork ID --at 2 --json    only its first two turns",
+        'dsh exec --session "$(dsh sessions fork ID)" -- \'echo $DSH_SESSION_ID\'',
+        parent=sessions,
+    )
+    s.add_argument("id", metavar="ID")
+    s.add_argument("--at", type=int, metavar="TURN", help="keep the first TURN turns (default: every turn)")
+    common(s)
+    s = verb(
+        "verify",
+        "Check a transcript against its session: by default, inside a harness-managed shell,\n"
+        "that $DSH_SESSION_JSONL is a file you own, not writable by others, whose header id is\n"
+        "$DSH_SESSION_ID. Exit 0 when consistent (a first turn not yet flushed says so),\n"
+        "1 with one line per problem.",
+        "dsh sessions verify                   in a shell the model runs",
+        "dsh sessions verify --call            also: $DSH_TOOL_CALL_ID is recorded or pending",
+        "dsh sessions verify --session ID      ask the deployment where ID's transcript is",
+        parent=sessions,
+    )
+    s.add_argument("--path", metavar="FILE", help="the transcript to check (default: $DSH_SESSION_JSONL)")
+    s.add_argument("--call", action="store_true", help="also check that $DSH_TOOL_CALL_ID is recorded or pending")
+    common(s, session="the session to check (default: $DSH_SESSION_ID)")
+
+    p = verb(
+        "skills",
+        "Skills found now under $DSH_HOME/skills/<name>/SKILL.md and shipped by plugin\n"
+        "distributions (dsh.skills entry points); malformed files are warnings on stderr.",
+        "dsh skills",
+        "dsh skills --json",
+    )
+    common(p)
     return parser
 
 

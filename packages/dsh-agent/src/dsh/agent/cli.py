@@ -357,6 +357,14 @@ def dispatch(args: argparse.Namespace) -> int:
             return _env(args)
         if args.verb == "plugins":
             return _plugins(args)
+        if args.verb == "skills":
+            from ._skills_cmd import skills
+
+            return skills(args)
+        if args.action in ("fork", "verify"):
+            from . import _sessions_cmd
+
+            return _sessions_cmd.fork(args) if args.action == "fork" else _sessions_cmd.verify(args)
         return _sessions(args)
     except (DshError, OSError) as exc:
         if args.debug:

@@ -106,6 +106,7 @@ EVENT_TYPES = frozenset(
         "hook/result",
         "subagent/start",
         "subagent/end",
+        "session/fork",
         "error",
     }
 )

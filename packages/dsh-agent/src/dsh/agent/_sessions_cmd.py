@@ -1,0 +1,236 @@
+"""``dsh sessions fork`` and ``dsh sessions verify``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import stat
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dsh.bash_env import SESSION_ID_KEY, SESSION_JSONL_KEY, TOOL_CALL_ID_KEY, TURN_ID_KEY
+from dsh.core import DshError
+from dsh.persistence.jsonl import JsonlPersistence
+from dsh.session import SESSIONS, PersistenceError, Session, SessionEvent, SessionNotFoundError, validate_session_id
+
+from ._exec import location_json
+from ._runtime import open_runtime
+
+FORK_EVENT = "session/fork"
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+
+
+def turn_boundary(session: Session, turns: int) -> int:
+    """How many events precede turn ``turns + 1``: the prefix holding the first ``turns`` turns."""
+    total = session.turns
+    if not 0 <= turns <= total:
+        raise DshError(f"session {session.id} has {total} turn(s); --at takes 0 to {total}")
+    seen = 0
+    for index, event in enumerate(session.history):
+        if event.type == "turn/start":
+            if seen == turns:
+                return index
+            seen += 1
+    return len(session.history)
+
+
+def fork(args: argparse.Namespace) -> int:
+    """``dsh sessions fork ID [--at TURN]``: a new, stored session seeded with a prefix of ``ID``."""
+    runtime = open_runtime(args.deployment)
+    try:
+        store = runtime.ctx.require(SESSIONS)
+        parent = store.resume(args.id)
+        at = parent.turns if args.at is None else args.at
+        child = store.fork(parent.id, upto=turn_boundary(parent, at))
+        # The marker makes even an empty prefix a stored session that `dsh exec --session` can resume.
+        child.record(FORK_EVENT, parent_session=parent.id, at_turn=at, seed_length=child.header.seed_length)
+        child.flush()
+        header = child.header
+        if args.json:
+            _print_json(
+                {
+                    "session_id": header.id,
+                    "parent_session": header.parent_session,
+                    "origin": header.origin,
+                    "at_turn": at,
+                    "seed_length": header.seed_length,
+                    "location": location_json(child),
+                }
+            )
+        else:
+            print(header.id)
+        return 0
+    finally:
+        runtime.close()
+
+
+@dataclass
+class Verdict:
+    """What ``dsh sessions verify`` found (``--json`` prints it)."""
+
+    session_id: str
+    path: str | None
+    status: str = "consistent"
+    """``consistent``, ``unflushed`` (the first turn is still running) or ``inconsistent``."""
+    call: dict[str, str] | None = None
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``--json`` document."""
+        return {
+            "session_id": self.session_id,
+            "path": self.path,
+            "status": self.status,
+            "call": self.call,
+            "problems": self.problems,
+            "notes": self.notes,
+        }
+
+
+def _is_first_turn(turn_id: str | None, session_id: str) -> bool:
+    # Turn ids are "<session id>:turn-<n>" (Agent._open_turn); n counts from 1.
+    return turn_id == f"{session_id}:turn-1"
+
+
+def _check_file(path: str, session_id: str, verdict: Verdict) -> list[SessionEvent] | None:
+    """File checks, then the header; the events, or None when the file does not exist."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        verdict.problems.append(f"{path}: cannot stat: {exc.strerror or exc}")
+        return []
+    if stat.S_ISLNK(st.st_mode):
+        verdict.problems.append(f"{path} is a symbolic link; dsh never writes a transcript through one")
+        return []
+    if not stat.S_ISREG(st.st_mode):
+        verdict.problems.append(f"{path} is not a regular file")
+        return []
+    if st.st_uid != os.getuid():
+        verdict.problems.append(f"{path} is owned by uid {st.st_uid}, not by you (uid {os.getuid()})")
+    if st.st_mode & 0o022:
+        who = " and ".join(w for w, bit in (("group", 0o020), ("others", 0o002)) if st.st_mode & bit)
+        verdict.problems.append(
+            f"{path} is writable by {who} (mode {stat.S_IMODE(st.st_mode):04o}); dsh writes transcripts 0600"
+        )
+    directory = os.path.dirname(path)
+    try:
+        dst = os.stat(directory)
+        if dst.st_mode & 0o002 and not dst.st_mode & stat.S_ISVTX:
+            verdict.problems.append(f"{directory} is writable by others, who could replace the transcript")
+    except OSError:
+        pass
+    try:
+        stored = JsonlPersistence.load_file(path)
+    except (PersistenceError, OSError) as exc:
+        verdict.problems.append(str(exc))
+        return []
+    if stored.header.id != session_id:
+        verdict.problems.append(f"{path}: the header's session id is {stored.header.id}, not {session_id}")
+    verdict.notes.extend(stored.damage)
+    return list(stored.events)
+
+
+def _check_call(
+    events: Sequence[SessionEvent] | None, call_id: str | None, turn_id: str | None, where: str, verdict: Verdict
+) -> None:
+    if not call_id:
+        verdict.problems.append(
+            f"--call needs ${TOOL_CALL_ID_KEY}, which a harness-managed shell of session {verdict.session_id} has"
+        )
+        return
+    recorded = events is not None and any(e.type == "tool/call" and e.data.get("call_id") == call_id for e in events)
+    if recorded:
+        verdict.call = {"id": call_id, "status": "recorded"}
+        return
+    turn_ended = events is not None and any(e.type == "turn/end" and e.data.get("turn_id") == turn_id for e in events)
+    if turn_id and not turn_ended and (events is not None or verdict.status == "unflushed"):
+        # The launching turn is still open: its events are buffered until the turn-end flush.
+        verdict.call = {"id": call_id, "status": "pending", "turn_id": turn_id}
+        return
+    verdict.call = {"id": call_id, "status": "missing"}
+    reason = f"its turn {turn_id} has ended" if turn_id else f"${TURN_ID_KEY} is not set"
+    verdict.problems.append(f"call {call_id} is not recorded in {where}, and {reason}")
+
+
+def run_verify(
+    env: Mapping[str, str], *, session: str | None, path: str | None, call: bool, deployment: str | None
+) -> Verdict:
+    """Check a transcript against a session id (by default the calling shell's ``$DSH_*`` facts)."""
+    current = env.get(SESSION_ID_KEY) or None
+    session_id = session or current
+    if not session_id:
+        raise DshError(
+            f"dsh sessions verify needs a session: pass --session ID, or run it in a harness-managed shell "
+            f"(${SESSION_ID_KEY} is not set)"
+        )
+    validate_session_id(session_id)
+    own = session_id == current  # the calling shell's own session: its other $DSH_* facts apply
+    path = path or (env.get(SESSION_JSONL_KEY) if own else None) or None
+    turn_id = env.get(TURN_ID_KEY) if own else None
+    verdict = Verdict(session_id, os.path.abspath(path) if path else None)
+    events: list[SessionEvent] | None
+    where = path or f"session {session_id}"
+    if verdict.path is not None:
+        events = _check_file(verdict.path, session_id, verdict)
+    else:
+        runtime = open_runtime(deployment)
+        try:
+            store = runtime.ctx.require(SESSIONS)
+            try:
+                stored = store.resume(session_id)
+            except SessionNotFoundError:
+                events = None
+            else:
+                location = stored.locate()
+                if location is not None and location.kind == "jsonl":
+                    verdict.path = where = location.path
+                    events = _check_file(location.path, session_id, verdict)
+                else:
+                    where = f"session {session_id} in the deployment's {type(store.persistence()).__name__}"
+                    events = list(stored.history)
+                    verdict.notes.extend(stored.damage)
+        finally:
+            runtime.close()
+    if events is None:
+        if _is_first_turn(turn_id, session_id):
+            verdict.status = "unflushed"
+            verdict.notes.append(
+                f"session {session_id} has not been flushed yet: its first turn ({turn_id}) is still running"
+            )
+        else:
+            verdict.problems.append(f"{where} does not exist" if path else f"no stored session {session_id}")
+    if call:
+        _check_call(events, env.get(TOOL_CALL_ID_KEY) if own else None, turn_id, where, verdict)
+    if verdict.problems:
+        verdict.status = "inconsistent"
+    return verdict
+
+
+def verify(args: argparse.Namespace) -> int:
+    """``dsh sessions verify``: exit 0 when consistent (or not yet flushed), 1 with one line per problem."""
+    verdict = run_verify(os.environ, session=args.session, path=args.path, call=args.call, deployment=args.deployment)
+    if args.json:
+        _print_json(verdict.as_json())
+    else:
+        for problem in verdict.problems:
+            print(problem)
+        for note in verdict.notes:
+            print(f"note: {note}")
+        if not verdict.problems:
+            what = verdict.path or f"session {verdict.session_id}"
+            line = f"ok: {what} belongs to session {verdict.session_id}"
+            if verdict.status == "unflushed":
+                line = f"ok: session {verdict.session_id} is not flushed yet"
+            if verdict.call is not None:
+                line += f"; call {verdict.call['id']} is {verdict.call['status']}"
+            print(line)
+    return 1 if verdict.problems else 0

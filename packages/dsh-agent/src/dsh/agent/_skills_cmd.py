@@ -1,0 +1,38 @@
+"""``dsh skills``: the skills a deployment offers the model."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from dsh.core import DshError
+from dsh.skills import SKILLS
+
+from ._runtime import open_runtime
+
+
+def skills(args: argparse.Namespace) -> int:
+    """List every skill found now, with where it came from; malformed files are warnings on stderr."""
+    runtime = open_runtime(args.deployment)
+    try:
+        registry = runtime.ctx.get(SKILLS)
+        if registry is None:
+            raise DshError(f"{runtime.source}: the deployment loads no skills plugin; add {{id: skills, name: skills}}")
+        found = registry.discover()
+        for warning in found.warnings:
+            print(f"dsh: warning: {warning}", file=sys.stderr)
+        if args.json:
+            document = {
+                "home": registry.home,
+                "skills": [s.as_json() for s in found.skills],
+                "warnings": list(found.warnings),
+            }
+            sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        else:
+            for skill in found.skills:
+                origin = f"{skill.distribution} {skill.version}" if skill.distribution else skill.source
+                print(f"{skill.name}\n    {skill.description}\n    {skill.path} ({origin})")
+        return 0
+    finally:
+        runtime.close()
