@@ -28,6 +28,7 @@ def test_there_is_one_distribution_per_planned_package() -> None:
         "dsh-persistence-postgres",
         "dsh-persistence-sqlite",
         "dsh-session",
+        "dsh-skills",
         "dsh-tool-bash",
         "dsh-tool-pwsh",
     ]

@@ -1,0 +1,197 @@
+"""Skills: discovery under the home, plugin-shipped skills, the skill tool, dsh skills, one home."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dsh.core import SKILLS_GROUP, DeploymentError, boot, parse_deployment
+from dsh.session import TOOLS, ToolExecution
+from dsh.skills import SKILLS, SkillRegistry, parse_skill
+from tests.helpers import dsh, harness, make_dist, remove_dist, touch_dir
+
+SKILL_PLUGINS: list[dict[str, object]] = [{"id": "skills", "name": "skills"}]
+
+
+def write_skill(root: Path, folder: str, text: str) -> Path:
+    path = root / folder / "SKILL.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def skill_text(name: str, description: str, body: str = "Do the thing.\n") -> str:
+    return f"---\nname: {name}\ndescription: {description}\n---\n{body}"
+
+
+def test_parse_reads_front_matter_and_instructions(tmp_path: Path) -> None:
+    path = write_skill(
+        tmp_path,
+        "notes",
+        "---\nname: release-notes\ndescription: >\n  Write release notes\n  from git.\n"
+        "allowed-tools: Bash\n---\n\n# Steps\nRun git log.\n",
+    )
+    skill = parse_skill(path)
+    assert (skill.name, skill.description) == ("release-notes", "Write release notes from git.")
+    assert skill.instructions == "# Steps\nRun git log.\n"
+    assert skill.path == str(path) and skill.directory == str(path.parent) and skill.source == "home"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("no front matter\n", "does not start with a '---' line"),
+        ("---\nname: x\ndescription: y\n", "has no closing '---' line"),
+        ("---\nname: [unclosed\n---\n", "invalid YAML front matter at line 3"),
+        ("---\n- a list\n---\n", "must be a mapping"),
+        ("---\ndescription: y\n---\n", "'name' is None"),
+        ("---\nname: Has Spaces\ndescription: y\n---\n", "'name' is 'Has Spaces'"),
+        ("---\nname: ok\ndescription: '  '\n---\n", "'description' is missing or blank"),
+        (f"---\nname: ok\ndescription: {'d' * 1025}\n---\n", "1025 characters; at most 1024"),
+    ],
+)
+def test_a_malformed_skill_is_one_warning_naming_it_and_others_load(tmp_path: Path, text: str, message: str) -> None:
+    home = tmp_path / "home"
+    bad = write_skill(home / "skills", "bad", text)
+    write_skill(home / "skills", "good", skill_text("good", "Fine."))
+    found = SkillRegistry(home).discover()
+    assert [s.name for s in found.skills] == ["good"]
+    (warning,) = found.warnings
+    assert warning.startswith(f"{bad}: ") and message in warning
+
+
+def test_home_wins_over_a_plugin_source_and_the_shadowed_one_is_named(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    mine = write_skill(home / "skills", "deploy", skill_text("deploy", "Mine."))
+    theirs = write_skill(tmp_path / "plugin", "deploy", skill_text("deploy", "Theirs."))
+    write_skill(tmp_path / "plugin", "lint", skill_text("lint", "Lint it."))
+    registry = SkillRegistry(home)
+    dispose = registry.register("acme", tmp_path / "plugin")
+    found = registry.discover()
+    assert [(s.name, s.description, s.source) for s in found.skills] == [
+        ("deploy", "Mine.", "home"),
+        ("lint", "Lint it.", "acme"),
+    ]
+    assert found.warnings == (f"skill 'deploy' in {theirs} is shadowed by {mine}",)
+    dispose()
+    assert [s.name for s in registry.discover().skills] == ["deploy"]
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    path = tmp_path / "site"
+    path.mkdir()
+    monkeypatch.syspath_prepend(str(path))
+    yield path
+    for name in [m for m in sys.modules if m.startswith("acme_skills")]:
+        del sys.modules[name]
+
+
+def test_plugin_skills_are_attributed_and_removed_on_uninstall(site: Path, tmp_path: Path) -> None:
+    package = site / "acme_skills"
+    write_skill(package, "lint", skill_text("lint", "Lint the repository."))
+    (package / "__init__.py").write_text("")
+    info = make_dist(site, "acme-skills", "2.1", {SKILLS_GROUP: {"acme": "acme_skills"}})
+    runtime = harness(tmp_path, plugins=SKILL_PLUGINS)
+    try:
+        registry = runtime.ctx.require(SKILLS)
+        (skill,) = registry.discover().skills
+        assert (skill.name, skill.source, skill.distribution, skill.version) == ("lint", "acme", "acme-skills", "2.1")
+        assert {f.label: f.state.value for f in runtime.fibers() if f.label.startswith("skills:")} == {
+            "skills:acme": "active"
+        }
+        remove_dist(info)
+        touch_dir(site)
+        runtime.refresh()
+        assert registry.discover().skills == ()
+        assert not [f for f in runtime.fibers() if f.label.startswith("skills:")]
+    finally:
+        runtime.close()
+
+
+def test_a_broken_skills_entry_point_is_a_warning_not_a_boot_failure(site: Path, tmp_path: Path) -> None:
+    make_dist(site, "acme-broken", "1.0", {SKILLS_GROUP: {"broken": "acme_skills_missing"}})
+    runtime = harness(tmp_path, plugins=SKILL_PLUGINS)
+    try:
+        (warning,) = runtime.warnings()
+        assert "plugin 'skills:broken' (from acme-broken 1.0) failed" in warning
+        assert runtime.ctx.require(SKILLS).discover().skills == ()
+    finally:
+        runtime.close()
+
+
+def test_the_skill_tool_lists_and_loads(tmp_path: Path) -> None:
+    runtime = harness(tmp_path, plugins=SKILL_PLUGINS)
+    skills = tmp_path / "home" / "skills"
+    write_skill(skills, "deploy", skill_text("deploy", "Ship it.", "Run make deploy.\n"))
+    try:
+        tool = runtime.ctx.require(TOOLS).get("skill")
+        assert tool is not None
+        call = ToolExecution("skill", "c")
+        listed = asyncio.run(tool({}, call))
+        assert listed.output == "Available skills:\n- deploy: Ship it." and not listed.is_error
+        loaded = asyncio.run(tool({"name": "deploy"}, call))
+        assert loaded.output == f"Skill 'deploy' (folder: {skills / 'deploy'})\n\nRun make deploy.\n"
+        unknown = asyncio.run(tool({"name": "nope"}, call))
+        assert unknown.is_error and unknown.output == "no skill named 'nope'; skills: deploy"
+    finally:
+        runtime.close()
+
+
+def test_a_conflicting_skills_home_fails_composition_naming_both(tmp_path: Path) -> None:
+    deployment = parse_deployment(
+        {
+            "dsh_home": str(tmp_path / "one"),
+            "plugins": [{"id": "skills", "name": "skills", "config": {"dsh_home": str(tmp_path / "two")}}],
+        }
+    )
+    with pytest.raises(DeploymentError) as info:
+        boot(deployment, source="d.yaml")
+    message = str(info.value)
+    assert "\n" not in message
+    assert str(tmp_path / "one") in message and str(tmp_path / "two") in message
+    assert "entry 'skills' config.dsh_home" in message
+
+
+@pytest.mark.integration
+def test_dsh_skills_and_the_model_calling_skill_in_the_loop(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    write_skill(home / "skills", "deploy", skill_text("deploy", "Ship it.", "Run make deploy.\n"))
+    bad = write_skill(home / "skills", "broken", "---\nname: broken\n---\n")
+    listed = dsh("skills", "--json", home=home)
+    assert listed.returncode == 0, listed.stderr
+    out = json.loads(listed.stdout)
+    assert out["home"] == str(home)
+    assert [(s["name"], s["source"]) for s in out["skills"]] == [("deploy", "home")]
+    assert out["warnings"] == [f"{bad}: front matter 'description' is missing or blank"]
+    assert listed.stderr == f"dsh: warning: {bad}: front matter 'description' is missing or blank\n"
+    text = dsh("skills", home=home)
+    assert text.stdout == f"deploy\n    Ship it.\n    {home / 'skills' / 'deploy' / 'SKILL.md'} (home)\n"
+
+    script = tmp_path / "script.json"
+    script.write_text(
+        json.dumps(
+            {
+                "turns": [
+                    {
+                        "user": "deploy please",
+                        "steps": [
+                            {"tool_calls": [{"name": "skill", "arguments": {}}]},
+                            {"tool_calls": [{"name": "skill", "arguments": {"name": "deploy"}}]},
+                            {"text": "following the skill"},
+                        ],
+                    }
+                ]
+            }
+        )
+    )
+    run = dsh("run", "--script", str(script), "--json", home=home)
+    assert run.returncode == 0, run.stderr
+    calls = json.loads(run.stdout)["turns"][0]["tool_calls"]
+    assert calls[0]["output"] == "Available skills:\n- deploy: Ship it."
+    assert calls[1]["output"].endswith("\n\nRun make deploy.\n") and not calls[1]["is_error"]
