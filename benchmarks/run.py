@@ -85,13 +85,20 @@ def bench_collect(home: Path, size: dict[str, int]) -> dict[str, Any]:
     try:
         registry = runtime.ctx.require(BASH_ENV)
         header = SessionHeader(id="bench-session", cwd="/work/project")
-        execution = ToolExecution("bash", "c", agent=AgentRef("main", header))
+        execution = ToolExecution("bash", "c", agent=AgentRef("main", header), turn_id="bench-session:turn-1")
         path = JsonlPersistence(home / "sessions").locate(header).path
         home_s = str(home)
 
         def by_hand() -> Mapping[str, str]:
             return MappingProxyType(
-                {"DSH_HOME": home_s, "DSH_SHELL": "1", "DSH_SESSION_ID": header.id, "DSH_SESSION_JSONL": path}
+                {
+                    "DSH_HOME": home_s,
+                    "DSH_SHELL": "1",
+                    "DSH_SESSION_ID": header.id,
+                    "DSH_TOOL_CALL_ID": execution.call_id,
+                    "DSH_TURN_ID": "bench-session:turn-1",
+                    "DSH_SESSION_JSONL": path,
+                }
             )
 
         assert dict(registry.collect(execution)) == dict(by_hand())
@@ -111,7 +118,14 @@ def bench_collect(home: Path, size: dict[str, int]) -> dict[str, Any]:
         extra = {f"DSH_BENCH_{n}": "v" for n in range(10)}
 
         def by_hand_10() -> Mapping[str, str]:
-            values = {"DSH_HOME": home_s, "DSH_SHELL": "1", "DSH_SESSION_ID": header.id, "DSH_SESSION_JSONL": path}
+            values = {
+                "DSH_HOME": home_s,
+                "DSH_SHELL": "1",
+                "DSH_SESSION_ID": header.id,
+                "DSH_TOOL_CALL_ID": execution.call_id,
+                "DSH_TURN_ID": "bench-session:turn-1",
+                "DSH_SESSION_JSONL": path,
+            }
             values.update(extra)
             return MappingProxyType(values)
 
