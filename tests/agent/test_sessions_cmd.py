@@ -130,7 +130,7 @@ def test_verify_refuses_symlinks_and_a_vanished_transcript(tmp_path: Path) -> No
     env = _managed(out, home)
     link = tmp_path / "link.jsonl"
     link.symlink_to(out["location"]["path"])
-    linked = dsh("sessions", "verify", "--path", str(link), home=home, env=env)
+    linked = dsh("sessions", "verify", "--call", "--path", str(link), home=home, env=env)
     assert linked.returncode == 1
     assert linked.stdout == f"{link} is a symbolic link; dsh never writes a transcript through one\n"
     # Absent during turn 2: the first turn was flushed, so the file should be there.

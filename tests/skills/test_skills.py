@@ -195,3 +195,14 @@ def test_dsh_skills_and_the_model_calling_skill_in_the_loop(tmp_path: Path) -> N
     calls = json.loads(run.stdout)["turns"][0]["tool_calls"]
     assert calls[0]["output"] == "Available skills:\n- deploy: Ship it."
     assert calls[1]["output"].endswith("\n\nRun make deploy.\n") and not calls[1]["is_error"]
+
+
+@pytest.mark.integration
+def test_dsh_skills_names_a_deployment_without_the_plugin(tmp_path: Path) -> None:
+    deployment = tmp_path / "d.yaml"
+    deployment.write_text("plugins:\n  - {id: env, name: bash-env}\n")
+    proc = dsh("skills", "--deployment", str(deployment), home=tmp_path / "home")
+    assert proc.returncode == 1
+    assert (
+        proc.stderr == f"dsh: {deployment}: the deployment loads no skills plugin; add {{id: skills, name: skills}}\n"
+    )

@@ -81,6 +81,8 @@ class Verdict:
     call: dict[str, str] | None = None
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unreadable: bool = False
+    """The transcript exists but was not read (a symlink, not a file, not parseable): no call check."""
 
     def as_json(self) -> dict[str, Any]:
         """The ``--json`` document."""
@@ -107,12 +109,15 @@ def _check_file(path: str, session_id: str, verdict: Verdict) -> list[SessionEve
         return None
     except OSError as exc:
         verdict.problems.append(f"{path}: cannot stat: {exc.strerror or exc}")
+        verdict.unreadable = True
         return []
     if stat.S_ISLNK(st.st_mode):
         verdict.problems.append(f"{path} is a symbolic link; dsh never writes a transcript through one")
+        verdict.unreadable = True
         return []
     if not stat.S_ISREG(st.st_mode):
         verdict.problems.append(f"{path} is not a regular file")
+        verdict.unreadable = True
         return []
     if st.st_uid != os.getuid():
         verdict.problems.append(f"{path} is owned by uid {st.st_uid}, not by you (uid {os.getuid()})")
@@ -132,6 +137,7 @@ def _check_file(path: str, session_id: str, verdict: Verdict) -> list[SessionEve
         stored = JsonlPersistence.load_file(path)
     except (PersistenceError, OSError) as exc:
         verdict.problems.append(str(exc))
+        verdict.unreadable = True
         return []
     if stored.header.id != session_id:
         verdict.problems.append(f"{path}: the header's session id is {stored.header.id}, not {session_id}")
@@ -208,7 +214,7 @@ def run_verify(
             )
         else:
             verdict.problems.append(f"{where} does not exist" if path else f"no stored session {session_id}")
-    if call:
+    if call and not verdict.unreadable:
         _check_call(events, env.get(TOOL_CALL_ID_KEY) if own else None, turn_id, where, verdict)
     if verdict.problems:
         verdict.status = "inconsistent"
