@@ -253,7 +253,8 @@ def test_sessions_show_reads_like_a_transcript(tmp_path: Path) -> None:
         ("plugins",),
         ("serve",),
         ("sessions",),
-        *[("sessions", a) for a in ("list", "show", "locate")],
+        *[("sessions", a) for a in ("list", "show", "locate", "fork", "verify")],
+        ("skills",),
     ],
 )
 def test_every_help_has_examples(tmp_path: Path, verb: tuple[str, ...]) -> None:

@@ -20,8 +20,8 @@ def _ids(source: str, home: Path, **raw: object) -> list[str]:
 
 def test_a_file_states_only_what_it_changes(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    assert _ids("d.yaml", home) == ["bash-local", "bash-env", "tool-bash"]
-    assert _ids("d.yaml", home, persistence={"backend": "sqlite"}) == ["bash-local", "bash-env", "tool-bash"]
+    assert _ids("d.yaml", home) == ["bash-local", "bash-env", "tool-bash", "skills"]
+    assert _ids("d.yaml", home, persistence={"backend": "sqlite"}) == ["bash-local", "bash-env", "tool-bash", "skills"]
     # An entry with a default's id replaces it in place; a new id is added after the defaults.
     layered = layer_on_defaults(
         parse_deployment({"plugins": [{"id": "extra", "name": "tool-pwsh"}, {"id": "tool-bash", "config": {"x": 1}}]}),
@@ -32,10 +32,15 @@ def test_a_file_states_only_what_it_changes(tmp_path: Path) -> None:
         ("bash-local", "bash-local", {}),
         ("bash-env", "bash-env", {}),
         ("tool-bash", "tool-bash", {"x": 1}),
+        ("skills", "skills", {}),
         ("extra", "tool-pwsh", {}),
     ]
-    assert _ids("d.yaml", home, plugins=[{"id": "tool-bash", "enabled": False}]) == ["bash-local", "bash-env"]
-    assert _ids("d.yaml", home, plugins=[]) == ["bash-local", "bash-env", "tool-bash"]
+    assert _ids("d.yaml", home, plugins=[{"id": "tool-bash", "enabled": False}]) == [
+        "bash-local",
+        "bash-env",
+        "skills",
+    ]
+    assert _ids("d.yaml", home, plugins=[]) == ["bash-local", "bash-env", "tool-bash", "skills"]
 
 
 def test_disabling_what_is_not_a_default_names_the_defaults(tmp_path: Path) -> None:

@@ -53,9 +53,7 @@ def recorded_requests(home: Path, session_id: str, deployment: Path | None = Non
 def test_requests_are_recorded_once_per_turn_and_pin_the_shell_descriptions(tmp_path: Path) -> None:
     home = tmp_path / "home"
     deployment = tmp_path / "d.yaml"
-    deployment.write_text(
-        "plugins:\n  - {id: env, name: bash-env}\n  - {id: bash, name: tool-bash}\n  - {id: pwsh, name: tool-pwsh}\n"
-    )
+    deployment.write_text("plugins:\n  - {id: tool-pwsh}\n")  # added to the default set
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT))
     run = dsh("run", "--script", str(script), "--deployment", str(deployment), "--json", home=home)

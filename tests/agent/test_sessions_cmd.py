@@ -150,9 +150,7 @@ def test_verify_by_session_id_asks_the_deployment(tmp_path: Path) -> None:
     assert unknown.returncode == 1 and unknown.stdout == "no stored session no-such-session\n"
 
     deployment = tmp_path / "sqlite.yaml"
-    deployment.write_text(
-        "persistence: {backend: sqlite}\nplugins:\n  - {id: env, name: bash-env}\n  - {id: bash, name: tool-bash}\n"
-    )
+    deployment.write_text("persistence: {backend: sqlite}\n")
     stored = _exec(home, "true", "--deployment", str(deployment))
     verdict = json.loads(
         dsh(

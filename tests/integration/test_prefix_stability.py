@@ -30,13 +30,6 @@ SCRIPT = {
         }
     ]
 }
-PLUGINS = (
-    "plugins:\n"
-    "  - {id: bash-local, name: bash-local}\n"
-    "  - {id: bash-env, name: bash-env}\n"
-    "  - {id: tool-bash, name: tool-bash}\n"
-    "  - {id: skills, name: skills}\n"
-)
 
 
 def _run(python: Path, home: Path, script: Path, deployment: Path | None = None) -> tuple[str, dict[str, Any]]:
@@ -67,9 +60,9 @@ def test_tool_specs_do_not_change_by_a_byte(env: Path, tmp_path: Path) -> None: 
     assert region == "none"
 
     jsonl = tmp_path / "jsonl.yaml"
-    jsonl.write_text("persistence: {backend: jsonl}\n" + PLUGINS)
+    jsonl.write_text("persistence: {backend: jsonl}\n")
     sqlite = tmp_path / "sqlite.yaml"
-    sqlite.write_text("persistence: {backend: sqlite}\n" + PLUGINS)
+    sqlite.write_text("persistence: {backend: sqlite}\n")
     _, runs["jsonl file"] = _run(env, home, script, jsonl)
     _, runs["sqlite"] = _run(env, home, script, sqlite)
     assert (home / "sessions.sqlite3").exists(), "the sqlite run really stored its transcript in SQLite"

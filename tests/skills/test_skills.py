@@ -200,7 +200,7 @@ def test_dsh_skills_and_the_model_calling_skill_in_the_loop(tmp_path: Path) -> N
 @pytest.mark.integration
 def test_dsh_skills_names_a_deployment_without_the_plugin(tmp_path: Path) -> None:
     deployment = tmp_path / "d.yaml"
-    deployment.write_text("plugins:\n  - {id: env, name: bash-env}\n")
+    deployment.write_text("plugins:\n  - {id: skills, enabled: false}\n")
     proc = dsh("skills", "--deployment", str(deployment), home=tmp_path / "home")
     assert proc.returncode == 1
     assert (

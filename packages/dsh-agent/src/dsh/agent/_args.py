@@ -176,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
         "parent_session and origin 'fork' in its header. Prints the new id.",
         "dsh sessions fork ID                  every turn of ID",
         "dsh sessions fork ID --at 2 --json    only its first two turns",
-        'dsh exec --session "$(dsh sessions fork ID)" -- \'echo $DSH_SESSION_ID\'',
+        "dsh exec --session \"$(dsh sessions fork ID)\" -- 'echo $DSH_SESSION_ID'",
         parent=sessions,
     )
     s.add_argument("id", metavar="ID")

@@ -102,4 +102,8 @@ def _event(kind: str, data: Mapping[str, Any], at: float) -> Iterable[str]:
         return [f"  subagent session {data.get('session_id')} ended:", *_block(str(data.get("text") or ""), "    | ")]
     if kind == "error":
         return [f"  error: {data.get('message')}"]
+    if kind == "model/request":
+        return []  # what the model was offered: the same every turn in the common case; --json shows it
+    if kind == "session/fork":
+        return [f"  forked from {data.get('parent_session')} after turn {data.get('at_turn')}"]
     return [f"  [{kind}] {json.dumps(dict(data), ensure_ascii=False, default=str)}"]
