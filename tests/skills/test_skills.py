@@ -206,3 +206,17 @@ def test_dsh_skills_names_a_deployment_without_the_plugin(tmp_path: Path) -> Non
     assert (
         proc.stderr == f"dsh: {deployment}: the deployment loads no skills plugin; add {{id: skills, name: skills}}\n"
     )
+
+
+@pytest.mark.integration
+def test_dsh_skills_refuses_two_homes_in_one_line(tmp_path: Path) -> None:
+    deployment = tmp_path / "d.yaml"
+    deployment.write_text(
+        f"dsh_home: {tmp_path / 'one'}\nplugins:\n  - {{id: skills, config: {{dsh_home: {tmp_path / 'two'}}}}}\n"
+    )
+    proc = dsh("skills", "--deployment", str(deployment), home=tmp_path / "home")
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1
+    assert proc.stderr == (
+        f"dsh: {deployment}: dsh_home resolves to {tmp_path / 'one'} but entry 'skills' config.dsh_home "
+        f"resolves to {tmp_path / 'two'}; configure one harness home\n"
+    )
