@@ -128,3 +128,25 @@ def test_a_request_is_recorded_again_when_the_offer_changes_within_a_turn(tmp_pa
         assert types.index("model/request", types.index("tool/result", types.index("tool/call") + 1)) > 0
     finally:
         runtime.close()
+
+
+def test_switching_backends_in_a_running_harness_leaves_the_offer_unchanged(tmp_path: Path) -> None:
+    """The persistence service replaced between turns (jsonl, then sqlite): the next request is byte-identical."""
+    from dsh.persistence.sqlite import plugin as sqlite_plugin
+
+    runtime = harness(tmp_path)
+    try:
+        session = runtime.ctx.require(SESSIONS).create(tmp_path)
+        bash = ToolCall(name="bash", arguments={"command": 'echo "${DSH_SESSION_JSONL-none}"'})
+        model = ScriptedModel([[ModelStep(tool_calls=[bash])], [ModelStep(tool_calls=[bash])]])
+        agent = Agent(runtime.ctx, session, model)
+        first = asyncio.run(agent.run_turn("on jsonl"))
+        runtime.entries["persistence"].reload(sqlite_plugin, {})
+        second = asyncio.run(agent.run_turn("on sqlite"))
+    finally:
+        runtime.close()
+    assert first.tool_results[0][1].data["stdout"].endswith(".jsonl\n")
+    assert second.tool_results[0][1].data["stdout"] == "none\n", "the switch took effect for the next call"
+    requests = [json.dumps(e.data, ensure_ascii=False) for e in session.history if e.type == "model/request"]
+    assert len(requests) == 2 and requests[0] == requests[1]
+    assert (tmp_path / "home" / "sessions.sqlite3").exists()
