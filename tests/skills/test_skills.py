@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from dsh.core import SKILLS_GROUP, DeploymentError, boot, parse_deployment
+from dsh.agent import BUILTINS
+from dsh.loader import BootError, boot, parse_deployment
 from dsh.session import TOOLS, ToolExecution
-from dsh.skills import SKILLS, SkillRegistry, parse_skill
+from dsh.skills import SKILLS, SKILLS_GROUP, SkillRegistry, parse_skill
 from tests.helpers import dsh, harness, make_dist, remove_dist, touch_dir
 
 SKILL_PLUGINS: list[dict[str, object]] = [{"id": "skills", "name": "skills"}]
@@ -150,12 +151,14 @@ def test_a_conflicting_skills_home_fails_composition_naming_both(tmp_path: Path)
             "plugins": [{"id": "skills", "name": "skills", "config": {"dsh_home": str(tmp_path / "two")}}],
         }
     )
-    with pytest.raises(DeploymentError) as info:
-        boot(deployment, source="d.yaml")
+    with pytest.raises(BootError) as info:
+        boot(deployment, source="d.yaml", builtins=BUILTINS)
     message = str(info.value)
     assert "\n" not in message
-    assert str(tmp_path / "one") in message and str(tmp_path / "two") in message
-    assert "entry 'skills' config.dsh_home" in message
+    assert (
+        f"plugin 'skills': config.dsh_home resolves to {tmp_path / 'two'} but the deployment's home is "
+        f"{tmp_path / 'one'}; configure one harness home"
+    ) in message
 
 
 @pytest.mark.integration
@@ -217,6 +220,7 @@ def test_dsh_skills_refuses_two_homes_in_one_line(tmp_path: Path) -> None:
     proc = dsh("skills", "--deployment", str(deployment), home=tmp_path / "home")
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1
     assert proc.stderr == (
-        f"dsh: {deployment}: dsh_home resolves to {tmp_path / 'one'} but entry 'skills' config.dsh_home "
-        f"resolves to {tmp_path / 'two'}; configure one harness home\n"
+        f"dsh: {deployment}: deployment did not boot: entry 'skills' (plugin 'skills') failed: plugin 'skills': "
+        f"config.dsh_home resolves to {tmp_path / 'two'} but the deployment's home is {tmp_path / 'one'}; "
+        "configure one harness home\n"
     )
