@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from pydantic import BaseModel, ConfigDict
 
 from dsh.bash import DSH_ENV_PREFIX
-from dsh.core import Context, Fiber, Plugin, plugin_home
-from dsh.loader import CATALOG, Catalog, DiscoveryError, EntryPointItem, GroupDiff
+from dsh.core import Context, Plugin, plugin_home
+from dsh.loader import EntryPointItem, follow_group
 from dsh.session import SESSION_PERSISTENCE, SessionPersistence, ToolExecution
 
 from ._registry import BASH_ENV, BashEnvRegistry, as_contributor
@@ -69,13 +69,6 @@ def _contributor_plugin(item: EntryPointItem) -> Plugin:
     return Plugin(name=f"bash-env:{item.name}", apply=apply, inject=(BASH_ENV,))
 
 
-def _conflict_plugin(name: str, message: str) -> Plugin:
-    def apply(ctx: Context, config: None) -> None:
-        raise DiscoveryError(message, group=BASH_ENV_GROUP, name=name)
-
-    return Plugin(name=f"bash-env:{name}", apply=apply)
-
-
 def _apply(ctx: Context, config: BashEnvConfig) -> None:
     home = plugin_home(ctx, config.dsh_home)
     registry = BashEnvRegistry(home)
@@ -83,38 +76,7 @@ def _apply(ctx: Context, config: BashEnvConfig) -> None:
     ctx.require(BASH_ENV).register(PersistenceTranslator(ctx), builtin=True)
     if not config.entry_points:
         return
-    catalog = ctx.get(CATALOG) or Catalog()
-    fibers: dict[str, Fiber] = {}
-
-    def load(item: EntryPointItem) -> None:
-        if item.name not in config.exclude:
-            fibers[item.name] = ctx.plugin(
-                _contributor_plugin(item), label=f"bash-env:{item.name}", origin=item, essential=False
-            )
-
-    def unload(name: str) -> None:
-        fiber = fibers.pop(name, None)
-        if fiber is not None:
-            fiber.dispose()
-
-    def report_conflicts() -> None:
-        # A name two distributions claim loads for neither; its failed fiber says why.
-        for name, message in catalog.conflicts(BASH_ENV_GROUP).items():
-            if name not in fibers:
-                fibers[name] = ctx.plugin(_conflict_plugin(name, message), label=f"bash-env:{name}", essential=False)
-
-    for item in catalog.items(BASH_ENV_GROUP):
-        load(item)
-    report_conflicts()
-
-    def on_diff(diff: GroupDiff) -> None:
-        for item in (*diff.removed, *diff.changed, *diff.added):
-            unload(item.name)  # an added name may replace a conflict's failed fiber
-        for item in (*diff.changed, *diff.added):
-            load(item)
-        report_conflicts()
-
-    ctx.effect(lambda: catalog.watch(BASH_ENV_GROUP, on_diff), label="watch dsh.bash_env")
+    follow_group(ctx, BASH_ENV_GROUP, _contributor_plugin, label="bash-env", exclude=config.exclude)
 
 
 plugin = Plugin(name="bash-env", apply=_apply, Config=BashEnvConfig)

@@ -7,6 +7,7 @@ through the ``dsh.*`` entry-point groups, reads deployment files and loads them 
 from ._deployment import Deployment, PersistenceChoice, PluginEntry, load_deployment, parse_deployment, resolve_home
 from ._discovery import GROUP_PREFIX, PLUGINS_GROUP, Catalog, EntryPointItem, GroupDiff
 from ._errors import BootError, DeploymentError, DiscoveryError
+from ._follow import follow_group
 from ._runtime import CATALOG, Runtime, boot, compose, load_object
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "Runtime",
     "boot",
     "compose",
+    "follow_group",
     "load_deployment",
     "load_object",
     "parse_deployment",

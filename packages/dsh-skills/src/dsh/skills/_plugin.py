@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from dsh.core import Context, Fiber, Plugin, plugin_home
-from dsh.loader import CATALOG, Catalog, DiscoveryError, EntryPointItem, GroupDiff
+from dsh.core import Context, Plugin, plugin_home
+from dsh.loader import EntryPointItem, follow_group
 from dsh.session import TOOLS, ToolExecution, ToolResult, ToolSpec
 
 from ._skills import SKILLS, SKILLS_GROUP, SkillError, SkillRegistry
@@ -66,7 +66,7 @@ class SkillsConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     dsh_home: str | None = None
-    """Only to state it: the deployment's resolved home is used, and composition fails when this differs."""
+    """Only to state it: the deployment's home is used, and the plugin fails when this differs."""
     entry_points: bool = True
     """Load the skill folders every ``dsh.skills`` entry point names."""
     exclude: list[str] = []
@@ -98,13 +98,6 @@ def _source_plugin(item: EntryPointItem) -> Plugin:
     return Plugin(name=f"skills:{item.name}", apply=apply, inject=(SKILLS,))
 
 
-def _conflict_plugin(name: str, message: str) -> Plugin:
-    def apply(ctx: Context, config: None) -> None:
-        raise DiscoveryError(message, group=SKILLS_GROUP, name=name)
-
-    return Plugin(name=f"skills:{name}", apply=apply)
-
-
 def _apply(ctx: Context, config: SkillsConfig) -> None:
     # The deployment's one home; a differing config.dsh_home fails (here, or at composition).
     home = plugin_home(ctx, config.dsh_home)
@@ -112,37 +105,7 @@ def _apply(ctx: Context, config: SkillsConfig) -> None:
     ctx.require(TOOLS).register(SkillTool(ctx))
     if not config.entry_points:
         return
-    catalog = ctx.get(CATALOG) or Catalog()
-    fibers: dict[str, Fiber] = {}
-
-    def load(item: EntryPointItem) -> None:
-        if item.name not in config.exclude:
-            fibers[item.name] = ctx.plugin(
-                _source_plugin(item), label=f"skills:{item.name}", origin=item, essential=False
-            )
-
-    def unload(name: str) -> None:
-        fiber = fibers.pop(name, None)
-        if fiber is not None:
-            fiber.dispose()
-
-    def report_conflicts() -> None:
-        for name, message in catalog.conflicts(SKILLS_GROUP).items():
-            if name not in fibers:
-                fibers[name] = ctx.plugin(_conflict_plugin(name, message), label=f"skills:{name}", essential=False)
-
-    for item in catalog.items(SKILLS_GROUP):
-        load(item)
-    report_conflicts()
-
-    def on_diff(diff: GroupDiff) -> None:
-        for item in (*diff.removed, *diff.changed, *diff.added):
-            unload(item.name)
-        for item in (*diff.changed, *diff.added):
-            load(item)
-        report_conflicts()
-
-    ctx.effect(lambda: catalog.watch(SKILLS_GROUP, on_diff), label=f"watch {SKILLS_GROUP}")
+    follow_group(ctx, SKILLS_GROUP, _source_plugin, label="skills", exclude=config.exclude)
 
 
 plugin = Plugin(name="skills", apply=_apply, Config=SkillsConfig, inject=(TOOLS,))
