@@ -13,8 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from dsh.bash_env import MAX_OVERDUE, MAX_VALUE_BYTES, BashEnvRegistry, CollectionError, FunctionContributor
-from dsh.core import BASH_ENV_GROUP, EscapedError, FiberState, contained
+from dsh.bash_env import (
+    BASH_ENV_GROUP,
+    MAX_OVERDUE,
+    MAX_VALUE_BYTES,
+    BashEnvRegistry,
+    CollectionError,
+    FunctionContributor,
+)
+from dsh.core import EscapedError, FiberState, contained
 from dsh.session import ToolExecution
 from tests.helpers import harness, make_dist
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh.core import BASH_ENV_GROUP
+from dsh.bash_env import BASH_ENV_GROUP
 from tests.helpers import dsh, make_dist
 from tests.integration.serve_support import ServeProcess, ask, connect, frame, request
 

@@ -116,7 +116,7 @@ def open_runtime(
     if choice.path is not None and os.path.exists(choice.path):
         check_trusted(choice.path, "deployment file")
     deployment, source = _deployment(choice, env)
-    ensure_private_dir(resolve_home(deployment, env, source), "DSH_HOME")
+    ensure_private_dir(resolve_home(deployment, env), "DSH_HOME")
     if check:
         runtime = boot(deployment, source=source, builtins=BUILTINS, env=env)
     else:

@@ -23,9 +23,7 @@ def load_object(ref: str) -> Any:
     try:
         return contained(lambda: import_ref(ref))
     except Exception as exc:
-        raise DiscoveryError(
-            f"cannot import plugin '{ref}': {describe(exc)}", group="module:attr", name=ref
-        ) from None
+        raise DiscoveryError(f"cannot import plugin '{ref}': {describe(exc)}", group="module:attr", name=ref) from None
 
 
 class Runtime:
