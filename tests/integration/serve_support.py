@@ -23,6 +23,9 @@ from dsh.agent._wire import HEADER, PROTOCOL, recv_frame
 OTHER_UID = 65534
 """The second uid the tests act as (``nobody``)."""
 
+DSH_FAILED = (1, 125)
+"""Statuses of a dsh that failed itself: 1 today for every verb, 125 for `dsh exec` once #9's exit statuses land."""
+
 needs_root = pytest.mark.skipif(
     os.geteuid() != 0, reason="needs root to act as a second uid (os.setuid in a forked child)"
 )

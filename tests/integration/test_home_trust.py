@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import dsh
-from tests.integration.serve_support import OTHER_UID, ServeProcess, clean_env, needs_root
+from tests.integration.serve_support import DSH_FAILED, OTHER_UID, ServeProcess, clean_env, needs_root
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +51,7 @@ def test_a_home_others_can_write_is_refused_before_anything_runs(tmp_path: Path)
     marker = tmp_path / "ran"
     for verb in (("exec", "--", f"touch {marker}"), ("plugins",), ("sessions", "list")):
         proc = dsh(*verb, home=home)
-        assert proc.returncode == 1, verb
+        assert proc.returncode in DSH_FAILED, verb
         assert proc.stderr == (
             f"dsh: refusing DSH_HOME {home}: it is writable by group or others (mode 0777); run `chmod 700 {home}`\n"
         )
@@ -62,7 +62,7 @@ def test_a_home_others_can_write_is_refused_before_anything_runs(tmp_path: Path)
     try:
         os.chmod(home, 0o777)
         proc = dsh("exec", "--", f"touch {marker}", home=home)
-        assert proc.returncode == 1 and "refusing DSH_HOME" in proc.stderr and not marker.exists()
+        assert proc.returncode in DSH_FAILED and "refusing DSH_HOME" in proc.stderr and not marker.exists()
     finally:
         server.stop()
     os.chmod(home, 0o700)
@@ -87,14 +87,14 @@ def test_hooks_others_can_write_never_run(tmp_path: Path) -> None:
     path = _hook(home, payload)
     os.chmod(path, 0o666)
     proc = dsh("exec", "--", "echo command", home=home)
-    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.returncode in DSH_FAILED and proc.stdout == ""
     assert f"refusing claude hooks file {path}: it is writable by group or others (mode 0666)" in proc.stderr
     assert f"run `chmod 600 {path}`" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     os.chmod(path, 0o600)
     os.chmod(path.parent, 0o770)
     proc = dsh("exec", "--", "echo command", home=home)
-    assert proc.returncode == 1
+    assert proc.returncode in DSH_FAILED
     assert proc.stderr == (
         f"dsh: refusing hooks directory {path.parent}: it is writable by group or others (mode 0770); "
         f"run `chmod 700 {path.parent}`\n"
@@ -111,7 +111,7 @@ def test_a_hooks_file_owned_by_another_uid_never_runs(tmp_path: Path) -> None:
     path = _hook(home, payload)
     os.chown(path, OTHER_UID, OTHER_UID)
     proc = dsh("exec", "--", "echo command", home=home)
-    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.returncode in DSH_FAILED and proc.stdout == ""
     assert f"refusing claude hooks file {path}: it is owned by uid {OTHER_UID}, not by you (uid 0)" in proc.stderr
     assert not payload.exists()
     # The same file named by a deployment is refused the same way.
@@ -124,7 +124,7 @@ def test_a_hooks_file_owned_by_another_uid_never_runs(tmp_path: Path) -> None:
         f"  - {{id: hooks, name: hooks, config: {{claude: {path}}}}}\n"
     )
     proc = dsh("exec", "--deployment", str(deployment), "--", "echo command", home=home)
-    assert proc.returncode == 1 and f"it is owned by uid {OTHER_UID}" in proc.stderr
+    assert proc.returncode in DSH_FAILED and f"it is owned by uid {OTHER_UID}" in proc.stderr
     assert not payload.exists()
 
 
@@ -135,7 +135,7 @@ def test_a_deployment_file_others_can_write_is_refused(tmp_path: Path) -> None:
     in_home.write_text("plugins:\n  - {id: evil, name: 'os:system'}\n")
     os.chmod(in_home, 0o666)
     proc = dsh("exec", "--", "echo command", home=home)
-    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.returncode in DSH_FAILED and proc.stdout == ""
     assert proc.stderr == (
         f"dsh: refusing deployment file {in_home}: it is writable by group or others (mode 0666); "
         f"run `chmod 600 {in_home}`\n"
