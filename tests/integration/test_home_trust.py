@@ -140,3 +140,12 @@ def test_a_deployment_file_others_can_write_is_refused(tmp_path: Path) -> None:
         f"dsh: refusing deployment file {in_home}: it is writable by group or others (mode 0666); "
         f"run `chmod 600 {in_home}`\n"
     )
+
+
+def test_a_home_that_is_a_file_is_reported_by_the_in_process_path(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.write_text("a file, not a directory\n")
+    proc = dsh("exec", "--", "true", home=home)
+    assert proc.returncode in DSH_FAILED
+    assert len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert str(home) in proc.stderr

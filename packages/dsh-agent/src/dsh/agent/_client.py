@@ -34,8 +34,8 @@ def _connect(path: Path) -> socket.socket | None:
     """
     try:
         info = path.lstat()
-    except FileNotFoundError:
-        return None
+    except OSError:
+        return None  # no server (or no usable home): the in-process path says what is wrong
     try:
         check_trusted(path.parent.parent)
     except (UntrustedPathError, OSError):
