@@ -202,3 +202,21 @@ def test_a_real_ctrl_c_still_interrupts_contained_code() -> None:
     with pytest.raises(EscapedError, match=r"^KeyboardInterrupt$"):
         contained(raised)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_resolver_threads_are_reused(registry: BashEnvRegistry) -> None:
+    for name in ("a", "b", "c"):
+        registry.register(FunctionContributor(name, {f"DSH_{name.upper()}": "x"}, lambda e: {}))
+    registry.collect(CALL)
+    before = threading.active_count()
+
+    async def many() -> None:
+        await asyncio.gather(*(registry.collect_async(CALL) for _ in range(50)))
+
+    for _ in range(20):
+        registry.collect(CALL)
+        asyncio.run(many())
+    assert threading.active_count() <= before + 50, "one worker per concurrent resolve at most, reused afterwards"
+    for _ in range(200):
+        registry.collect(CALL)
+    assert threading.active_count() <= before + 50

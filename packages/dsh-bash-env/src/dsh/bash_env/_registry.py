@@ -6,6 +6,7 @@ import asyncio
 import builtins
 import concurrent.futures
 import importlib.metadata as md
+import queue
 import re
 import threading
 from collections.abc import Callable, Mapping
@@ -117,6 +118,48 @@ class _Entry:
     keys: frozenset[str]
     origin: EntryPointItem | None
     builtin: bool
+
+
+class _Workers:
+    """Reusable daemon threads for resolves: an idle one takes the job, else a new one starts.
+
+    Not a fixed-size pool: a resolve stuck past its deadline keeps its thread, and a fixed pool
+    would then starve every other contributor. Stuck resolves are bounded per contributor by
+    :data:`MAX_OVERDUE`; idle threads exit after a minute. Daemon threads never keep the process
+    alive.
+    """
+
+    IDLE_EXIT = 60.0
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[queue.SimpleQueue[Callable[[], None]]] = []
+
+    def submit(self, job: Callable[[], None]) -> None:
+        """Run ``job`` (which must not raise) on an idle worker or a new one."""
+        with self._lock:
+            inbox = self._idle.pop() if self._idle else None
+        if inbox is None:
+            inbox = queue.SimpleQueue()
+            threading.Thread(target=self._work, args=(inbox,), name="dsh-resolve", daemon=True).start()
+        inbox.put(job)
+
+    def _work(self, inbox: queue.SimpleQueue[Callable[[], None]]) -> None:
+        while True:
+            try:
+                job = inbox.get(timeout=self.IDLE_EXIT)
+            except queue.Empty:
+                with self._lock:
+                    if any(q is inbox for q in self._idle):
+                        self._idle.remove(inbox)
+                        return
+                continue  # handed a job just as the wait ended: take it
+            job()
+            with self._lock:
+                self._idle.append(inbox)
+
+
+_WORKERS = _Workers()
 
 
 class _State:
@@ -244,11 +287,13 @@ class BashEnvRegistry(Service):
         out = self._builtins(execution)
         for entry in self._state.ordered:
             future = self._start(entry, execution)
-            try:
-                values = await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), self._state.timeout)
-            except TimeoutError:
-                raise self._overdue(entry, future) from None
-            self._check(entry, values, out)
+            if not future.done():
+                waiting = asyncio.wrap_future(future)
+                await asyncio.wait((waiting,), timeout=self._state.timeout)
+                if not waiting.done():
+                    waiting.cancel()  # stop waiting; the resolve itself cannot be stopped
+                    raise self._overdue(entry, future)
+            self._check(entry, future.result(), out)
         return MappingProxyType(out)
 
     def _builtins(self, execution: ToolExecution) -> dict[str, str]:
@@ -259,7 +304,7 @@ class BashEnvRegistry(Service):
         return out
 
     def _start(self, entry: _Entry, execution: ToolExecution) -> concurrent.futures.Future[Mapping[str, str]]:
-        """Run one ``resolve()`` on a thread of its own; its outcome, never a raise, lands in the future."""
+        """Run one ``resolve()`` on a worker thread; its outcome, never a raise, lands in the future."""
         stuck = self._state.overdue.get(entry.name, ())
         if len(stuck) >= MAX_OVERDUE:
             raise CollectionError(
@@ -269,6 +314,8 @@ class BashEnvRegistry(Service):
         future: concurrent.futures.Future[Mapping[str, str]] = concurrent.futures.Future()
 
         def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return  # nobody waits any more
             try:
                 future.set_result(entry.resolve(execution))
             except BaseException as exc:
@@ -279,8 +326,10 @@ class BashEnvRegistry(Service):
                     CollectionError(f"contributor {_who(entry)} raised {type(exc).__name__} while resolving{detail}")
                 )
 
-        # A daemon thread per resolve: one that never returns cannot keep the process alive.
-        threading.Thread(target=run, name=f"dsh-resolve-{entry.name}", daemon=True).start()
+        if entry.builtin:
+            run()  # the harness's own contributors: no thread hop on every call
+        else:
+            _WORKERS.submit(run)
         return future
 
     def _overdue(self, entry: _Entry, future: concurrent.futures.Future[Mapping[str, str]]) -> CollectionError:
