@@ -37,7 +37,7 @@ def frame_length(header: bytes) -> int:
     """The body length a header announces; raise :class:`WireError` past :data:`MAX_FRAME`."""
     (length,) = HEADER.unpack(header)
     if length > MAX_FRAME:
-        raise WireError(f"a request of {length} bytes exceeds the maximum of {MAX_FRAME} bytes (8 MiB)")
+        raise WireError(f"a message of {length} bytes exceeds the maximum of {MAX_FRAME} bytes (8 MiB)")
     return int(length)
 
 
