@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import os
 import shlex
 import sys
@@ -17,9 +18,6 @@ from dsh.paths import resolve_dsh_home
 
 BLOCKED_EXIT = 126
 """Exit status of ``dsh exec`` when a hook blocked the command (it never ran)."""
-
-PROTOCOL = 1
-"""Version of the newline-delimited JSON spoken between ``dsh exec`` and ``dsh serve``."""
 
 
 def installed_versions() -> list[tuple[str, str]]:
@@ -134,6 +132,13 @@ def build_parser() -> argparse.ArgumentParser:
         "dsh exec -- 'echo served'          uses the server when one listens for the same deployment",
     )
     common(p, json=False)
+    p.add_argument(
+        "--idle-timeout",
+        type=_positive_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="close a connection that has not delivered its whole request after this long (default: 10)",
+    )
 
     p = verb("sessions", "Stored sessions of the deployment's persistence backend.", "dsh sessions list")
     sessions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -206,6 +211,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common(p)
     return parser
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
 
 
 def command_line(words: Sequence[str]) -> str:

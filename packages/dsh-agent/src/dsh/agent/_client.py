@@ -8,24 +8,67 @@ from __future__ import annotations
 import json
 import os
 import socket
+import stat
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from ._args import PROTOCOL, build_parser, choose_deployment, command_line, socket_path
+from dsh.paths import UntrustedPathError, check_trusted
+
+from ._args import build_parser, choose_deployment, command_line, socket_path
+from ._wire import PROTOCOL, WireError, encode, peer_uid, recv_frame
+
+CONNECT_TIMEOUT = 10.0
+"""Seconds to connect and hand the request over; the answer is awaited as long as the command runs."""
+
+
+def _warn(message: str) -> None:
+    print(f"dsh: warning: {message}", file=sys.stderr)
+
+
+def _connect(path: Path) -> socket.socket | None:
+    """A connection to our own user's server at ``path``; None (with a warning if suspicious) otherwise.
+
+    Nothing is sent before the run directory, the socket's owner and the peer's uid are checked.
+    """
+    try:
+        info = path.lstat()
+    except OSError:
+        return None  # no server (or no usable home): the in-process path says what is wrong
+    try:
+        check_trusted(path.parent.parent)
+    except (UntrustedPathError, OSError):
+        return None  # the in-process path refuses such a home with the one-line fix
+    try:
+        check_trusted(path.parent, "dsh serve's run directory")
+    except UntrustedPathError as exc:
+        _warn(f"{exc}; running in this process")
+        return None
+    if not stat.S_ISSOCK(info.st_mode) or info.st_uid != os.geteuid():
+        _warn(f"ignoring {path}: not a socket owned by you (uid {os.geteuid()}); running in this process")
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(CONNECT_TIMEOUT)
+        sock.connect(str(path))
+        uid = peer_uid(sock)
+    except OSError:
+        sock.close()
+        return None  # a socket left by a server that is gone: run in this process
+    if uid is not None and uid != os.geteuid():
+        sock.close()
+        _warn(
+            f"ignoring the dsh server at {path}: it runs as uid {uid}, not as you (uid {os.geteuid()}); "
+            "running in this process"
+        )
+        return None
+    return sock
 
 
 def _served_exec(args: Any) -> int | None:
     """Run ``dsh exec`` through a listening ``dsh serve``; None when there is none to ask."""
     path = socket_path(choose_deployment(args.deployment).path)
-    if not path.exists():
-        return None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.connect(str(path))
-    except OSError:
-        sock.close()
-        return None  # a socket left by a server that is gone: run in this process
     request = {
         "protocol": PROTOCOL,
         "command": command_line(args.command),
@@ -34,21 +77,39 @@ def _served_exec(args: Any) -> int | None:
         "session": args.session,
         "timeout": args.timeout,
     }
-    with sock, sock.makefile("rwb") as stream:
-        stream.write(json.dumps(request).encode() + b"\n")
-        stream.flush()
-        line = stream.readline()
-    if not line:
+    try:
+        frame = encode(request)
+    except WireError as exc:
+        _warn(f"not using dsh serve: {exc}; running in this process")
+        return None
+    sock = _connect(path)
+    if sock is None:
+        return None
+    with sock:
+        try:
+            sock.sendall(frame)
+        except BrokenPipeError:
+            pass  # the server refused the request and closed: its answer says why
+        except OSError as exc:
+            print(f"dsh: cannot send to the dsh server at {path}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+        sock.settimeout(None)  # the command may legitimately run for as long as its timeout allows
+        try:
+            answer = recv_frame(sock)
+        except (OSError, WireError) as exc:
+            print(f"dsh: the dsh server at {path} sent no valid answer: {exc}", file=sys.stderr)
+            return 1
+    if answer is None:
         print(f"dsh: the dsh server at {path} closed the connection before answering", file=sys.stderr)
         return 1
-    answer = json.loads(line)
     for warning in answer.get("warnings", []):
-        print(f"dsh: warning: {warning}", file=sys.stderr)
+        _warn(str(warning))
     for line in answer.get("notices", []):
         print(line, file=sys.stderr)
-    if not answer["ok"]:
-        print(f"dsh: {answer['error']}", file=sys.stderr)
-        return 1
+    if not answer.get("ok"):
+        print(f"dsh: {answer.get('error')}", file=sys.stderr)
+        code = answer.get("exit_code", 1)
+        return code if isinstance(code, int) else 1
     result = answer["result"]
     if args.json:
         sys.stdout.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")

@@ -18,7 +18,7 @@ from dsh.loader import (
     load_deployment,
     resolve_home,
 )
-from dsh.paths import resolve_dsh_home
+from dsh.paths import check_trusted, ensure_private_dir, resolve_dsh_home
 from dsh.session import sessions_plugin, tools_plugin
 
 from ._args import DeploymentChoice, choose_deployment
@@ -36,15 +36,16 @@ def default_plugins(home: Path) -> list[PluginEntry]:
     Hooks are added when ``<home>/hooks/claude.json`` (a Claude Code ``settings.json``-style file)
     or ``<home>/hooks/codex.json`` (a Codex ``hooks.json``) exists.
     """
+    hooks_dir = home / "hooks"
+    if hooks_dir.is_dir():
+        check_trusted(hooks_dir, "hooks directory")  # never run hooks others could have written
     plugins = [
         PluginEntry(id="bash-local", name="bash-local"),
         PluginEntry(id="bash-env", name="bash-env"),
         PluginEntry(id="tool-bash", name="tool-bash"),
         PluginEntry(id="skills", name="skills"),
     ]
-    hooks = {
-        d: str(home / "hooks" / f"{d}.json") for d in ("claude", "codex") if (home / "hooks" / f"{d}.json").is_file()
-    }
+    hooks = {d: str(hooks_dir / f"{d}.json") for d in ("claude", "codex") if (hooks_dir / f"{d}.json").is_file()}
     if hooks:
         plugins.append(PluginEntry(id="hooks", name="hooks", config=hooks))
     return plugins
@@ -110,7 +111,13 @@ def open_runtime(
     """
     if choice is None:
         choice = choose_deployment(os.fspath(path) if path is not None else None, env)
+    # The home is private and ours before anything in it (a deployment.yaml, hooks) is trusted,
+    # as OpenSSH's StrictModes treats ~/.ssh; so is a deployment file, which names code to load.
+    ensure_private_dir(resolve_dsh_home(None, env), "DSH_HOME")
+    if choice.path is not None and os.path.exists(choice.path):
+        check_trusted(choice.path, "deployment file")
     deployment, source = _deployment(choice, env)
+    ensure_private_dir(resolve_home(deployment, env), "DSH_HOME")
     if check:
         runtime = boot(deployment, source=source, builtins=BUILTINS, env=env)
     else:

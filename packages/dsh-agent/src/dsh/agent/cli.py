@@ -70,7 +70,7 @@ async def _exec(args: argparse.Namespace) -> int:
 async def _serve(args: argparse.Namespace) -> int:
     runtime = open_runtime(choice=args.choice)
     try:
-        return await serve(runtime, args.choice.path)
+        return await serve(runtime, args.choice.path, idle_timeout=args.idle_timeout)
     finally:
         runtime.close()
 

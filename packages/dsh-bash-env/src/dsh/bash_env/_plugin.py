@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from dsh.bash import DSH_ENV_PREFIX
 from dsh.core import Context, Plugin, plugin_home
 from dsh.loader import EntryPointItem, follow_group
 from dsh.session import SESSION_PERSISTENCE, SessionPersistence, ToolExecution
 
-from ._registry import BASH_ENV, BashEnvRegistry, as_contributor
+from ._registry import BASH_ENV, DEFAULT_RESOLVE_TIMEOUT, BashEnvRegistry, as_contributor
 
 SESSION_JSONL_KEY = DSH_ENV_PREFIX + "SESSION_JSONL"
 
@@ -58,6 +58,8 @@ class BashEnvConfig(BaseModel):
     """Load every contributor of the ``dsh.bash_env`` entry-point group."""
     exclude: list[str] = []
     """Entry-point names not to load."""
+    resolve_timeout: float = Field(default=DEFAULT_RESOLVE_TIMEOUT, gt=0)
+    """Seconds each contributor's ``resolve()`` may take; past it that call fails naming the contributor."""
 
 
 def _contributor_plugin(item: EntryPointItem) -> Plugin:
@@ -71,7 +73,7 @@ def _contributor_plugin(item: EntryPointItem) -> Plugin:
 
 def _apply(ctx: Context, config: BashEnvConfig) -> None:
     home = plugin_home(ctx, config.dsh_home)
-    registry = BashEnvRegistry(home)
+    registry = BashEnvRegistry(home, resolve_timeout=config.resolve_timeout)
     ctx.provide(BASH_ENV, registry)
     ctx.require(BASH_ENV).register(PersistenceTranslator(ctx), builtin=True)
     if not config.entry_points:

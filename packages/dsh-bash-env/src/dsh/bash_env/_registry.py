@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import builtins
+import concurrent.futures
 import importlib.metadata as md
+import queue
 import re
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +32,18 @@ RESERVED_KEYS = frozenset({HOME_KEY, SHELL_KEY, SESSION_ID_KEY, TOOL_CALL_ID_KEY
 KEY_PATTERN = re.compile(re.escape(DSH_ENV_PREFIX) + r"[A-Z][A-Z0-9_]*")
 BUILTIN_OWNER = "bash-env"
 BUILTIN_DISTRIBUTION = "dsh-bash-env"
+
+DEFAULT_RESOLVE_TIMEOUT = 1.0
+"""Seconds each contributor's ``resolve()`` may take before its call fails (``resolve_timeout``)."""
+MAX_OVERDUE = 4
+"""Resolves of one contributor that may still run past their deadline before its calls fail at once."""
+MAX_VALUE_BYTES = 32 * 1024
+"""Largest value (UTF-8 bytes) a contributor may return for one key.
+
+Linux refuses any single ``KEY=value`` string over 128 KiB in a child's environment and the whole
+environment and argv over about 2 MiB; 32 KiB leaves room for several large facts and the
+user's own environment. Values are facts (ids, paths, regions), not payloads.
+"""
 
 _BUILTIN_DESCRIPTIONS = {
     HOME_KEY: "Absolute path of the harness home.",
@@ -109,14 +125,61 @@ class _Entry:
     builtin: bool
 
 
-class _State:
-    __slots__ = ("entries", "home", "ordered", "owners")
+class _Workers:
+    """Reusable daemon threads for resolves: an idle one takes the job, else a new one starts.
 
-    def __init__(self, home: str) -> None:
+    Not a fixed-size pool: a resolve stuck past its deadline keeps its thread, and a fixed pool
+    would then starve every other contributor. Stuck resolves are bounded per contributor by
+    :data:`MAX_OVERDUE`; idle threads exit after a minute. Daemon threads never keep the process
+    alive.
+    """
+
+    IDLE_EXIT = 60.0
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[queue.SimpleQueue[Callable[[], None]]] = []
+
+    def submit(self, job: Callable[[], None]) -> None:
+        """Run ``job`` (which must not raise) on an idle worker or a new one."""
+        with self._lock:
+            inbox = self._idle.pop() if self._idle else None
+        if inbox is None:
+            inbox = queue.SimpleQueue()
+            threading.Thread(target=self._work, args=(inbox,), name="dsh-resolve", daemon=True).start()
+        inbox.put(job)
+
+    def _work(self, inbox: queue.SimpleQueue[Callable[[], None]]) -> None:
+        while True:
+            try:
+                job = inbox.get(timeout=self.IDLE_EXIT)
+            except queue.Empty:
+                with self._lock:
+                    if any(q is inbox for q in self._idle):
+                        self._idle.remove(inbox)
+                        return
+                continue  # handed a job just as the wait ended: take it
+            job()
+            with self._lock:
+                self._idle.append(inbox)
+
+
+_WORKERS = _Workers()
+
+
+class _State:
+    __slots__ = ("entries", "home", "ordered", "overdue", "owners", "timeout")
+
+    def __init__(self, home: str, timeout: float) -> None:
         self.home = home
+        self.timeout = timeout
         self.entries: dict[str, _Entry] = {}
         self.owners: dict[str, str] = {}
         self.ordered: tuple[_Entry, ...] = ()
+        # Resolves that passed their deadline and still run (a thread cannot be killed). Other
+        # calls of that contributor still get their own resolve, up to MAX_OVERDUE stuck ones;
+        # past that they fail at once instead of piling up a thread per call.
+        self.overdue: dict[str, set[concurrent.futures.Future[Mapping[str, str]]]] = {}
 
     def reorder(self) -> None:
         self.ordered = tuple(self.entries[n] for n in sorted(self.entries))
@@ -157,8 +220,15 @@ class BashEnvRegistry(Service):
     a plugin registers is an effect of that plugin's fiber.
     """
 
-    def __init__(self, home: str | Path) -> None:
-        self._state = _State(str(Path(home).absolute()))
+    def __init__(self, home: str | Path, *, resolve_timeout: float = DEFAULT_RESOLVE_TIMEOUT) -> None:
+        if not resolve_timeout > 0:
+            raise ValueError(f"resolve_timeout must be a positive number of seconds, not {resolve_timeout!r}")
+        self._state = _State(str(Path(home).absolute()), resolve_timeout)
+
+    @property
+    def resolve_timeout(self) -> float:
+        """Seconds each contributor's ``resolve()`` may take."""
+        return self._state.timeout
 
     @property
     def home(self) -> str:
@@ -202,32 +272,107 @@ class BashEnvRegistry(Service):
         return self.effect(setup, label=f"bash_env contributor {name}")
 
     def collect(self, execution: ToolExecution) -> Mapping[str, str]:
-        """A new immutable snapshot for one call: built-ins, then each contributor in name order."""
-        state = self._state
-        out = {HOME_KEY: state.home, SHELL_KEY: "1"}
+        """A new immutable snapshot for one call: built-ins, then each contributor in name order.
+
+        Blocks the calling thread for up to the deadline of each contributor; inside an event
+        loop use :meth:`collect_async`.
+        """
+        out = self._builtins(execution)
+        for entry in self._state.ordered:
+            future = self._start(entry, execution)
+            try:
+                values = future.result(self._state.timeout)
+            except concurrent.futures.TimeoutError:
+                raise self._overdue(entry, future) from None
+            self._check(entry, values, out)
+        return MappingProxyType(out)
+
+    async def collect_async(self, execution: ToolExecution) -> Mapping[str, str]:
+        """:meth:`collect` without blocking the event loop: other calls go on while a contributor resolves."""
+        out = self._builtins(execution)
+        for entry in self._state.ordered:
+            future = self._start(entry, execution)
+            if not future.done():
+                waiting = asyncio.wrap_future(future)
+                await asyncio.wait((waiting,), timeout=self._state.timeout)
+                if not waiting.done():
+                    waiting.cancel()  # stop waiting; the resolve itself cannot be stopped
+                    raise self._overdue(entry, future)
+            self._check(entry, future.result(), out)
+        return MappingProxyType(out)
+
+    def _builtins(self, execution: ToolExecution) -> dict[str, str]:
+        out = {HOME_KEY: self._state.home, SHELL_KEY: "1"}
         agent = execution.agent
         if agent is not None:
             out[SESSION_ID_KEY] = agent.header.id
             out[TOOL_CALL_ID_KEY] = execution.call_id
             if execution.turn_id:
                 out[TURN_ID_KEY] = execution.turn_id
-        for entry in state.ordered:
+        return out
+
+    def _start(self, entry: _Entry, execution: ToolExecution) -> concurrent.futures.Future[Mapping[str, str]]:
+        """Run one ``resolve()`` on a worker thread; its outcome, never a raise, lands in the future."""
+        stuck = self._state.overdue.get(entry.name, ())
+        if len(stuck) >= MAX_OVERDUE:
+            raise CollectionError(
+                f"contributor {_who(entry)} is still running {len(stuck)} resolve() calls that passed their "
+                f"{self._state.timeout:g} s deadline; this call fails without starting another"
+            )
+        future: concurrent.futures.Future[Mapping[str, str]] = concurrent.futures.Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return  # nobody waits any more
             try:
-                values = entry.resolve(execution)
-            except Exception as exc:
+                future.set_result(entry.resolve(execution))
+            except BaseException as exc:
+                # Even SystemExit or KeyboardInterrupt: on this thread none can come from the
+                # terminal, so each is the contributor's failure, reported as such.
+                detail = f": {exc}" if str(exc) else ""
+                future.set_exception(
+                    CollectionError(f"contributor {_who(entry)} raised {type(exc).__name__} while resolving{detail}")
+                )
+
+        if entry.builtin:
+            run()  # the harness's own contributors: no thread hop on every call
+        else:
+            _WORKERS.submit(run)
+        return future
+
+    def _overdue(self, entry: _Entry, future: concurrent.futures.Future[Mapping[str, str]]) -> CollectionError:
+        stuck = self._state.overdue.setdefault(entry.name, set())
+        stuck.add(future)
+        future.add_done_callback(stuck.discard)
+        return CollectionError(
+            f"contributor {_who(entry)} did not resolve within its {self._state.timeout:g} s deadline "
+            "(bash-env config resolve_timeout)"
+        )
+
+    @staticmethod
+    def _check(entry: _Entry, values: object, out: dict[str, str]) -> None:
+        if not isinstance(values, Mapping):
+            raise CollectionError(
+                f"contributor {_who(entry)} returned {type(values).__name__} from resolve(), "
+                "not a mapping of keys to strings"
+            )
+        keys = entry.keys
+        for key, value in values.items():
+            if key not in keys:
+                raise CollectionError(f"contributor {_who(entry)} returned undeclared key '{key}'")
+            if type(value) is not str:
                 raise CollectionError(
-                    f"contributor '{entry.name}' raised {type(exc).__name__} while resolving: {exc}"
-                ) from exc
-            keys = entry.keys
-            for key, value in values.items():
-                if key not in keys:
-                    raise CollectionError(f"contributor '{entry.name}' returned undeclared key '{key}'")
-                if type(value) is not str:
-                    raise CollectionError(
-                        f"contributor '{entry.name}' returned a {type(value).__name__} for key '{key}', not a string"
-                    )
-                out[key] = value
-        return MappingProxyType(out)
+                    f"contributor {_who(entry)} returned a {type(value).__name__} for key '{key}', not a string"
+                )
+            if "\0" in value:
+                raise CollectionError(f"contributor {_who(entry)} returned a NUL character in key '{key}'")
+            size = len(value.encode("utf-8", "surrogateescape"))
+            if size > MAX_VALUE_BYTES:
+                raise CollectionError(
+                    f"contributor {_who(entry)} returned {size} bytes for key '{key}'; "
+                    f"the maximum is {MAX_VALUE_BYTES} bytes"
+                )
+            out[key] = value
 
     def list(self) -> builtins.list[VariableInfo]:
         """Every declared key (built-ins included, marked), sorted by key, without running resolvers."""
@@ -248,6 +393,12 @@ class BashEnvRegistry(Service):
     def contributors(self) -> builtins.list[str]:
         """Names of the registered contributors, sorted."""
         return sorted(self._state.entries)
+
+
+def _who(entry: _Entry) -> str:
+    """A contributor as errors name it: its name and, when it came from one, its distribution."""
+    origin = entry.origin
+    return f"'{entry.name}' ({origin.distribution} {origin.version})" if origin else f"'{entry.name}'"
 
 
 def _own_version() -> str | None:

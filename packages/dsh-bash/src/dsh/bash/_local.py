@@ -6,10 +6,9 @@ import asyncio
 import contextlib
 import itertools
 import os
+import secrets
 import signal
-import tempfile
 import time
-import uuid
 from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
@@ -18,11 +17,54 @@ from typing import Protocol
 from pydantic import BaseModel, ConfigDict
 
 from dsh.core import DSH_HOME, Context, DshError, Plugin, ServiceKey
+from dsh.paths import UntrustedPathError, create_private_file, ensure_private_dir, resolve_dsh_home
 
 from ._env import DEFAULT_CREDENTIAL_PATTERN, Shell, build_child_env, compile_credential_pattern
 from ._request import BashExecRequest, BashExecSpec, ExecResult
 
 DEFAULT_MAX_OUTPUT = 30_000
+
+SPILL_MAX_AGE = 7 * 24 * 3600
+"""Spilled output older than this (seconds) is removed when the next spill is written."""
+SPILL_MAX_BYTES = 256 * 1024 * 1024
+"""Past this total, the oldest spilled files are removed when the next spill is written."""
+
+
+def spill(directory: Path, data: bytes, stream: str) -> Path:
+    """Write ``data`` to a new private file under ``directory`` and apply the retention rule.
+
+    The directory is created 0700 and checked like the home; the file is created exclusively,
+    0600, under an unpredictable name, never through a symbolic link.
+    """
+    try:
+        ensure_private_dir(directory, "output directory")
+        path = directory / f"{secrets.token_hex(16)}.{stream}"
+        with os.fdopen(create_private_file(path), "wb") as fh:
+            fh.write(data)
+    except UntrustedPathError as exc:
+        raise DshError(str(exc)) from None
+    except OSError as exc:
+        raise DshError(f"cannot spill {stream} under {directory}: {exc.strerror or exc}") from None
+    _prune(directory, keep=path)
+    return path
+
+
+def _prune(directory: Path, keep: Path) -> None:
+    """Remove spills past :data:`SPILL_MAX_AGE`, then the oldest while the total passes :data:`SPILL_MAX_BYTES`."""
+    now = time.time()
+    files: list[tuple[float, int, str]] = []
+    with contextlib.suppress(OSError), os.scandir(directory) as entries:
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                info = entry.stat(follow_symlinks=False)
+                if entry.is_file(follow_symlinks=False) and entry.path != str(keep):
+                    files.append((info.st_mtime, info.st_size, entry.path))
+    total = sum(size for _, size, _ in files) + keep.stat().st_size
+    for mtime, size, path in sorted(files):
+        if now - mtime > SPILL_MAX_AGE or total > SPILL_MAX_BYTES:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+                total -= size
 
 
 def shell_argv(shell: Shell, command: str) -> tuple[str, ...]:
@@ -131,7 +173,8 @@ class LocalExecutor:
     ) -> None:
         self.credentials = compile_credential_pattern(credential_pattern)
         self.max_output = max_output
-        self.spill_dir = Path(spill_dir) if spill_dir is not None else Path(tempfile.gettempdir()) / "dsh-output"
+        # Never a shared temporary directory: another user could pre-create or read it.
+        self.spill_dir = Path(spill_dir) if spill_dir is not None else resolve_dsh_home() / "output"
         self._ambient = ambient
 
     def spec(self, request: BashExecRequest) -> BashExecSpec:
@@ -209,16 +252,14 @@ class LocalExecutor:
         text = data.decode(errors="replace")
         if len(text) <= self.max_output:
             return text, None
-        self.spill_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        path = self.spill_dir / f"{uuid.uuid4().hex}.{stream}"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+        shown = f"[{stream} truncated: showing the last {self.max_output} of {len(text)} characters"
         tail = text[-self.max_output :]
-        note = (
-            f"[{stream} truncated: showing the last {self.max_output} of {len(text)} characters; full text in {path}]\n"
-        )
-        return note + tail, str(path)
+        try:
+            path = spill(self.spill_dir, data, stream)
+        except DshError as exc:
+            # The command has run: keep what can be shown rather than lose its whole result.
+            return f"{shown}; the full text was not kept: {exc}]\n" + tail, None
+        return f"{shown}; full text in {path}]\n" + tail, str(path)
 
 
 SHELL_EXECUTOR: ServiceKey[Executor] = ServiceKey("shell_executor")

@@ -4,6 +4,7 @@ Everything a plugin registers is an effect of its fiber, so unloading the plugin
 loader (entry points, deployments) is the separate ``dsh.loader``.
 """
 
+from ._contain import EscapedError, contained, describe
 from ._context import Context
 from ._errors import DshError, PluginError, ServiceConflictError
 from ._fiber import Effect, Fiber, FiberState
@@ -17,6 +18,7 @@ __all__ = [
     "Disposer",
     "DshError",
     "Effect",
+    "EscapedError",
     "Fiber",
     "FiberState",
     "Plugin",
@@ -24,6 +26,8 @@ __all__ = [
     "Service",
     "ServiceConflictError",
     "ServiceKey",
+    "contained",
+    "describe",
     "field_path",
     "format_validation_error",
     "plain_error",

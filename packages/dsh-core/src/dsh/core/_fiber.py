@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from ._contain import contained, describe
 from ._errors import DshError, PluginError
 from ._plugin import plugin_apply, plugin_inject, plugin_name, validate_config
 from ._services import Disposer
@@ -193,9 +194,9 @@ class Fiber:
 
     def _dispose_effect(self, effect: Effect) -> None:
         try:
-            effect.dispose()
+            contained(effect.dispose)
         except Exception as exc:
-            message = f"disposer of {effect.label} raised {type(exc).__name__}: {exc}"
+            message = f"disposer of {effect.label} raised {describe(exc)}"
             self.dispose_errors.append(message)
             log.error("plugin %s: %s", self.label, message)
 
@@ -229,10 +230,11 @@ class Fiber:
         self.state = FiberState.LOADING
         self.error = None
         try:
-            plugin_apply(self.plugin)(self.context, self.config)
+            apply, context, config = plugin_apply(self.plugin), self.context, self.config
+            contained(lambda: apply(context, config))
         except Exception as exc:
             self._unload_effects()
-            message = str(exc) if isinstance(exc, DshError) else f"apply raised {type(exc).__name__}: {exc}"
+            message = str(exc) if isinstance(exc, DshError) else f"apply raised {describe(exc)}"
             self._fail(PluginError(message, plugin=self.label))
             return
         self.state = FiberState.ACTIVE

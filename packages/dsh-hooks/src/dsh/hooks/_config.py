@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dsh.core import PluginError
+from dsh.paths import UntrustedPathError, check_trusted
 
 Dialect = Literal["claude", "codex"]
 
@@ -192,8 +193,19 @@ def _invalid_matcher(dialect: Dialect, matcher: str) -> str | None:
     return None
 
 
-def read_hook_file(path: Path, where: str) -> Any:
-    """The parsed JSON of a hook configuration file (the one place such files are read)."""
+def read_hook_file(path: Path, where: str, what: str = "hooks file") -> Any:
+    """The parsed JSON of a hook configuration file (the one place such files are read).
+
+    Never from a file, or a folder, that another user owns or can write (as OpenSSH's StrictModes):
+    that would run their commands with our credentials.
+    """
+    try:
+        check_trusted(path.parent, what.replace("file", "folder"))
+        check_trusted(path, what)
+    except UntrustedPathError as exc:
+        raise PluginError(str(exc)) from None
+    except OSError:
+        pass  # a missing file or folder is reported by the read below
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -215,7 +227,7 @@ def load_hook_table(dialect: Dialect, source: Mapping[str, Any] | str | None, ba
         if not path.is_absolute() and base is not None:
             path = base / path
         where = f"{dialect} hooks file {path}"
-        raw = read_hook_file(path, where)
+        raw = read_hook_file(path, where, f"{dialect} hooks file")
     if not isinstance(raw, Mapping):
         raise PluginError(f"{where}: must be a JSON object")
     if "hooks" not in raw and any(key in PEER_EVENTS[dialect] for key in raw):

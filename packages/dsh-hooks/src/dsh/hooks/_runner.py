@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from dsh.bash import DSH_ENV_PREFIX, BashExecRequest, Executor, LocalExecutor, is_managed_key
-from dsh.core import Context, Plugin, ServiceKey
+from dsh.core import DSH_HOME, Context, Plugin, ServiceKey
 from dsh.session import SESSION_PERSISTENCE, SessionHeader
 
 from ._config import Dialect, HookCommand, HookTable, load_hook_table
@@ -475,7 +475,11 @@ def _apply(ctx: Context, config: HooksConfig) -> None:
         model=config.model,
         permission_mode=config.permission_mode,
         ask=config.ask,
-        executor=LocalExecutor(credential_pattern=config.credential_pattern),
+        # Long hook output spills under the home, never into a shared temporary directory.
+        executor=LocalExecutor(
+            credential_pattern=config.credential_pattern,
+            spill_dir=home / "output" if (home := ctx.get(DSH_HOME)) is not None else None,
+        ),
     )
     ctx.effect(lambda: runner.close, label="hook runner")
     ctx.provide(HOOKS, runner)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh.core import Disposer
+from dsh.core import Disposer, contained, describe
 
 from ._errors import DiscoveryError
 
@@ -53,11 +53,12 @@ class EntryPointItem:
     def load(self) -> Any:
         """Import the object the entry point names; raise :class:`DiscoveryError` naming it on failure."""
         try:
-            return import_ref(self.value)
+            # SystemExit and the like at import are this distribution's failure, not the command's.
+            return contained(lambda: import_ref(self.value))
         except Exception as exc:
             raise DiscoveryError(
                 f"entry point '{self.name}' in group '{self.group}' ({self.value}, from "
-                f"{self.distribution} {self.version}) failed to load: {type(exc).__name__}: {exc}",
+                f"{self.distribution} {self.version}) failed to load: {describe(exc)}",
                 group=self.group,
                 name=self.name,
             ) from exc

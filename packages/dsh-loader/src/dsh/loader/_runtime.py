@@ -7,7 +7,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from dsh.core import DSH_HOME, Context, DshError, Fiber, FiberState, ServiceKey
+from dsh.core import DSH_HOME, Context, DshError, Fiber, FiberState, ServiceKey, contained, describe
 from dsh.session import PERSISTENCE_GROUP
 
 from ._deployment import Deployment, resolve_home
@@ -21,11 +21,9 @@ CATALOG: ServiceKey[Catalog] = ServiceKey("catalog")
 def load_object(ref: str) -> Any:
     """Import ``module:attr``; raise :class:`DiscoveryError` naming the reference on failure."""
     try:
-        return import_ref(ref)
+        return contained(lambda: import_ref(ref))
     except Exception as exc:
-        raise DiscoveryError(
-            f"cannot import plugin '{ref}': {type(exc).__name__}: {exc}", group="module:attr", name=ref
-        ) from None
+        raise DiscoveryError(f"cannot import plugin '{ref}': {describe(exc)}", group="module:attr", name=ref) from None
 
 
 class Runtime:

@@ -3,6 +3,9 @@
 The precedence is a contract: an explicitly configured value, else the ``DSH_HOME``
 environment variable (a blank value counts as unset), else ``~/.dsh``. The result is
 always absolute with ``~`` expanded. Resolution is pure: it creates nothing.
+
+:func:`ensure_private_dir`, :func:`check_trusted` and :func:`create_private_file` are the one
+trust rule every consumer of the home applies (see ``_trust``).
 """
 
 from __future__ import annotations
@@ -11,7 +14,17 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["DEFAULT_HOME", "HOME_ENV", "resolve_dsh_home"]
+from ._trust import UntrustedPathError, check_trusted, create_private_file, ensure_private_dir
+
+__all__ = [
+    "DEFAULT_HOME",
+    "HOME_ENV",
+    "UntrustedPathError",
+    "check_trusted",
+    "create_private_file",
+    "ensure_private_dir",
+    "resolve_dsh_home",
+]
 
 HOME_ENV = "DSH_HOME"
 """The environment variable consulted when no home is configured."""

@@ -125,8 +125,13 @@ class ShellTool:
             self._fallback = LocalExecutor()
         return self._fallback
 
-    def request(self, arguments: Mapping[str, Any], execution: ToolExecution) -> BashExecRequest:
-        """Build the request for a call: named arguments plus a fresh snapshot for ``execution``."""
+    def request(
+        self, arguments: Mapping[str, Any], execution: ToolExecution, dsh_env: Mapping[str, str] | None = None
+    ) -> BashExecRequest:
+        """Build the request for a call: named arguments plus a fresh snapshot for ``execution``.
+
+        ``dsh_env`` is that snapshot when the caller already collected it (without blocking its loop).
+        """
         command = arguments.get("command")
         if not isinstance(command, str) or not command.strip():
             raise DshError("argument 'command' must be a non-blank string")
@@ -138,20 +143,22 @@ class ShellTool:
         session = execution.session
         base = session.cwd if session is not None else os.getcwd()
         cwd = os.path.normpath(os.path.join(base, workdir)) if workdir else (session.cwd if session else None)
-        registry = self._ctx.require(BASH_ENV)
+        if dsh_env is None:
+            dsh_env = self._ctx.require(BASH_ENV).collect(execution)
         return BashExecRequest(
             command=command,
             cwd=cwd,
             timeout=timeout,
             env=dict(execution.env),
-            dsh_env=registry.collect(execution),
+            dsh_env=dsh_env,
             shell=self.shell,
         )
 
     async def __call__(self, arguments: Mapping[str, Any], execution: ToolExecution) -> ToolResult:
         """Run the command in the foreground, or start it in the background."""
         try:
-            request = self.request(arguments, execution)
+            snapshot = await self._ctx.require(BASH_ENV).collect_async(execution)
+            request = self.request(arguments, execution, snapshot)
             if arguments.get("run_in_background") is True:
                 task = await self.executor().start(request)
                 self.tasks.tasks[task.id] = task

@@ -1,0 +1,83 @@
+"""Containment of third-party code: whatever a plugin raises is that plugin's failure.
+
+Plugin code runs at import, in ``apply``, in disposers and in resolvers. Any exception it raises,
+``BaseException`` subclasses such as ``SystemExit``, ``KeyboardInterrupt`` and ``GeneratorExit``
+included, must fail that plugin and never the command, ``dsh plugins`` or ``dsh serve``. The one
+exception is a real Ctrl-C: while third-party code runs on the main thread, the SIGINT handler is
+wrapped to note that the signal really arrived, and only then does ``KeyboardInterrupt`` propagate.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+__all__ = ["EscapedError", "contained", "describe"]
+
+
+class EscapedError(Exception):
+    """A ``BaseException`` that third-party code raised, caught and turned into an ordinary failure."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(describe(original))
+        self.original = original
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message`` of an exception (of the original one for an :class:`EscapedError`)."""
+    if isinstance(exc, EscapedError):
+        exc = exc.original
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class _SigintWatch:
+    """Notes a real SIGINT while installed (main thread, Python-level handler only)."""
+
+    def __init__(self) -> None:
+        self.fired = False
+        self._previous: Any = None
+        self._installed = False
+
+    def _handler(self, signum: int, frame: FrameType | None) -> Any:
+        self.fired = True
+        previous = self._previous
+        if callable(previous):
+            return previous(signum, frame)
+        raise KeyboardInterrupt  # pragma: no cover - only installed over a callable handler
+
+    def __enter__(self) -> _SigintWatch:
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.getsignal(signal.SIGINT)
+            # With SIG_IGN or SIG_DFL no KeyboardInterrupt can come from a real Ctrl-C at all.
+            if callable(previous):
+                self._previous = previous
+                signal.signal(signal.SIGINT, self._handler)
+                self._installed = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._installed and signal.getsignal(signal.SIGINT) == self._handler:
+            signal.signal(signal.SIGINT, self._previous)
+
+
+def contained(call: Callable[[], T]) -> T:
+    """Run third-party ``call``; re-raise a real Ctrl-C, turn any other ``BaseException`` into :class:`EscapedError`.
+
+    Ordinary exceptions propagate unchanged. Outside the main thread no ``KeyboardInterrupt`` can
+    come from the terminal (Python delivers signals to the main thread), so every one is contained.
+    """
+    with _SigintWatch() as watch:
+        try:
+            return call()
+        except Exception:
+            raise
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt) and watch.fired:
+                raise
+            raise EscapedError(exc) from exc

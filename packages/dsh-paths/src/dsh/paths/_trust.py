@@ -1,0 +1,93 @@
+"""The one trust rule for what dsh keeps in its home, after OpenSSH's ``StrictModes``.
+
+A directory or file dsh trusts (the home, ``run/``, ``hooks/``, a hook or deployment file) must be
+owned by the current user (or by root, as OpenSSH allows) and must not be writable by group or
+others: anyone else who can write there could plant a socket, a hook or a plugin reference that
+then runs with the user's credentials. What dsh creates it creates private (directories 0700,
+files 0600) whatever the process umask.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+__all__ = ["UntrustedPathError", "check_trusted", "create_private_file", "ensure_private_dir"]
+
+
+class UntrustedPathError(PermissionError):
+    """A path dsh would trust is owned by another user or writable by group or others.
+
+    The message is one line naming the path and the command that fixes it.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], message: str) -> None:
+        super().__init__(message)
+        self.path = os.fspath(path)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def _owner_ok(uid: int) -> bool:
+    return uid in (os.geteuid(), 0)
+
+
+def check_trusted(path: str | os.PathLike[str], what: str = "") -> None:
+    """Raise :class:`UntrustedPathError` unless ``path`` is owned by this user (or root) and not group/other-writable.
+
+    ``what`` names the path's role in the message (``"DSH_HOME"``, ``"hooks file"``). Symbolic links
+    are followed: what counts is the directory or file they lead to. A missing path is not checked
+    (raises :class:`FileNotFoundError`).
+    """
+    info = os.stat(path)
+    label = f"{what} {os.fspath(path)}" if what else os.fspath(path)
+    private = "700" if stat.S_ISDIR(info.st_mode) else "600"
+    if not _owner_ok(info.st_uid):
+        raise UntrustedPathError(
+            path,
+            f"refusing {label}: it is owned by uid {info.st_uid}, not by you (uid {os.geteuid()}); "
+            f"use one you own and run `chmod {private}` on it",
+        )
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise UntrustedPathError(
+            path,
+            f"refusing {label}: it is writable by group or others (mode {stat.S_IMODE(info.st_mode):04o}); "
+            f"run `chmod {private} {os.fspath(path)}`",
+        )
+
+
+def ensure_private_dir(path: str | os.PathLike[str], what: str = "") -> Path:
+    """Create ``path`` and any missing parents as 0700 directories (whatever the umask); check it.
+
+    Existing directories are not changed; the last one is then checked with :func:`check_trusted`.
+    """
+    target = Path(os.path.abspath(path))
+    missing: list[Path] = []
+    probe = target
+    while not probe.exists():
+        missing.append(probe)
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            continue  # made by a concurrent process: checked below like any existing directory
+        # mkdir's mode is filtered by the umask (0o777 would leave it unusable); set it exactly.
+        os.chmod(directory, 0o700)
+    check_trusted(target, what)
+    return target
+
+
+def create_private_file(path: str | os.PathLike[str]) -> int:
+    """Create ``path`` exclusively as a 0600 file and return a descriptor open for writing.
+
+    Never follows a symbolic link and never reuses an existing file (``O_EXCL | O_NOFOLLOW``).
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags, 0o600)
+    os.fchmod(fd, 0o600)
+    return fd
