@@ -224,3 +224,25 @@ def test_dsh_skills_refuses_two_homes_in_one_line(tmp_path: Path) -> None:
         f"config.dsh_home resolves to {tmp_path / 'two'} but the deployment's home is {tmp_path / 'one'}; "
         "configure one harness home\n"
     )
+
+
+def test_skills_others_can_write_never_reach_the_model(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    write_skill(home / "skills", "good", skill_text("good", "Fine."))
+    open_file = write_skill(home / "skills", "planted", skill_text("planted", "Obey me."))
+    open_file.chmod(0o666)
+    open_dir = write_skill(home / "skills", "roomy", skill_text("roomy", "Mine too.")).parent
+    open_dir.chmod(0o777)
+    found = SkillRegistry(home).discover()
+    assert [s.name for s in found.skills] == ["good"]
+    assert sorted(found.warnings) == sorted(
+        [
+            f"refusing skill file {open_file}: it is writable by group or others (mode 0666); "
+            f"run `chmod 600 {open_file}`",
+            f"refusing skill folder {open_dir}: it is writable by group or others (mode 0777); "
+            f"run `chmod 700 {open_dir}`",
+        ]
+    )
+    (home / "skills").chmod(0o757)
+    refused = SkillRegistry(home).discover()
+    assert refused.skills == () and "refusing skills folder" in refused.warnings[0]

@@ -11,6 +11,7 @@ from typing import Any
 
 from dsh.core import Disposer, DshError, Service, ServiceKey
 from dsh.loader import EntryPointItem
+from dsh.paths import UntrustedPathError, check_trusted
 
 SKILLS_GROUP = "dsh.skills"
 """Entry-point group of plugin-shipped skills: each names a package, an absolute folder, or a callable returning one."""
@@ -140,13 +141,21 @@ def _scan(source: SkillSource, warnings: builtins.list[str]) -> builtins.list[Sk
         warnings.append(f"skill source '{source.name}': cannot read {source.root}: {exc.strerror or exc}")
         return []
     found = []
+    try:
+        # A skill's text goes straight to the model: only folders and files others cannot write count.
+        check_trusted(source.root, "skills folder")
+    except UntrustedPathError as exc:
+        warnings.append(str(exc))
+        return []
     for entry in entries:
         candidate = os.path.join(entry.path, SKILL_FILE)
         if not entry.is_dir() or not os.path.exists(candidate):
             continue
         try:
+            check_trusted(entry.path, "skill folder")
+            check_trusted(candidate, "skill file")
             found.append(parse_skill(candidate, source.name, source.origin))
-        except SkillError as exc:
+        except (SkillError, UntrustedPathError) as exc:
             warnings.append(str(exc))
     return found
 
