@@ -95,7 +95,7 @@ def test_errors_are_one_line_unless_debug(tmp_path: Path) -> None:
     deployment = tmp_path / "d.yaml"
     deployment.write_text("plugins:\n  - {id: x, name: no-such}\n")
     proc = dsh("exec", "--deployment", str(deployment), "--", "true", home=tmp_path / "h")
-    assert proc.returncode == 1
+    assert proc.returncode == 125  # dsh exec keeps the lower statuses for the command
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(f"dsh: {deployment}: deployment did not boot")
     assert "no entry point 'no-such'" in proc.stderr
     debug = dsh("--debug", "exec", "--deployment", str(deployment), "--", "true", home=tmp_path / "h")
@@ -207,7 +207,7 @@ def test_run_script_with_a_subagent_prints_the_conversation(tmp_path: Path) -> N
 def test_exec_cwd_must_exist_and_is_the_sessions(tmp_path: Path) -> None:
     home = tmp_path / "home"
     missing = dsh("exec", "--cwd", str(tmp_path / "nope"), "--", "true", home=home)
-    assert missing.returncode == 1
+    assert missing.returncode == 125
     assert missing.stderr == f"dsh: --cwd {tmp_path / 'nope'} is not a directory\n"
     out = json.loads(dsh("exec", "--json", "--cwd", str(tmp_path), "--", "pwd", home=home).stdout)
     assert out["stdout"] == f"{tmp_path}\n"

@@ -50,6 +50,7 @@ def test_turn_lifecycle_and_flush_checkpoint(runtime: Runtime, tmp_path: Path) -
         "tool/result",
         "message/assistant",
         "turn/end",
+        "session/flush",
     ]
     second = asyncio.run(agent.run_turn("again"))
     # During the second turn the file holds exactly the first turn's flushed prefix.

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -101,3 +104,84 @@ def test_missing_workdir_is_a_clear_error(tmp_path: Path) -> None:
 
     with pytest.raises(DshError, match=r"working directory .* does not exist"):
         run(BashExecRequest("true", cwd=str(tmp_path / "absent")))
+
+
+def test_a_timeout_keeps_the_output_printed_before_it_and_exits_124() -> None:
+    result = run(BashExecRequest("echo before; echo err >&2; sleep 30; echo after", timeout=0.5))
+    assert result.timed_out and result.exit_code == 124  # type: ignore[attr-defined]
+    assert result.stdout == "before\n" and result.stderr == "err\n"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("command", "status"), [("kill -TERM $$", 143), ("kill -KILL $$", 137), ("exit 3", 3)])
+def test_a_command_killed_by_signal_n_exits_128_plus_n(command: str, status: int) -> None:
+    result = run(BashExecRequest(f"echo out; {command}"))
+    assert result.exit_code == status and not result.timed_out  # type: ignore[attr-defined]
+    assert result.stdout == "out\n"  # type: ignore[attr-defined]
+
+
+def test_cancelling_a_run_kills_and_reaps_the_group(tmp_path: Path) -> None:
+    marker = tmp_path / "pid"
+
+    async def scenario() -> None:
+        task = asyncio.ensure_future(LocalExecutor().run(BashExecRequest(f"echo $$ > {marker}; sleep 300")))
+        while not marker.exists() or not marker.read_text().strip():
+            await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(scenario())
+    pgid = int(marker.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pgid, 0)  # the leader was reaped and every member is gone
+
+
+def _running(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+                state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if marker.encode() in cmdline and state not in ("Z", "X"):
+                found.append(int(entry))
+    return found
+
+
+CANCEL_DURING_SPAWN = """
+import asyncio, sys
+from dsh.bash import BashExecRequest, LocalExecutor
+
+async def scenario(steps):
+    task = asyncio.ensure_future(LocalExecutor().run(BashExecRequest(f"sleep {sys.argv[1]} & wait")))
+    for _ in range(steps):
+        await asyncio.sleep(0)
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+
+for steps in range(12):
+    asyncio.run(scenario(steps))
+"""
+
+
+def test_cancelling_at_any_point_of_the_spawn_leaves_no_process() -> None:
+    # In a child process: the failure this guards against is a hang (asyncio waiting on the pipes
+    # of a child it never killed), which must fail the test, not freeze the suite.
+    marker = f"300.{os.getpid()}{time.monotonic_ns() % 10**9}"
+    try:
+        subprocess.run([sys.executable, "-c", CANCEL_DURING_SPAWN, marker], timeout=60, check=True)
+    except subprocess.TimeoutExpired:
+        for pid in _running(marker):
+            os.kill(pid, signal.SIGKILL)
+        pytest.fail("run() never returned after a cancel during the spawn")
+    for _ in range(60):
+        if not _running(marker):
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"{_running(marker)} kept running after a cancelled run()")

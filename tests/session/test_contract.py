@@ -10,7 +10,14 @@ import pytest
 
 from dsh.persistence.jsonl import JsonlPersistence
 from dsh.persistence.sqlite import SqlitePersistence
-from dsh.session import SessionNotFoundError, SessionPersistence, SessionStore
+from dsh.session import (
+    PersistenceError,
+    SessionEvent,
+    SessionLockedError,
+    SessionNotFoundError,
+    SessionPersistence,
+    SessionStore,
+)
 
 
 @pytest.fixture(params=["jsonl", "sqlite", "postgres"])
@@ -146,3 +153,98 @@ def test_locate_is_pure(backend: SessionPersistence, store: SessionStore, tmp_pa
     session.flush()
     assert os.path.exists(location.path)
     assert backend.locate(store.resume(session.id).header) == location
+
+
+# -- the write lock (acquire) -------------------------------------------------------------------
+
+
+def _second(backend: SessionPersistence, tmp_path: Path, request: pytest.FixtureRequest) -> SessionPersistence:
+    """Another handle on the same store, as a second process would open it."""
+    root = tmp_path / "store"
+    if isinstance(backend, SqlitePersistence):
+        return SqlitePersistence(root / "db.sqlite3")
+    if isinstance(backend, JsonlPersistence):
+        return JsonlPersistence(root / "sessions")
+    from dsh.persistence.postgres import PostgresPersistence
+
+    server = request.getfixturevalue("postgres_server")
+    return PostgresPersistence(server.dsn, schema=request.getfixturevalue("pg_schema"))
+
+
+def test_acquire_excludes_other_writers_until_released(
+    backend: SessionPersistence, store: SessionStore, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    session = store.create(tmp_path)
+    release = backend.acquire(session.header)
+    assert store.list() == [], "acquire creates no transcript"
+    with pytest.raises(SessionNotFoundError):
+        backend.load(session.id)
+    other = _second(backend, tmp_path, request)
+    try:
+        with pytest.raises(SessionLockedError, match=rf"session {session.id}"):
+            other.acquire(session.header)
+        with pytest.raises(SessionLockedError, match=rf"session {session.id}"):
+            backend.acquire(session.header)  # another turn of this process
+        backend.write(session.header, [SessionEvent(type="turn/start")])  # the holder writes
+        release()
+        release()  # idempotent
+        other.acquire(session.header)()
+        other.write(session.header, [SessionEvent(type="turn/end")])  # safe without a held lock
+    finally:
+        other.close()
+    assert [e.type for e in backend.load(session.id).events] == ["turn/start", "turn/end"]
+
+
+def test_a_turn_holds_the_lock_until_its_flush_and_sees_other_writers(
+    backend: SessionPersistence, store: SessionStore, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    first = store.create(tmp_path, lock=True)
+    assert first.locked
+    first.record("turn/start", turn_id=first.new_turn_id())
+    first.flush()
+    assert not first.locked
+    other = _second(backend, tmp_path, request)
+    try:
+        other_store = SessionStore(lambda: other)
+        a = store.resume(first.id)
+        b = other_store.resume(first.id, lock=True)
+        with pytest.raises(SessionLockedError):
+            a.acquire()
+        b.record("turn/start", turn_id=b.new_turn_id())
+        b.flush()
+        a.acquire()  # catches up with what b flushed
+        turn_id = a.new_turn_id()
+        a.record("turn/start", turn_id=turn_id)
+        a.flush()
+    finally:
+        other.close()
+    ids = [e.data["turn_id"] for e in store.resume(first.id).history]
+    assert ids == [f"{first.id}:turn-1", f"{first.id}:turn-2", f"{first.id}:turn-3"]
+
+
+def test_a_failed_flush_still_releases_the_lock(
+    backend: SessionPersistence, store: SessionStore, tmp_path: Path
+) -> None:
+    session = store.create(tmp_path, lock=True)
+    session.record("x", bad=object())
+    with pytest.raises(PersistenceError):
+        session.flush()
+    assert not session.locked
+    backend.acquire(session.header)()
+
+
+def test_holding_keeps_the_lock_across_flushes(
+    backend: SessionPersistence, store: SessionStore, tmp_path: Path
+) -> None:
+    session = store.create(tmp_path)
+    with session.holding():
+        for n in (1, 2):
+            session.record("turn/start", turn_id=session.new_turn_id())
+            session.flush()
+            assert session.locked, f"released after flush {n}"
+    assert not session.locked
+    backend.acquire(session.header)()
+    assert [e.data["turn_id"] for e in store.resume(session.id).history] == [
+        f"{session.id}:turn-1",
+        f"{session.id}:turn-2",
+    ]

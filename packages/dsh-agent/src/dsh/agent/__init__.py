@@ -9,7 +9,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._loop import SPAWN_DESCRIPTION, Agent, HookVerdict, SpawnTool, TurnResult, spawn_plugin
+    from ._loop import (
+        SPAWN_DESCRIPTION,
+        Agent,
+        HookVerdict,
+        SpawnTool,
+        TranscriptNotSaved,
+        TurnResult,
+        spawn_plugin,
+    )
     from ._model import Model, ModelStep, Script, ScriptedModel, ScriptTurn, ToolCall, load_script
     from ._runtime import BUILTINS, DEFAULT_SOURCE, default_deployment, open_runtime
 
@@ -18,6 +26,7 @@ _EXPORTS = {
     "Agent": "._loop",
     "HookVerdict": "._loop",
     "SpawnTool": "._loop",
+    "TranscriptNotSaved": "._loop",
     "TurnResult": "._loop",
     "spawn_plugin": "._loop",
     "Model": "._model",
@@ -46,6 +55,7 @@ __all__ = [
     "ScriptedModel",
     "SpawnTool",
     "ToolCall",
+    "TranscriptNotSaved",
     "TurnResult",
     "default_deployment",
     "load_script",

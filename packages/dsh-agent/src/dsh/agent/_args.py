@@ -13,11 +13,66 @@ import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from dsh.paths import resolve_dsh_home
 
+TIMEOUT_EXIT = 124
+"""Exit status of ``dsh exec`` when a timeout killed the command (the executor reports it so)."""
+FAILURE_EXIT = 125
+"""Exit status of ``dsh exec`` when dsh itself failed, before the command ran or while recording it."""
 BLOCKED_EXIT = 126
 """Exit status of ``dsh exec`` when a hook blocked the command (it never ran)."""
+DEFAULT_TIMEOUT_TEXT = "120 s"
+MAX_TIMEOUT_TEXT = "600 s"
+
+EXEC_EPILOG = f"""\
+timeout:
+  Without --timeout the bash tool's default_timeout applies ({DEFAULT_TIMEOUT_TEXT} unless the deployment
+  configures tool-bash otherwise); --timeout may not exceed its max_timeout ({MAX_TIMEOUT_TEXT} by default).
+
+exit status:
+  N      the command's own exit status
+  {TIMEOUT_EXIT}    the timeout killed the command's process group; the output produced before is
+         kept, shown and recorded, and one line on stderr says so ("timed_out": true in --json)
+  {FAILURE_EXIT}    dsh itself failed: before the command ran (home, session, lock, backend; nothing
+         ran), or after it ran (its output is still shown; the transcript was not saved;
+         "error" in --json beside the command's exit_code)
+  {BLOCKED_EXIT}    a hook blocked the command; it never ran
+  128+N  signal N killed the command, or dsh got SIGINT, SIGTERM or SIGHUP (the command's
+         process group is killed and the turn recorded as interrupted)
+  2      the dsh command line is invalid
+"""
+
+
+def positive_seconds(text: str) -> float:
+    """``--timeout``: a positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text!r}")
+    return value
+
+
+def exec_status(result: Mapping[str, Any]) -> int:
+    """``dsh exec``'s exit status for its ``--json`` document (in-process or served)."""
+    return FAILURE_EXIT if result.get("error") else int(result["exit_code"])
+
+
+def exec_notices(result: Mapping[str, Any]) -> list[str]:
+    """The lines ``dsh exec`` writes to stderr after the command's own output."""
+    lines = []
+    if result.get("timed_out"):
+        after = f" after {result['timeout']:g} s" if isinstance(result.get("timeout"), int | float) else ""
+        lines.append(
+            f"dsh: the command timed out{after} and its process group was killed; allow longer with --timeout SECONDS"
+        )
+    if result.get("error"):
+        lines.append(f"dsh: the command ran, but {result['error']}")
+    return lines
+
 
 
 def installed_versions() -> list[tuple[str, str]]:
@@ -81,10 +136,21 @@ def build_parser() -> argparse.ArgumentParser:
         # SUPPRESS keeps `dsh --debug VERB` working: the sub-parser must not reset it to False.
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
 
-    p = sub.add_parser("exec", help="run COMMAND as the model's bash tool would, as one turn")
+    p = sub.add_parser(
+        "exec",
+        help="run COMMAND as the model's bash tool would, as one turn",
+        epilog=EXEC_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     common(p, session="run as the next turn of this stored session instead of a new one")
     p.add_argument("--cwd", metavar="DIR", help="working directory of a new session")
-    p.add_argument("--timeout", type=float, metavar="SECONDS", help="kill the command after this long")
+    p.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        metavar="SECONDS",
+        help=f"kill the command's process group after this long "
+        f"(default {DEFAULT_TIMEOUT_TEXT}; at most {MAX_TIMEOUT_TEXT})",
+    )
     p.add_argument("--no-server", action="store_true", help="run in this process even when `dsh serve` listens")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND...")
 

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from dsh.core import DshError
 from dsh.loader import Runtime
-from dsh.session import SESSIONS, Session
+from dsh.session import SESSIONS, TOOLS, PersistenceError, Session, ToolResult
 
-from ._args import BLOCKED_EXIT
-from ._loop import Agent
+from ._args import BLOCKED_EXIT, FAILURE_EXIT
+from ._loop import Agent, TranscriptNotSaved
 from ._model import ScriptedModel, ToolCall
 
 if TYPE_CHECKING:
@@ -25,8 +26,14 @@ class ExecOutcome:
     session_id: str
     location: dict[str, str] | None
     exit_code: int
+    """The command's status: its own, 128+N for signal N, 124 when the timeout killed it."""
     stdout: str
     stderr: str
+    timed_out: bool = False
+    timeout: float | None = None
+    """Seconds the command was allowed (None when the tool did not say)."""
+    error: str | None = None
+    """Why the transcript could not be saved after the command ran (``dsh exec`` then exits 125)."""
     notices: tuple[str, ...] = ()
     """Lines for dsh's own stderr (hooks' ``systemMessage``, hook failures); not in ``--json``."""
 
@@ -37,6 +44,24 @@ class ExecOutcome:
         return document
 
 
+def _timeout(runtime: Runtime, requested: float | None) -> float | None:
+    """The timeout the command gets: ``requested`` checked against the bash tool's limit, else its default."""
+    tools = runtime.ctx.get(TOOLS)
+    config = getattr(tools.get("bash") if tools is not None else None, "config", None)
+    maximum = getattr(config, "max_timeout", None)
+    if requested is None:
+        default = getattr(config, "default_timeout", None)
+        return float(default) if isinstance(default, int | float) else None
+    if not (math.isfinite(requested) and requested > 0):
+        raise DshError(f"--timeout must be a positive number of seconds, not {requested!r}")
+    if isinstance(maximum, int | float) and requested > maximum:
+        raise DshError(
+            f"--timeout {requested:g} is over the bash tool's limit of {maximum:g} s "
+            "(max_timeout of tool-bash in the deployment)"
+        )
+    return requested
+
+
 async def exec_command(
     runtime: Runtime,
     command: str,
@@ -45,33 +70,63 @@ async def exec_command(
     cwd: str | None = None,
     timeout: float | None = None,
 ) -> ExecOutcome:
-    """Run ``command`` through the bash tool in a new session (or ``session_id``'s), as one turn."""
+    """Run ``command`` through the bash tool in a new session (or ``session_id``'s), as one turn.
+
+    Everything that can fail before the command runs is checked first: the command, ``cwd``,
+    the timeout, the backend, the session, and its write lock (held until the turn's flush).
+    When the command ran but its transcript could not be saved, the outcome carries ``error``.
+    """
     if not command.strip():
         raise DshError("dsh exec needs a command after --")
     if cwd is not None and not os.path.isdir(cwd):
         raise DshError(f"--cwd {cwd} is not a directory")
+    allowed = _timeout(runtime, timeout)
     store = runtime.ctx.require(SESSIONS)
-    session = store.resume(session_id) if session_id else store.create(cwd)
+    session = store.resume(session_id, lock=True) if session_id is not None else store.create(cwd, lock=True)
     notices: list[str] = []
-    agent = Agent(runtime.ctx, session, ScriptedModel([]), notify=lambda n: notices.append(notice_line(n)))
-    started = await agent.start("resume" if session_id else "startup")
-    if started.stop:
-        # A SessionStart hook said "continue": false: the command does not run.
-        await agent.end()
-        why = f"stopped by a SessionStart hook: {started.reason}\n"
-        return ExecOutcome(session.id, location_json(session), BLOCKED_EXIT, "", why, tuple(notices))
-    arguments: dict[str, Any] = {"command": command}
-    if timeout is not None:
-        arguments["timeout"] = timeout
-    result = await agent.run_tool_turn(ToolCall(name="bash", arguments=arguments))
-    await agent.end()
+    error: str | None = None
+    # The lock, taken above before anything ran, is kept for the turn and SessionEnd's record after it.
+    with session.holding():
+        agent = Agent(runtime.ctx, session, ScriptedModel([]), notify=lambda n: notices.append(notice_line(n)))
+        started = await agent.start("resume" if session_id is not None else "startup")
+        if started.stop:
+            # A SessionStart hook said "continue": false: the command does not run.
+            await agent.end()
+            why = f"stopped by a SessionStart hook: {started.reason}\n"
+            return ExecOutcome(
+                session.id, location_json(session), BLOCKED_EXIT, "", why, timeout=allowed, notices=tuple(notices)
+            )
+        arguments: dict[str, Any] = {"command": command}
+        if timeout is not None:  # the tool applies its own default; hooks see only what was asked
+            arguments["timeout"] = allowed
+        try:
+            result = await agent.run_tool_turn(ToolCall(name="bash", arguments=arguments))
+        except TranscriptNotSaved as exc:
+            if not isinstance(exc.result, ToolResult):
+                raise
+            result, error = exc.result, str(exc)
+        try:
+            await agent.end()
+        except (PersistenceError, OSError) as exc:  # SessionEnd's record: the command has run
+            error = error or f"the transcript of session {session.id} could not be saved: {exc}"
     data = result.data
     if "exit_code" in data:
         code, stdout, stderr = int(data["exit_code"]), str(data["stdout"]), str(data["stderr"])
     else:
-        code = BLOCKED_EXIT if data.get("blocked") else 1
+        # The command never ran: a hook blocked it, or dsh (a contributor, the tool) failed first.
+        code = BLOCKED_EXIT if data.get("blocked") else FAILURE_EXIT
         stdout, stderr = "", result.output + "\n"
-    return ExecOutcome(session.id, location_json(session), code, stdout, stderr, tuple(notices))
+    return ExecOutcome(
+        session.id,
+        location_json(session),
+        code,
+        stdout,
+        stderr,
+        timed_out=bool(data.get("timed_out")),
+        timeout=allowed,
+        error=error,
+        notices=tuple(notices),
+    )
 
 
 def notice_line(notice: Notice) -> str:

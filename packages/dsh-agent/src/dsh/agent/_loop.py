@@ -12,9 +12,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dsh.core import Context, Plugin, ServiceKey
+from dsh.core import Context, DshError, Plugin, ServiceKey
 from dsh.loader import CATALOG
-from dsh.session import SESSIONS, TOOLS, AgentRef, Session, ToolExecution, ToolResult, ToolSpec
+from dsh.session import SESSIONS, TOOLS, AgentRef, PersistenceError, Session, ToolExecution, ToolResult, ToolSpec
 
 from ._model import Model, ToolCall
 from ._request import REQUEST_EVENT, request_data
@@ -32,6 +32,21 @@ _current_agent: ContextVar[Agent | None] = ContextVar("dsh_current_agent", defau
 
 def _new_call_id() -> str:
     return f"call-{uuid.uuid4().hex[:16]}"
+
+
+class TranscriptNotSaved(DshError):
+    """A turn ran to its end but its flush failed; ``result`` keeps what the turn produced."""
+
+    def __init__(self, session_id: str, cause: BaseException, result: object) -> None:
+        super().__init__(f"the transcript of session {session_id} could not be saved: {cause}")
+        self.session_id = session_id
+        self.cause = cause
+        self.result = result
+
+
+def _interruption(exc: BaseException) -> str:
+    """What a cancellation says about why (the signal name when ``dsh`` was interrupted)."""
+    return str(exc.args[0]) if exc.args and exc.args[0] else "cancelled"
 
 
 @dataclass(frozen=True)
@@ -163,13 +178,28 @@ class Agent:
             self.session.flush()
 
     def _open_turn(self, **data: Any) -> str:
-        # Installed distributions are re-read at every turn start; unchanged, that costs a few stats.
-        catalog = self.ctx.get(CATALOG)
-        if catalog is not None:
-            catalog.refresh()
-        turn_id = f"{self.session.id}:turn-{self.session.turns + 1}"
+        # The lock comes first: nothing of the turn runs unless it can be recorded, and the turn
+        # number is taken from the transcript as other writers left it.
+        self.session.acquire()
+        try:
+            # Installed distributions are re-read at every turn start; unchanged, that costs a few stats.
+            catalog = self.ctx.get(CATALOG)
+            if catalog is not None:
+                catalog.refresh()
+        except BaseException:
+            self.session.release()
+            raise
+        turn_id = self.session.new_turn_id()
         self.session.record("turn/start", turn_id=turn_id, agent=self.name, **data)
         return turn_id
+
+    def _close_turn(self, turn_id: str, result: object, **data: Any) -> None:
+        """Record ``turn/end`` and flush (releasing the lock); a failed flush keeps the result."""
+        self.session.record("turn/end", turn_id=turn_id, **data)
+        try:
+            self.session.flush()
+        except (PersistenceError, OSError) as exc:
+            raise TranscriptNotSaved(self.session.id, exc, result) from exc
 
     async def run_turn(self, prompt: str) -> TurnResult:
         """Run one turn to its end and flush the transcript (the checkpoint), even on failure."""
@@ -178,6 +208,7 @@ class Agent:
         session = self.session
         hooks = self._hooks()
         self._stopping = None
+        interrupted: str | None = None
         try:
             session.record("message/user", text=prompt)
             if hooks is not None and self.parent is None:
@@ -233,21 +264,33 @@ class Agent:
                     continue
                 break
             return result
+        except asyncio.CancelledError as exc:
+            interrupted = _interruption(exc)
+            raise
         except Exception as exc:
             session.record("error", message=f"{type(exc).__name__}: {exc}")
             raise
         finally:
-            session.record("turn/end", turn_id=turn_id, blocked=result.blocked)
-            session.flush()
+            extra = {"interrupted": interrupted} if interrupted else {}
+            self._close_turn(turn_id, result, blocked=result.blocked, **extra)
 
     async def run_tool_turn(self, call: ToolCall, source: str = "exec") -> ToolResult:
-        """One turn made of a single tool call, as ``dsh exec`` runs it; flushed at its end."""
+        """One turn made of a single tool call, as ``dsh exec`` runs it; flushed at its end.
+
+        Raises :class:`TranscriptNotSaved` (carrying the tool's result) when the call ran but the
+        flush failed. A cancelled turn (a signal) is flushed with ``turn/end`` marked interrupted.
+        """
         turn_id = self._open_turn(source=source)
+        result: ToolResult | None = None
+        interrupted: str | None = None
         try:
-            return await self.call_tool(call, turn_id)
+            result = await self.call_tool(call, turn_id)
+            return result
+        except asyncio.CancelledError as exc:
+            interrupted = _interruption(exc)
+            raise
         finally:
-            self.session.record("turn/end", turn_id=turn_id)
-            self.session.flush()
+            self._close_turn(turn_id, result, **({"interrupted": interrupted} if interrupted else {}))
 
     async def call_tool(self, call: ToolCall, turn_id: str | None = None) -> ToolResult:
         """Run one tool call as the model would: PreToolUse hooks, the tool, PostToolUse hooks, the record."""
@@ -293,6 +336,17 @@ class Agent:
                 token = _current_agent.set(self)
                 try:
                     result = await tool(arguments, execution)
+                except asyncio.CancelledError as exc:
+                    # Interrupted (a signal): the executor has killed the process group; say so in the record.
+                    self.session.record(
+                        "tool/result",
+                        call_id=call_id,
+                        name=call.name,
+                        output=f"interrupted ({_interruption(exc)}): the command's process group was killed",
+                        is_error=True,
+                        data={"interrupted": _interruption(exc)},
+                    )
+                    raise
                 except Exception as exc:
                     result = ToolResult(f"tool '{call.name}' failed: {type(exc).__name__}: {exc}", is_error=True)
                 finally:

@@ -7,9 +7,10 @@ import asyncio
 import json
 import logging
 import os
+import signal
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dsh.bash_env import BASH_ENV, TOOL_CALL_ID_KEY, TURN_ID_KEY
@@ -25,7 +26,7 @@ from dsh.session import (
     ToolExecution,
 )
 
-from ._args import build_parser, choose_deployment, command_line
+from ._args import FAILURE_EXIT, build_parser, choose_deployment, command_line, exec_notices, exec_status
 from ._exec import exec_command, location_json, notice_line
 from ._loop import Agent
 from ._model import ScriptedModel, load_script
@@ -41,10 +42,49 @@ def _print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
 
 
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""Signals that interrupt ``dsh exec`` and ``dsh run``: the command's group is killed, the turn flushed."""
+
+
+def _interruptible(main: Coroutine[Any, Any, int]) -> int:
+    """Run ``main``; on SIGINT, SIGTERM or SIGHUP cancel it (its finally blocks flush) and exit 128+N."""
+
+    async def runner() -> int:
+        loop = asyncio.get_running_loop()
+        work = asyncio.ensure_future(main)
+        caught: list[signal.Signals] = []
+
+        def interrupt(sig: signal.Signals) -> None:
+            if not caught:
+                caught.append(sig)
+                work.cancel(sig.name)
+
+        for sig in INTERRUPTS:
+            loop.add_signal_handler(sig, interrupt, sig)
+        try:
+            await asyncio.wait({work})
+        finally:
+            for sig in INTERRUPTS:
+                loop.remove_signal_handler(sig)
+        if not caught:
+            return work.result()
+        if not work.cancelled() and work.exception() is not None:
+            print(f"dsh: {work.exception()}", file=sys.stderr)
+        print(
+            f"dsh: interrupted by {caught[0].name}: a running command's process group was killed "
+            "and the turn recorded as interrupted",
+            file=sys.stderr,
+        )
+        return 128 + caught[0].value
+
+    return asyncio.run(runner())
+
+
 def _open_session(store: SessionStore, session_id: str | None, cwd: str | None) -> tuple[Session, str]:
-    if session_id:
-        return store.resume(session_id), "resume"
-    return store.create(cwd), "startup"
+    # The write lock comes first: hooks and the first turn run only once the turn can be recorded.
+    if session_id is not None:
+        return store.resume(session_id, lock=True), "resume"
+    return store.create(cwd, lock=True), "startup"
 
 
 async def _exec(args: argparse.Namespace) -> int:
@@ -58,13 +98,16 @@ async def _exec(args: argparse.Namespace) -> int:
         runtime.close()
     for line in outcome.notices:
         print(line, file=sys.stderr)
+    result = outcome.as_json()
     if args.json:
-        _print_json(outcome.as_json())
+        _print_json(result)
     else:
         sys.stdout.write(outcome.stdout)
         sys.stdout.flush()
         sys.stderr.write(outcome.stderr)
-    return outcome.exit_code
+    for line in exec_notices(result):
+        print(line, file=sys.stderr)
+    return exec_status(result)
 
 
 async def _serve(args: argparse.Namespace) -> int:
@@ -93,8 +136,12 @@ async def _run(args: argparse.Namespace) -> int:
 
         if not args.json:
             print(f"session {session.id}", flush=True)
-        agent = Agent(runtime.ctx, session, ScriptedModel.from_script(script), notify=notify)
-        started = await agent.start(source)
+        try:
+            agent = Agent(runtime.ctx, session, ScriptedModel.from_script(script), notify=notify)
+            started = await agent.start(source)
+        except BaseException:
+            session.release()
+            raise
         turns: list[dict[str, Any]] = []
         for scripted in [] if started.stop else script.turns:
             result = await agent.run_turn(scripted.user)
@@ -115,6 +162,7 @@ async def _run(args: argparse.Namespace) -> int:
             if result.stopped is not None:
                 break  # a hook's "continue": false ends the run, as it ends the peer's session
         await agent.end()
+        session.release()  # held since _open_session when no turn ran
         stopped = started.reason if started.stop else None
         if args.json:
             _print_json(
@@ -150,7 +198,7 @@ def _env(args: argparse.Namespace) -> int:
     try:
         registry = runtime.ctx.require(BASH_ENV)
         values: dict[str, str] = {}
-        if args.session:
+        if args.session is not None:
             header = runtime.ctx.require(SESSIONS).resume(args.session).header
             values = dict(registry.collect(ToolExecution("bash", "dsh-env", agent=AgentRef("main", header))))
             # No call or turn is running: their ids have no value to show.
@@ -286,9 +334,13 @@ def _sessions(args: argparse.Namespace) -> int:
             return _migrate(runtime)
         store = runtime.ctx.require(SESSIONS)
         if args.action == "list":
-            headers = store.list()
+            scan = store.scan()
+            headers = scan.headers
+            # One damaged transcript never hides the others: each is one line on stderr.
+            for line in scan.damaged:
+                print(f"dsh: warning: skipped a damaged session: {line}", file=sys.stderr)
             if args.json:
-                _print_json({"sessions": [h.model_dump(mode="json") for h in headers]})
+                _print_json({"sessions": [h.model_dump(mode="json") for h in headers], "damaged": list(scan.damaged)})
             else:
                 for h in headers:
                     print(
@@ -348,11 +400,11 @@ def dispatch(args: argparse.Namespace) -> int:
     try:
         args.choice = choose_deployment(getattr(args, "deployment", None))
         if args.verb == "exec":
-            return asyncio.run(_exec(args))
+            return _interruptible(_exec(args))
         if args.verb == "serve":
             return asyncio.run(_serve(args))
         if args.verb == "run":
-            return asyncio.run(_run(args))
+            return _interruptible(_run(args))
         if args.verb == "env":
             return _env(args)
         if args.verb == "plugins":
@@ -370,9 +422,10 @@ def dispatch(args: argparse.Namespace) -> int:
         if args.debug:
             traceback.print_exc()
         print(f"dsh: {exc}{_own_session_hint(args, exc)}", file=sys.stderr)
-        return 1
+        # `dsh exec` keeps 0-124 and 126+ for the command, as `timeout` and `env` do.
+        return FAILURE_EXIT if args.verb == "exec" else 1
     except KeyboardInterrupt:
-        return 130
+        return 128 + signal.SIGINT
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -23,6 +23,10 @@ from ._env import DEFAULT_CREDENTIAL_PATTERN, Shell, build_child_env, compile_cr
 from ._request import BashExecRequest, BashExecSpec, ExecResult
 
 DEFAULT_MAX_OUTPUT = 30_000
+TIMEOUT_EXIT = 124
+"""Exit status of a command its timeout killed (as GNU ``timeout``)."""
+DRAIN_GRACE = 2.0
+"""Seconds to keep reading a killed group's output; a process that escaped the group may hold the pipes."""
 
 SPILL_MAX_AGE = 7 * 24 * 3600
 """Spilled output older than this (seconds) is removed when the next spill is written."""
@@ -89,6 +93,37 @@ class Executor(Protocol):
 def _kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
+
+
+async def _communicate(proc: asyncio.subprocess.Process, stdin: bytes | None, out: bytearray, err: bytearray) -> None:
+    """Feed ``stdin``, read both streams into ``out``/``err`` as they come, and wait for the exit."""
+
+    async def pump(stream: asyncio.StreamReader | None, sink: bytearray) -> None:
+        if stream is not None:
+            while chunk := await stream.read(65536):
+                sink += chunk
+
+    async def feed() -> None:
+        if proc.stdin is None:
+            return
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            if stdin:
+                proc.stdin.write(stdin)
+                await proc.stdin.drain()
+            proc.stdin.close()
+
+    await asyncio.gather(pump(proc.stdout, out), pump(proc.stderr, err), feed(), proc.wait())
+
+
+async def _drain(proc: asyncio.subprocess.Process, work: asyncio.Future[None]) -> None:
+    """After the group was killed: read what is left for a moment, then reap the command."""
+    await asyncio.wait({work}, timeout=DRAIN_GRACE)
+    if not work.done():
+        work.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await work
+    with contextlib.suppress(TimeoutError, ProcessLookupError):
+        await asyncio.wait_for(proc.wait(), DRAIN_GRACE)
 
 
 class BackgroundProcess:
@@ -212,23 +247,50 @@ class LocalExecutor:
             raise DshError(f"shell '{spec.argv[0]}' was not found on PATH") from None
 
     async def run(self, request: BashExecRequest) -> ExecResult:
-        """Run to completion or timeout; a timeout kills the whole process group."""
+        """Run to completion, timeout or cancellation; the last two kill the whole process group.
+
+        Output read before a timeout is kept. The exit status follows the shell: the command's own,
+        ``128+N`` when signal N killed it, :data:`TIMEOUT_EXIT` (124, as GNU ``timeout``) when the
+        timeout did. A cancelled run (the caller was interrupted) kills the group, reaps the
+        command, and re-raises :class:`asyncio.CancelledError`.
+        """
         spec = self.spec(request)
         started = time.monotonic()
-        proc = await self._spawn(spec)
+        spawning = asyncio.ensure_future(self._spawn(spec))
+        try:
+            proc = await asyncio.shield(spawning)
+        except asyncio.CancelledError:
+            # Cancelled while asyncio was still wiring the pipes: the child may be running already.
+            # Never leave it behind (asyncio would kill only the leader and wait on its pipes).
+            with contextlib.suppress(Exception):
+                child = await spawning
+                _kill_group(child.pid)
+                await _drain(child, asyncio.ensure_future(_communicate(child, None, bytearray(), bytearray())))
+            raise
+        out, err = bytearray(), bytearray()
+        work = asyncio.ensure_future(_communicate(proc, spec.stdin, out, err))
         timed_out = False
         try:
-            out, err = await asyncio.wait_for(proc.communicate(spec.stdin), spec.timeout)
-        except TimeoutError:
-            timed_out = True
-            _kill_group(proc.pid)
-            out, err = await proc.communicate()
+            done, _ = await asyncio.wait({work}, timeout=spec.timeout)
+            if not done:
+                timed_out = True
+                _kill_group(proc.pid)
+                await _drain(proc, work)
+            else:
+                work.result()
         except asyncio.CancelledError:
             _kill_group(proc.pid)
+            with contextlib.suppress(asyncio.CancelledError):
+                await _drain(proc, work)
             raise
-        code = proc.returncode if proc.returncode is not None else -1
-        stdout, stdout_spill = self._trim(out, "stdout")
-        stderr, stderr_spill = self._trim(err, "stderr")
+        if timed_out:
+            code = TIMEOUT_EXIT
+        elif proc.returncode is None:
+            code = 128 + signal.SIGKILL
+        else:
+            code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+        stdout, stdout_spill = self._trim(bytes(out), "stdout")
+        stderr, stderr_spill = self._trim(bytes(err), "stderr")
         return ExecResult(
             exit_code=code,
             stdout=stdout,

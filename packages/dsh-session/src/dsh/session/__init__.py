@@ -15,9 +15,11 @@ from ._persistence import (
     PERSISTENCE_GROUP,
     SESSION_PERSISTENCE,
     PersistenceError,
+    ScanningPersistence,
     SessionLockedError,
     SessionNotFoundError,
     SessionPersistence,
+    SessionScan,
     StoredSession,
 )
 from ._store import SESSIONS, Session, SessionStore, sessions_plugin
@@ -34,6 +36,7 @@ __all__ = [
     "AgentRef",
     "InvalidSessionIdError",
     "PersistenceError",
+    "ScanningPersistence",
     "Session",
     "SessionEvent",
     "SessionHeader",
@@ -41,6 +44,7 @@ __all__ = [
     "SessionLockedError",
     "SessionNotFoundError",
     "SessionPersistence",
+    "SessionScan",
     "SessionStore",
     "StoredSession",
     "Tool",

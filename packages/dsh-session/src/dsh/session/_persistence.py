@@ -1,8 +1,16 @@
-"""The persistence seam every backend implements."""
+"""The persistence seam every backend implements.
+
+Errors::
+
+    DshError
+      PersistenceError              a backend could not read or write (names the file or database)
+        SessionNotFoundError        no stored session has the id
+        SessionLockedError          another writer holds the session (names the session and the lock)
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -32,6 +40,14 @@ class StoredSession:
     damage: tuple[str, ...] = field(default=())
 
 
+@dataclass(frozen=True)
+class SessionScan:
+    """Every readable session's header, and one line (path or database and reason) per damaged one."""
+
+    headers: tuple[SessionHeader, ...]
+    damaged: tuple[str, ...] = field(default=())
+
+
 @runtime_checkable
 class SessionPersistence(Protocol):
     """What a persistence backend provides as the ``session_persistence`` service."""
@@ -44,8 +60,18 @@ class SessionPersistence(Protocol):
         """
         ...
 
+    def acquire(self, header: SessionHeader) -> Callable[[], None]:
+        """Take the session's exclusive write lock before a turn runs and check that the store can be
+        written; return an idempotent release function. Raise SessionLockedError naming the session
+        and where the lock is held when another writer has it; PersistenceError naming the path or
+        database when the store cannot be written. Creates no transcript."""
+        ...
+
     def write(self, header: SessionHeader, events: Sequence[SessionEvent]) -> None:
-        """Durably append ``events``; the first write also publishes the header, atomically with them."""
+        """Durably append ``events`` as one unit (a flush); the first write also publishes the header.
+
+        Safe without a held lock: the backend then takes and drops the lock around the write.
+        """
         ...
 
     def load(self, session_id: str) -> StoredSession:
@@ -58,6 +84,15 @@ class SessionPersistence(Protocol):
 
     def close(self) -> None:
         """Release files, locks and connections."""
+        ...
+
+
+@runtime_checkable
+class ScanningPersistence(Protocol):
+    """Optional: a backend that can list its sessions and say which ones it could not read."""
+
+    def scan(self) -> SessionScan:
+        """Headers of every readable session and one line per damaged one; never raises for one bad session."""
         ...
 
 

@@ -2,21 +2,36 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from dsh.core import Context, DshError, Plugin, ServiceKey
 
 from ._model import SessionEvent, SessionHeader, SessionLocation, new_session_id, validate_session_id
-from ._persistence import SESSION_PERSISTENCE, PersistenceError, SessionPersistence
+from ._persistence import (
+    SESSION_PERSISTENCE,
+    PersistenceError,
+    ScanningPersistence,
+    SessionPersistence,
+    SessionScan,
+)
+
+_TURN_RE = re.compile(r":turn-([0-9]+)$")
+
+
+def _unlocked() -> None:
+    """Release function of a backend written before ``acquire`` existed (it cannot lock)."""
 
 
 class Session:
     """A live session: its header, the events known so far, and those not yet flushed.
 
     Events recorded during a turn stay in memory until :meth:`flush` (the turn-end
-    checkpoint), so the stored transcript holds only the last flushed prefix.
+    checkpoint), so the stored transcript holds only the last flushed prefix. A turn takes the
+    session's write lock with :meth:`acquire` before anything runs; :meth:`flush` releases it.
     """
 
     def __init__(
@@ -26,12 +41,18 @@ class Session:
         history: Iterable[SessionEvent] = (),
         pending: Iterable[SessionEvent] = (),
         damage: Iterable[str] = (),
+        *,
+        stored: bool = False,
     ) -> None:
         self.store = store
         self.header = header
         self.pending: list[SessionEvent] = list(pending)
         self.history: list[SessionEvent] = [*history, *self.pending]
         self.damage = tuple(damage)
+        self.stored = stored
+        """Whether the store holds this session (it was resumed, or flushed at least once)."""
+        self._release: Callable[[], None] | None = None
+        self._holds = 0
 
     def __repr__(self) -> str:
         return f"<Session {self.header.id} pending={len(self.pending)}>"
@@ -48,14 +69,79 @@ class Session:
         self.history.append(event)
         return event
 
+    @property
+    def locked(self) -> bool:
+        """Whether this session holds its write lock (between :meth:`acquire` and the next flush)."""
+        return self._release is not None
+
+    def acquire(self) -> None:
+        """Take the session's write lock for one turn and catch up with what other writers flushed.
+
+        Idempotent while held. Raises :class:`SessionLockedError` when another writer holds the
+        session and :class:`PersistenceError` when the store cannot be written; nothing has run then.
+        """
+        if self._release is not None:
+            return
+        backend = self.store.persistence()
+        take = getattr(backend, "acquire", None)
+        self._release = take(self.header) if take is not None else _unlocked
+        if not self.stored:
+            return
+        try:
+            stored = backend.load(self.id)
+        except BaseException:
+            self.release()
+            raise
+        self.history = [*stored.events, *self.pending]
+        self.damage = stored.damage
+
+    def release(self) -> None:
+        """Drop the write lock if held (idempotent); :meth:`flush` calls this outside :meth:`holding`."""
+        release, self._release = self._release, None
+        if release is not None:
+            release()
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[Session]:
+        """Keep the write lock across several flushes (one ``dsh exec``: its turn, then SessionEnd's)."""
+        self.acquire()
+        self._holds += 1
+        try:
+            yield self
+        finally:
+            self._holds -= 1
+            if not self._holds:
+                self.release()
+
     def flush(self) -> int:
-        """Write the buffered events (the turn-end checkpoint); return how many were written."""
-        if not self.pending:
-            return 0
-        batch = list(self.pending)
-        self.store.persistence().write(self.header, batch)
-        del self.pending[: len(batch)]
-        return len(batch)
+        """Write the buffered events as one unit (the turn-end checkpoint), then release the lock.
+
+        Returns how many events were written. The lock is released even when the write fails.
+        """
+        try:
+            if not self.pending:
+                return 0
+            batch = list(self.pending)
+            self.store.persistence().write(self.header, batch)
+            del self.pending[: len(batch)]
+            self.stored = True
+            return len(batch)
+        finally:
+            if not self._holds:
+                self.release()
+
+    def new_turn_id(self) -> str:
+        """The id of the next turn, ``<session>:turn-<n>``: past every turn the history has seen.
+
+        Call it while holding the lock, so turns flushed by other writers are counted.
+        """
+        highest = self.turns
+        for event in self.history:
+            turn_id = event.data.get("turn_id") if event.type in ("turn/start", "turn/end") else None
+            match = _TURN_RE.search(turn_id) if isinstance(turn_id, str) else None
+            if match:
+                highest = max(highest, int(match.group(1)))
+        return f"{self.id}:turn-{highest + 1}"
 
     def locate(self) -> SessionLocation | None:
         """Where the active backend keeps this session (may not exist before the first flush)."""
@@ -85,18 +171,33 @@ class SessionStore:
         backend = self._get_persistence()
         return None if backend is None else backend.locate(header)
 
-    def create(self, cwd: str | os.PathLike[str] | None = None, *, session_id: str | None = None) -> Session:
-        """A fresh session whose id is known now; nothing is written before the first flush."""
+    def create(
+        self, cwd: str | os.PathLike[str] | None = None, *, session_id: str | None = None, lock: bool = False
+    ) -> Session:
+        """A fresh session whose id is known now; nothing is written before the first flush.
+
+        With ``lock`` the session holds its write lock (see :meth:`Session.acquire`).
+        """
         header = SessionHeader(
             id=validate_session_id(session_id) if session_id is not None else new_session_id(),
             cwd=os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd()),
         )
-        return Session(self, header)
+        session = Session(self, header)
+        if lock:
+            session.acquire()
+        return session
 
-    def resume(self, session_id: str) -> Session:
-        """Reopen a stored session: same header, so same id and same location."""
+    def resume(self, session_id: str, *, lock: bool = False) -> Session:
+        """Reopen a stored session: same header, so same id and same location.
+
+        With ``lock`` the session's write lock is taken and the transcript read again under it, so
+        the next turn sees everything other writers flushed before it.
+        """
         stored = self.persistence().load(validate_session_id(session_id))
-        return Session(self, stored.header, history=stored.events, damage=stored.damage)
+        session = Session(self, stored.header, history=stored.events, damage=stored.damage, stored=True)
+        if lock:
+            session.acquire()
+        return session
 
     def fork(self, session_id: str, upto: int | None = None) -> Session:
         """A new session seeded with the first ``upto`` events (all when None) of a stored one."""
@@ -128,6 +229,13 @@ class SessionStore:
     def list(self) -> list[SessionHeader]:
         """Every stored session's header."""
         return self.persistence().list()
+
+    def scan(self) -> SessionScan:
+        """Every readable session's header, and one line per damaged one (backends that can tell)."""
+        backend = self.persistence()
+        if isinstance(backend, ScanningPersistence):
+            return backend.scan()
+        return SessionScan(tuple(backend.list()))
 
 
 SESSIONS: ServiceKey[SessionStore] = ServiceKey("sessions")
