@@ -15,6 +15,7 @@ from ._persistence import (
     SESSION_PERSISTENCE,
     PersistenceError,
     ScanningPersistence,
+    SessionNotFoundError,
     SessionPersistence,
     SessionScan,
 )
@@ -89,6 +90,11 @@ class Session:
             return
         try:
             stored = backend.load(self.id)
+        except SessionNotFoundError:
+            # Not in this store (the persistence service was replaced between turns, or the
+            # session was removed): keep what this process knows; the next flush publishes it anew.
+            self.stored = False
+            return
         except BaseException:
             self.release()
             raise

@@ -397,9 +397,7 @@ class JsonlPersistence:
 
     @staticmethod
     def load_file(path: str, session_id: str | None = None) -> StoredSession:
-        """Read one transcript file (see :meth:`load`); ``session_id`` defaults to the file's name."""
-        if session_id is None and path.endswith(".jsonl"):
-            session_id = os.path.basename(path)[: -len(".jsonl")]
+        """Read one transcript file (see :meth:`load`); with ``session_id``, refuse a header naming another."""
         try:
             fd = _open(path, os.O_RDONLY)
         except FileNotFoundError:
