@@ -74,7 +74,6 @@ def exec_notices(result: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-
 def installed_versions() -> list[tuple[str, str]]:
     """Every installed distribution named ``dsh-*``, with its version, sorted by name."""
     from importlib.metadata import distributions  # only --version needs it

@@ -16,7 +16,15 @@ from typing import Any
 
 from dsh.paths import UntrustedPathError, check_trusted
 
-from ._args import build_parser, choose_deployment, command_line, socket_path
+from ._args import (
+    FAILURE_EXIT,
+    build_parser,
+    choose_deployment,
+    command_line,
+    exec_notices,
+    exec_status,
+    socket_path,
+)
 from ._wire import PROTOCOL, WireError, encode, peer_uid, recv_frame
 
 CONNECT_TIMEOUT = 10.0
@@ -108,8 +116,9 @@ def _served_exec(args: Any) -> int | None:
         print(line, file=sys.stderr)
     if not answer.get("ok"):
         print(f"dsh: {answer.get('error')}", file=sys.stderr)
-        code = answer.get("exit_code", 1)
-        return code if isinstance(code, int) else 1
+        # dsh exec keeps 0-124 and 126+ for the command: its own failures are 125, served or not.
+        code = answer.get("exit_code", FAILURE_EXIT)
+        return code if isinstance(code, int) else FAILURE_EXIT
     result = answer["result"]
     if args.json:
         sys.stdout.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
@@ -117,7 +126,9 @@ def _served_exec(args: Any) -> int | None:
         sys.stdout.write(result["stdout"])
         sys.stdout.flush()
         sys.stderr.write(result["stderr"])
-    return int(result["exit_code"])
+    for line in exec_notices(result):
+        print(line, file=sys.stderr)
+    return exec_status(result)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
