@@ -257,3 +257,35 @@ def test_sessions_list_survives_damaged_transcripts(tmp_path: Path) -> None:
     refused = dsh("sessions", "show", "other", home=home)
     assert refused.returncode == 1 and "its header names session" in refused.stderr
     assert refused.stderr.count("\n") == 1
+
+
+def test_a_served_exec_follows_the_same_exit_statuses(tmp_path: Path) -> None:
+    from tests.integration.serve_support import ServeProcess
+
+    home, marker, started = tmp_path / "home", tmp_path / "marker", tmp_path / "started"
+    server = ServeProcess(home)
+    try:
+        timed = dsh("exec", "--timeout", "0.5", "--", "echo partial; sleep 30", home=home)
+        assert timed.returncode == 124 and timed.stdout == "partial\n"
+        assert timed.stderr.endswith(
+            "dsh: the command timed out after 0.5 s and its process group was killed; "
+            "allow longer with --timeout SECONDS\n"
+        )
+        elsewhere = tmp_path / "elsewhere"  # its session folder is pulled away; keep the others intact
+        elsewhere.mkdir()
+        pull = 'd=$(dirname "$DSH_SESSION_JSONL"); rm -rf "$d"; touch "$d"; echo ran'
+        failed = dsh("exec", "--", pull, home=home, cwd=elsewhere)
+        assert failed.returncode == 125 and failed.stdout == "ran\n" and "could not be saved" in failed.stderr
+        session_id = json.loads(dsh("exec", "--json", "--", "true", home=home).stdout)["session_id"]
+        holder = _popen("exec", "--no-server", "--session", session_id, "--", f"echo > {started}; sleep 300", home=home)
+        try:
+            _wait_for(started, holder)
+            locked = dsh("exec", "--session", session_id, "--", f"touch {marker}", home=home)
+            assert locked.returncode == 125 and "is being written by process" in locked.stderr
+            assert not marker.exists()
+        finally:
+            holder.send_signal(signal.SIGTERM)
+            holder.communicate(timeout=30)
+    finally:
+        _, log = server.stop()
+    assert log.count("exec in session") >= 3, "the execs were served"
