@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import os
 import signal
 import subprocess
@@ -289,3 +290,20 @@ def test_a_served_exec_follows_the_same_exit_statuses(tmp_path: Path) -> None:
     finally:
         _, log = server.stop()
     assert log.count("exec in session") >= 3, "the execs were served"
+
+
+def test_sqlite_sessions_list_survives_a_damaged_header(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    deployment = tmp_path / "sqlite.yaml"
+    deployment.write_text("persistence: {backend: sqlite}\n")
+    ids = [
+        json.loads(dsh("exec", "--json", "--deployment", str(deployment), "--", "true", home=home).stdout)["session_id"]
+        for _ in range(2)
+    ]
+    database = home / "sessions.sqlite3"
+    with sqlite3.connect(database) as conn:
+        conn.execute("UPDATE sessions SET header = '{not json' WHERE id = ?", (ids[0],))
+    proc = dsh("sessions", "list", "--deployment", str(deployment), home=home)
+    assert proc.returncode == 0 and proc.stdout.startswith(ids[1])
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("dsh: warning: skipped a damaged session: ") and str(database) in line and ids[0] in line

@@ -25,6 +25,7 @@ from dsh.session import (
     SessionLocation,
     SessionLockedError,
     SessionNotFoundError,
+    SessionScan,
     StoredSession,
     validate_session_id,
 )
@@ -517,7 +518,11 @@ class PostgresPersistence:
         return StoredSession(header, events)
 
     def list(self) -> list[SessionHeader]:
-        """Every stored header, oldest first."""
+        """Every readable stored header, oldest first (see :meth:`scan`)."""
+        return list(self.scan().headers)
+
+    def scan(self) -> SessionScan:
+        """Every readable stored header, oldest first, and one line per session whose header is damaged."""
 
         def work(conn: psycopg.Connection[Any] | None) -> list[Any]:
             if conn is None:
@@ -526,15 +531,13 @@ class PostgresPersistence:
                 sql.SQL("SELECT id, header::text FROM {}.sessions ORDER BY created_at, id").format(self._ident)
             ).fetchall()
 
-        headers = []
+        headers, damaged = [], []
         for session_id, text in self._retrying("listing sessions", False, work):
             try:
                 headers.append(SessionHeader.model_validate_json(text))
             except ValueError as exc:
-                raise PersistenceError(
-                    f"{self.where}: the header of session {session_id} is damaged: {_one_line(str(exc))}"
-                ) from None
-        return headers
+                damaged.append(f"{self.where}: the header of session {session_id} is damaged: {_one_line(str(exc))}")
+        return SessionScan(tuple(headers), tuple(damaged))
 
     def close(self) -> None:
         """Release held locks and close the pool."""

@@ -33,6 +33,7 @@ from dsh.session import (
     SessionLocation,
     SessionLockedError,
     SessionNotFoundError,
+    SessionScan,
     StoredSession,
     validate_session_id,
 )
@@ -355,7 +356,11 @@ class SqlitePersistence:
         return StoredSession(header, events)
 
     def list(self) -> list[SessionHeader]:
-        """Every stored header, oldest first."""
+        """Every readable stored header, oldest first (see :meth:`scan`)."""
+        return list(self.scan().headers)
+
+    def scan(self) -> SessionScan:
+        """Every readable stored header, oldest first, and one line per session whose header is damaged."""
         with self._lock:
             conn = self._connect(create=False)
             try:
@@ -366,15 +371,13 @@ class SqlitePersistence:
                 )
             except sqlite3.Error as exc:
                 raise self._error("listing sessions", exc) from None
-        headers = []
+        headers, damaged = [], []
         for session_id, text in rows:
             try:
                 headers.append(SessionHeader.model_validate_json(text))
             except ValueError as exc:
-                raise PersistenceError(
-                    f"{self.where}: the header of session {session_id} is damaged: {_first_line(exc)}"
-                ) from None
-        return headers
+                damaged.append(f"{self.where}: the header of session {session_id} is damaged: {_first_line(exc)}")
+        return SessionScan(tuple(headers), tuple(damaged))
 
     def close(self) -> None:
         """Close the connection."""
