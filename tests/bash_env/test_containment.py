@@ -221,3 +221,42 @@ def test_resolver_threads_are_reused(registry: BashEnvRegistry) -> None:
     for _ in range(200):
         registry.collect(CALL)
     assert threading.active_count() <= before + 20
+
+
+class _SleepyItems(dict[str, str]):
+    release: threading.Event
+
+    def items(self):  # type: ignore[override]
+        self.release.wait(30)
+        return super().items()
+
+
+class _ExitingItems(dict[str, str]):
+    def items(self):  # type: ignore[override]
+        raise SystemExit(0)
+
+
+def test_reading_the_returned_mapping_is_under_the_deadline_and_contained(
+    registry: BashEnvRegistry, release: threading.Event
+) -> None:
+    sleepy = _SleepyItems(DSH_SLEEPY="x")
+    sleepy.release = release
+    registry.register(FunctionContributor("sleepy", {"DSH_SLEEPY": "s"}, lambda e: sleepy))
+    started = time.monotonic()
+    with pytest.raises(CollectionError, match=r"^contributor 'sleepy' did not resolve within its 0\.2 s deadline"):
+        registry.collect(CALL)
+    assert time.monotonic() - started < 10
+    release.set()
+
+
+def test_a_mapping_that_exits_while_read_is_the_contributors_failure(registry: BashEnvRegistry) -> None:
+    registry.register(FunctionContributor("exits", {"DSH_EXITS": "e"}, lambda e: _ExitingItems(DSH_EXITS="x")))
+    with pytest.raises(CollectionError, match=r"^contributor 'exits' raised SystemExit while resolving"):
+        registry.collect(CALL)
+
+
+def test_many_keys_cannot_add_up_past_the_snapshot_maximum(registry: BashEnvRegistry) -> None:
+    keys = {f"DSH_MANY_{i}": "k" for i in range(12)}
+    registry.register(FunctionContributor("many", keys, lambda e: dict.fromkeys(keys, "v" * (MAX_VALUE_BYTES - 64))))
+    with pytest.raises(CollectionError, match=r"add up to \d+ characters; the maximum is 262144 \(largest: 'DSH_MANY_"):
+        registry.collect(CALL)

@@ -45,6 +45,13 @@ environment and argv over about 2 MiB; 32 KiB leaves room for several large fact
 user's own environment. Values are facts (ids, paths, regions), not payloads.
 """
 
+MAX_SNAPSHOT_BYTES = 256 * 1024
+"""Largest total (keys and values, in characters) of one call's managed variables.
+
+Many keys each under :data:`MAX_VALUE_BYTES` could still exceed what the kernel accepts for a
+child's environment; the collection fails naming the largest key instead of the exec failing later.
+"""
+
 _BUILTIN_DESCRIPTIONS = {
     HOME_KEY: "Absolute path of the harness home.",
     SHELL_KEY: "Always 1: this shell was started by the harness for a model tool call.",
@@ -281,11 +288,10 @@ class BashEnvRegistry(Service):
         for entry in self._state.ordered:
             future = self._start(entry, execution)
             try:
-                values = future.result(self._state.timeout)
+                out.update(future.result(self._state.timeout))
             except concurrent.futures.TimeoutError:
                 raise self._overdue(entry, future) from None
-            self._check(entry, values, out)
-        return MappingProxyType(out)
+        return self._sealed(out)
 
     async def collect_async(self, execution: ToolExecution) -> Mapping[str, str]:
         """:meth:`collect` without blocking the event loop: other calls go on while a contributor resolves."""
@@ -298,8 +304,8 @@ class BashEnvRegistry(Service):
                 if not waiting.done():
                     waiting.cancel()  # stop waiting; the resolve itself cannot be stopped
                     raise self._overdue(entry, future)
-            self._check(entry, future.result(), out)
-        return MappingProxyType(out)
+            out.update(future.result())
+        return self._sealed(out)
 
     def _builtins(self, execution: ToolExecution) -> dict[str, str]:
         out = {HOME_KEY: self._state.home, SHELL_KEY: "1"}
@@ -325,7 +331,13 @@ class BashEnvRegistry(Service):
             if not future.set_running_or_notify_cancel():
                 return  # nobody waits any more
             try:
-                future.set_result(entry.resolve(execution))
+                # The result is read here too, under the deadline: a mapping whose items() sleeps or
+                # raises must not run on the caller's thread (or the server's event loop).
+                checked: dict[str, str] = {}
+                self._check(entry, entry.resolve(execution), checked)
+                future.set_result(checked)
+            except CollectionError as exc:
+                future.set_exception(exc)
             except BaseException as exc:
                 # Even SystemExit or KeyboardInterrupt: on this thread none can come from the
                 # terminal, so each is the contributor's failure, reported as such.
@@ -348,6 +360,16 @@ class BashEnvRegistry(Service):
             f"contributor {_who(entry)} did not resolve within its {self._state.timeout:g} s deadline "
             "(bash-env config resolve_timeout)"
         )
+
+    @staticmethod
+    def _sealed(out: dict[str, str]) -> Mapping[str, str]:
+        total = sum(len(k) + len(v) for k, v in out.items())
+        if total > MAX_SNAPSHOT_BYTES:
+            raise CollectionError(
+                f"the managed variables of this call add up to {total} characters; the maximum is "
+                f"{MAX_SNAPSHOT_BYTES} (largest: '{max(out, key=lambda k: len(out[k]))}')"
+            )
+        return MappingProxyType(out)
 
     @staticmethod
     def _check(entry: _Entry, values: object, out: dict[str, str]) -> None:
