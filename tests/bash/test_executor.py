@@ -185,3 +185,19 @@ def test_cancelling_at_any_point_of_the_spawn_leaves_no_process() -> None:
         time.sleep(0.05)
     else:
         pytest.fail(f"{_running(marker)} kept running after a cancelled run()")
+
+
+def test_a_startup_file_in_the_ambient_environment_cannot_restore_stale_values(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    startup = tmp_path / "startup.sh"
+    startup.write_text("export DSH_SESSION_ID=stale-outer\nexport DSH_SESSION_JSONL=/outer.jsonl\n")
+    monkeypatch.setenv("BASH_ENV", str(startup))
+    monkeypatch.setenv("ENV", str(startup))
+    result = run(
+        BashExecRequest(
+            'echo "$DSH_SESSION_ID ${DSH_SESSION_JSONL-unset} ${BASH_ENV-none}"',
+            dsh_env={"DSH_SESSION_ID": "inner"},
+        )
+    )
+    assert result.stdout == "inner unset none\n"  # type: ignore[attr-defined]

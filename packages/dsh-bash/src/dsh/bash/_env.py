@@ -19,6 +19,11 @@ Shell = Literal["bash", "pwsh"]
 DEFAULT_CREDENTIAL_PATTERN: Final = r"KEY|SECRET|TOKEN|PASSWORD"
 """Ambient variable names matching this (case-insensitively) never reach a child."""
 
+STARTUP_FILE_KEYS: Final = frozenset({"BASH_ENV", "ENV"})
+"""Ambient names that make a non-interactive shell source a file first (bash's ``BASH_ENV``, sh's
+``ENV``): such a file could export stale ``DSH_*`` values after the snapshot is set, so they never
+pass from the ambient environment."""
+
 TERMINAL_ENV: Final[Mapping[str, str]] = {"NO_COLOR": "1", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
 """Settings for a non-interactive child; pwsh gets them without ``TERM``."""
 
@@ -65,14 +70,17 @@ def build_child_env(
 ) -> dict[str, str]:
     """Build a child's environment, in order:
 
-    1. ``ambient`` minus every managed key (any case) and credential-shaped names;
+    1. ``ambient`` minus every managed key (any case), credential-shaped names and the shell
+       start-up file variables (:data:`STARTUP_FILE_KEYS`);
     2. non-interactive terminal settings (no ``TERM`` for pwsh);
     3. the ordinary ``env`` entries;
     4. the managed ``dsh_env`` snapshot, last, so the child's ``DSH_*`` are exactly the snapshot.
     """
     check_channels(env, dsh_env)
     child = {
-        k: v for k, v in ambient.items() if not is_managed_key(k) and (credentials is None or not credentials.search(k))
+        k: v
+        for k, v in ambient.items()
+        if not is_managed_key(k) and k not in STARTUP_FILE_KEYS and (credentials is None or not credentials.search(k))
     }
     for key, value in TERMINAL_ENV.items():
         if not (shell == "pwsh" and key == "TERM"):
