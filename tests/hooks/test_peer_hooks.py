@@ -477,3 +477,23 @@ def test_session_start_continue_false_means_the_command_never_runs(tmp_path: Pat
     proc = dsh("exec", "--", f"touch {tmp_path / 'ran'}", home=home)
     assert proc.returncode == 126 and "repository is frozen" in proc.stderr
     assert not (tmp_path / "ran").exists()
+
+
+def test_session_start_env_files_live_in_the_private_home_and_others_cannot_plant_one(tmp_path: Path) -> None:
+    where = tmp_path / "where.txt"
+    setup = _script(
+        tmp_path,
+        "setup.sh",
+        "#!/bin/bash\n"
+        "cat >/dev/null\n"
+        f'echo "$CLAUDE_ENV_FILE" > {where}\n'
+        "echo 'export PROJECT_FLAVOR=mint' >> \"$CLAUDE_ENV_FILE\"\n"
+        # A file others can write is never sourced: make this one so, as a planted one would be.
+        'chmod 666 "$CLAUDE_ENV_FILE"\n',
+    )
+    home = _home(tmp_path, claude={"hooks": {"SessionStart": [{"hooks": [_hook(str(setup))]}]}})
+    proc = dsh("exec", "--", 'echo "flavor=${PROJECT_FLAVOR-none}"', home=home)
+    env_file = Path(where.read_text().strip())
+    assert env_file.is_relative_to(home / "run"), env_file
+    assert proc.stdout == "flavor=none\n"
+    assert f"refusing hook env file {env_file}: it is writable by group or others" in proc.stderr

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from dsh.bash import DSH_ENV_PREFIX, BashExecRequest, Executor, LocalExecutor, is_managed_key
 from dsh.core import DSH_HOME, Context, Plugin, ServiceKey
+from dsh.paths import UntrustedPathError, check_trusted, ensure_private_dir
 from dsh.session import SESSION_PERSISTENCE, SessionHeader
 
 from ._config import Dialect, HookCommand, HookTable, load_hook_table
@@ -415,17 +416,32 @@ class HookRunner:
 
     def _env_file(self, session_id: str, index: str) -> Path:
         if self._env_dir is None:
-            # mkdtemp: 0700 and an unpredictable name, so no other user can plant exports.
-            self._env_dir = Path(tempfile.mkdtemp(prefix="dsh-hook-env-"))
-        folder = self._env_dir / session_id
-        folder.mkdir(mode=0o700, exist_ok=True)
+            # Under the home's private run/ folder, never a shared temporary one: a folder a temp
+            # cleaner removed could be recreated there by another user who plants exports.
+            home = self._ctx.get(DSH_HOME)
+            base = ensure_private_dir(home / "run", "dsh run folder") if home is not None else None
+            self._env_dir = Path(tempfile.mkdtemp(prefix="hook-env-", dir=base))
+        # Recreated 0700 if it went away, and refused if someone else made it in the meantime.
+        ensure_private_dir(self._env_dir, "hook env folder")
+        folder = ensure_private_dir(self._env_dir / session_id, "hook env folder")
         return folder / f"sessionstart-hook-{index}.sh"
 
     async def _load_env_files(self, header: SessionHeader, files: Sequence[Path]) -> list[str]:
         """Source the files SessionStart hooks wrote, in a shell, and keep what they exported."""
-        present = [f for f in files if f.is_file() and f.stat().st_size > 0]
+        present: list[Path] = []
+        refused: list[str] = []
+        for f in files:
+            if not (f.is_file() and f.stat().st_size > 0):
+                continue
+            try:
+                check_trusted(f.parent, "hook env folder")
+                check_trusted(f, "hook env file")
+            except UntrustedPathError as exc:
+                refused.append(str(exc))
+                continue
+            present.append(f)
         if not present:
-            return []
+            return refused
         sources = "".join(f". {shlex.quote(str(f))} >/dev/null 2>&1; " for f in present)
         command = f"env -0; printf '\\0{_ENV_SPLIT}\\0'; set -a; {sources}env -0"
         request = BashExecRequest(command=command, cwd=header.cwd if Path(header.cwd).is_dir() else None, timeout=30)
@@ -440,7 +456,7 @@ class HookRunner:
             return {k: v for k, _, v in pairs}
 
         before, after = parse(before_text), parse(after_text)
-        warnings: list[str] = []
+        warnings: list[str] = refused
         exports = self._session_env.setdefault(header.id, {})
         for key, value in after.items():
             if before.get(key) == value or key in _SHELL_STATE or key.startswith("BASH_"):
