@@ -50,3 +50,18 @@ def test_an_output_directory_others_can_write_is_refused_and_the_output_still_sh
         f"directory {out}: it is writable by group or others (mode 0777); run `chmod 700 {out}`]\n"
     )
     assert shown.endswith("98\n99\n100\n")
+
+
+def test_retention_removes_only_spill_files_and_a_tilde_means_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "shared-notes"
+    out.mkdir(mode=0o700)
+    draft = out / "thesis-draft.txt"
+    draft.write_text("precious")
+    old = time.time() - local.SPILL_MAX_AGE - 60
+    os.utime(draft, (old, old))
+    _, spilled = _run(LocalExecutor(max_output=10, spill_dir=out), "seq 1 100")
+    assert spilled is not None and draft.read_text() == "precious"
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    assert LocalExecutor(spill_dir="~/.dsh/output").spill_dir == tmp_path / "user" / ".dsh" / "output"

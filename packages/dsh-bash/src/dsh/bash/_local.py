@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import itertools
 import os
+import re
 import secrets
 import signal
 import time
@@ -32,6 +33,9 @@ SPILL_MAX_AGE = 7 * 24 * 3600
 """Spilled output older than this (seconds) is removed when the next spill is written."""
 SPILL_MAX_BYTES = 256 * 1024 * 1024
 """Past this total, the oldest spilled files are removed when the next spill is written."""
+
+_SPILL_NAME = re.compile(r"[0-9a-f]{32}\.[a-z]+")
+"""The names :func:`spill` writes; retention never touches any other file of the folder."""
 
 
 def spill(directory: Path, data: bytes, stream: str) -> Path:
@@ -61,7 +65,8 @@ def _prune(directory: Path, keep: Path) -> None:
         for entry in entries:
             with contextlib.suppress(OSError):
                 info = entry.stat(follow_symlinks=False)
-                if entry.is_file(follow_symlinks=False) and entry.path != str(keep):
+                ours = _SPILL_NAME.fullmatch(entry.name) is not None
+                if ours and entry.is_file(follow_symlinks=False) and entry.path != str(keep):
                     files.append((info.st_mtime, info.st_size, entry.path))
     total = sum(size for _, size, _ in files) + keep.stat().st_size
     for mtime, size, path in sorted(files):
@@ -209,7 +214,9 @@ class LocalExecutor:
         self.credentials = compile_credential_pattern(credential_pattern)
         self.max_output = max_output
         # Never a shared temporary directory: another user could pre-create or read it.
-        self.spill_dir = Path(spill_dir) if spill_dir is not None else resolve_dsh_home() / "output"
+        self.spill_dir = (
+            Path(os.path.expanduser(spill_dir)).absolute() if spill_dir is not None else resolve_dsh_home() / "output"
+        )
         self._ambient = ambient
 
     def spec(self, request: BashExecRequest) -> BashExecSpec:
