@@ -627,3 +627,14 @@ def test_a_settings_file_without_hooks_is_no_hooks_and_no_warning(tmp_path: Path
     assert table.events == {} and table.warnings == ()
     bare = load_hook_table("codex", {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}], "Stpo": []})
     assert list(bare.events) == ["Stop"] and len(bare.warnings) == 1
+
+
+@pytest.mark.parametrize("timeout", [float("nan"), float("inf"), -1, 0])
+def test_a_timeout_that_is_not_a_positive_finite_number_is_a_warning(timeout: float) -> None:
+    from dsh.hooks import load_hook_table
+
+    table = load_hook_table(
+        "claude", {"PreToolUse": [{"hooks": [{"type": "command", "command": "exit 2", "timeout": timeout}]}]}
+    )
+    (warning,) = table.warnings
+    assert f"'timeout' must be a positive number of seconds, not {timeout!r}" in warning

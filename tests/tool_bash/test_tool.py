@@ -142,6 +142,9 @@ def test_bad_arguments_are_error_results(runtime: Runtime, tmp_path: Path) -> No
     session = runtime.ctx.require(SESSIONS).create(tmp_path)
     assert _call(runtime, session, {"command": " "}).output == "argument 'command' must be a non-blank string"
     assert "argument 'timeout'" in _call(runtime, session, {"command": "true", "timeout": "soon"}).output
+    for bad in (-5, 0, float("nan"), float("inf")):
+        out = _call(runtime, session, {"command": "true", "timeout": bad}).output
+        assert out == f"argument 'timeout' must be a positive number of seconds, not {bad!r}"
     assert "no background task" in _call(runtime, session, {"task_id": "nope"}, tool="bash_output").output
 
 

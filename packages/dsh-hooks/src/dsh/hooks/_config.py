@@ -9,6 +9,7 @@ file that cannot be read or is not a JSON object fails the plugin.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -305,7 +306,12 @@ def _parse_handler(dialect: Dialect, event: str, raw: Any, where: str, warnings:
     timeout_raw = raw.get("timeout", raw.get("timeoutSec") if dialect == "codex" else None)
     timeout = DEFAULT_TIMEOUT
     if timeout_raw is not None:
-        if isinstance(timeout_raw, bool) or not isinstance(timeout_raw, int | float) or timeout_raw <= 0:
+        if (
+            isinstance(timeout_raw, bool)
+            or not isinstance(timeout_raw, int | float)
+            or not math.isfinite(timeout_raw)
+            or timeout_raw <= 0
+        ):
             bad(f"'timeout' must be a positive number of seconds, not {timeout_raw!r}")
             return None
         timeout = float(max(timeout_raw, 1) if dialect == "codex" else timeout_raw)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 from collections.abc import Mapping
@@ -76,8 +77,8 @@ def _number(arguments: Mapping[str, Any], key: str) -> float | None:
     value = arguments.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise DshError(f"argument '{key}' must be a number of seconds, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise DshError(f"argument '{key}' must be a positive number of seconds, not {value!r}")
     return float(value)
 
 
