@@ -71,6 +71,19 @@ def test_append_flush_load_roundtrip(store: SessionStore, tmp_path: Path) -> Non
     assert loaded.damage == ()
 
 
+def test_strings_utf8_cannot_encode_are_kept_escaped_not_the_turn_lost(store: SessionStore, tmp_path: Path) -> None:
+    session = store.create(tmp_path)
+    # A lone surrogate from a model or hook, and a non-UTF-8 byte of a command line (surrogateescape).
+    session.record("tool/call", arguments={"description": "\ud800", "command": "ls caf\udce9.txt"})
+    session.record("message/user", text="fine")
+    assert session.flush() == 2
+    loaded = store.resume(session.id)
+    assert [(e.type, e.data) for e in loaded.history] == [
+        ("tool/call", {"arguments": {"description": "\\ud800", "command": "ls caf\\udce9.txt"}}),
+        ("message/user", {"text": "fine"}),
+    ]
+
+
 def test_only_flushed_prefix_is_stored_during_a_turn(store: SessionStore, tmp_path: Path) -> None:
     session = store.create(tmp_path)
     session.record("turn/start")

@@ -9,6 +9,7 @@ from ._model import (
     SessionHeader,
     SessionLocation,
     new_session_id,
+    storable,
     validate_session_id,
 )
 from ._persistence import (
@@ -55,6 +56,7 @@ __all__ = [
     "ToolSpec",
     "new_session_id",
     "sessions_plugin",
+    "storable",
     "tools_plugin",
     "validate_session_id",
 ]

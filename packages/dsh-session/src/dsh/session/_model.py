@@ -120,3 +120,24 @@ class SessionEvent(BaseModel):
     type: str = Field(min_length=1)
     at: float = Field(default_factory=time.time)
     data: dict[str, Any] = Field(default_factory=dict)
+
+
+def storable(data: Any) -> Any:
+    """``data`` with every string UTF-8 cannot encode replaced by an escaped, readable form.
+
+    A lone surrogate (a byte that was not UTF-8 in a command line or environment, decoded with
+    ``surrogateescape``, or an unpaired ``\\ud800`` from a model or hook) makes a JSON encoder
+    refuse the whole flush; backends retry with this so the turn is kept, the odd character
+    written as ``\\udce9``. Everything else is returned as it is.
+    """
+    if isinstance(data, str):
+        try:
+            data.encode("utf-8")
+        except UnicodeEncodeError:
+            return data.encode("utf-8", "backslashreplace").decode("utf-8")
+        return data
+    if isinstance(data, dict):
+        return {storable(k): storable(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [storable(v) for v in data]
+    return data

@@ -44,6 +44,7 @@ from dsh.session import (
     SessionNotFoundError,
     SessionScan,
     StoredSession,
+    storable,
     validate_session_id,
 )
 
@@ -67,7 +68,11 @@ _NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 
 def _line(obj: dict[str, Any]) -> bytes:
     # orjson: serialising events is most of a flush's CPU time; it writes compact UTF-8 directly.
-    return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
+    try:
+        return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
+    except orjson.JSONEncodeError:
+        # A string UTF-8 cannot encode (a lone surrogate) must not cost the turn: escape it.
+        return orjson.dumps(storable(obj), option=orjson.OPT_APPEND_NEWLINE)
 
 
 def _event_line(header: SessionHeader, event: SessionEvent) -> bytes:

@@ -27,6 +27,7 @@ from dsh.session import (
     SessionNotFoundError,
     SessionScan,
     StoredSession,
+    storable,
     validate_session_id,
 )
 
@@ -440,7 +441,12 @@ class PostgresPersistence:
     def write(self, header: SessionHeader, events: Sequence[SessionEvent]) -> None:
         """Insert the header (first time) and ``events`` as one flush row: one statement, one transaction."""
         try:
-            batch = orjson.dumps([{"type": e.type, "at": e.at, "data": e.data} for e in events]).decode()
+            rows = [{"type": e.type, "at": e.at, "data": e.data} for e in events]
+            try:
+                batch = orjson.dumps(rows).decode()
+            except orjson.JSONEncodeError:
+                # A string UTF-8 cannot encode (a lone surrogate) must not cost the turn: escape it.
+                batch = orjson.dumps(storable(rows)).decode()
         except orjson.JSONEncodeError as exc:
             raise PersistenceError(f"an event of session {header.id} cannot be stored as JSON: {exc}") from None
         doing = f"writing session {header.id}"
