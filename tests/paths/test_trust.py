@@ -75,3 +75,11 @@ def test_owned_by_another_user_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UntrustedPathError) as caught:
         check_trusted(path, "hooks directory")
     assert str(caught.value).startswith(f"refusing hooks directory {path}: it is owned by uid {OTHER_UID}, not by you")
+
+
+def test_a_home_that_cannot_be_created_is_one_sentence_naming_it(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(NotADirectoryError) as err:
+        ensure_private_dir(blocker / "home", "DSH_HOME")
+    assert str(err.value) == f"cannot create DSH_HOME {blocker / 'home'}: Not a directory at {blocker / 'home'}"

@@ -76,6 +76,10 @@ def ensure_private_dir(path: str | os.PathLike[str], what: str = "") -> Path:
             os.mkdir(directory, 0o700)
         except FileExistsError:
             continue  # made by a concurrent process: checked below like any existing directory
+        except OSError as exc:
+            # One sentence naming the role and the path, not a bare errno.
+            label = f"{what} {target}" if what else str(target)
+            raise type(exc)(f"cannot create {label}: {exc.strerror or exc} at {directory}") from None
         # mkdir's mode is filtered by the umask (0o777 would leave it unusable); set it exactly.
         os.chmod(directory, 0o700)
     check_trusted(target, what)
