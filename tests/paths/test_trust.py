@@ -83,3 +83,31 @@ def test_a_home_that_cannot_be_created_is_one_sentence_naming_it(tmp_path: Path)
     with pytest.raises(NotADirectoryError) as err:
         ensure_private_dir(blocker / "home", "DSH_HOME")
     assert str(err.value) == f"cannot create DSH_HOME {blocker / 'home'}: Not a directory at {blocker / 'home'}"
+
+
+def test_a_folder_above_that_others_can_write_is_refused_unless_sticky(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    home = ensure_private_dir(shared / "home")
+    shared.chmod(0o777)  # someone else could rename home away and put their own in its place
+    with pytest.raises(UntrustedPathError) as err:
+        check_trusted(home, "DSH_HOME")
+    assert str(err.value) == (
+        f"refusing DSH_HOME {home}: the folder {shared} above it is writable by group or others (mode 0777); "
+        f"run `chmod go-w {shared}` or move it"
+    )
+    shared.chmod(0o1777)  # sticky, as /tmp: others cannot rename what is yours
+    check_trusted(home, "DSH_HOME")
+
+
+def test_a_symlink_into_a_folder_others_can_write_is_judged_by_where_it_leads(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    target = shared / "claude.json"
+    target.write_text("{}")
+    target.chmod(0o600)
+    shared.chmod(0o777)
+    hooks = ensure_private_dir(tmp_path / "home" / "hooks")
+    (hooks / "claude.json").symlink_to(target)
+    with pytest.raises(UntrustedPathError, match=f"the folder {shared} above it is writable by group or others"):
+        check_trusted(hooks / "claude.json", "hooks file")

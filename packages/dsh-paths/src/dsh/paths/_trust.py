@@ -5,6 +5,11 @@ owned by the current user (or by root, as OpenSSH allows) and must not be writab
 others: anyone else who can write there could plant a socket, a hook or a plugin reference that
 then runs with the user's credentials. What dsh creates it creates private (directories 0700,
 files 0600) whatever the process umask.
+
+The folders above a trusted path count too (OpenSSH walks them as well): each must be owned by the
+user or root, and one writable by group or others must have the sticky bit (as ``/tmp`` has), or
+someone else could rename the trusted path away and put their own in its place between the check
+and the use. The walk follows the real path, so a symbolic link into such a folder is refused.
 """
 
 from __future__ import annotations
@@ -56,6 +61,20 @@ def check_trusted(path: str | os.PathLike[str], what: str = "") -> None:
             f"refusing {label}: it is writable by group or others (mode {stat.S_IMODE(info.st_mode):04o}); "
             f"run `chmod {private} {os.fspath(path)}`",
         )
+    for folder in Path(os.path.realpath(path)).parents:
+        above = os.stat(folder)
+        if not _owner_ok(above.st_uid):
+            raise UntrustedPathError(
+                path,
+                f"refusing {label}: the folder {folder} above it is owned by uid {above.st_uid}, not by you "
+                "or root; keep it under folders only you (or root) control",
+            )
+        if above.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not above.st_mode & stat.S_ISVTX:
+            raise UntrustedPathError(
+                path,
+                f"refusing {label}: the folder {folder} above it is writable by group or others "
+                f"(mode {stat.S_IMODE(above.st_mode):04o}); run `chmod go-w {folder}` or move it",
+            )
 
 
 def ensure_private_dir(path: str | os.PathLike[str], what: str = "") -> Path:
