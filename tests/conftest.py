@@ -1,53 +1,13 @@
-"""Shared fixtures: every test starts in an environment free of ambient dsh state."""
+"""The root suite's data: where the repository is and the peers' hook schemas.
+
+Fixtures every dsh test gets (no ambient ``DSH_*``, a throw-away PostgreSQL) come from the
+``dsh.testing`` pytest plugin.
+"""
 
 from __future__ import annotations
 
-import os
-import secrets
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-import pytest
-
-from dsh.bash import is_managed_key
 
 REPO = Path(__file__).resolve().parent.parent
 PEER_SCHEMAS = REPO / "tests" / "data" / "peer-schemas"
 """The peers' published hook schemas, carried in the repository (see its README for source and version)."""
-
-
-@pytest.fixture(autouse=True)
-def _no_ambient_dsh(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tests start without the developer's own DSH_* variables (a test may add its own)."""
-    for key in list(os.environ):
-        if is_managed_key(key):
-            monkeypatch.delenv(key)
-
-
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[Any]:
-    """One throw-away PostgreSQL server for the whole run (see ``dsh.persistence.postgres.testing``).
-
-    Skips, naming PostgreSQL and the reason, when none can be started here.
-    """
-    try:
-        from dsh.persistence.postgres.testing import ServerUnavailable, TemporaryServer
-    except ImportError as exc:  # pragma: no cover - the distribution or psycopg is not installed
-        pytest.skip(f"PostgreSQL backend not installed: {exc}")
-    server = TemporaryServer()
-    try:
-        server.setup()
-    except ServerUnavailable as exc:
-        server.cleanup()
-        pytest.skip(str(exc))
-    try:
-        yield server
-    finally:
-        server.cleanup()
-
-
-@pytest.fixture
-def pg_schema(postgres_server: Any, request: pytest.FixtureRequest) -> str:
-    """A schema name no other test uses, so tests on the shared server never see each other's sessions."""
-    return f"t_{secrets.token_hex(6)}"

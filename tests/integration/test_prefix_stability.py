@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.agent.test_requests import recorded_requests
 from tests.helpers import dsh
 from tests.integration.test_pip_install import EXAMPLE, _pip, env  # noqa: F401  (env is a fixture)
+from tests.integration.test_requests import recorded_requests
 
 pytestmark = pytest.mark.integration
 

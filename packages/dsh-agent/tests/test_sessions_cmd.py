@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import dsh
+from dsh.testing import dsh
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ import pytest
 from dsh.agent._args import choose_deployment
 from dsh.agent._runtime import layer_on_defaults
 from dsh.loader import DeploymentError, parse_deployment
-from tests.helpers import dsh
+from dsh.testing import dsh
 
 
 def _ids(source: str, home: Path, **raw: object) -> list[str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import dsh
+from dsh.testing import dsh
 
 pytestmark = pytest.mark.integration
 

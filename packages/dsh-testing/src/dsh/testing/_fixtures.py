@@ -1,0 +1,53 @@
+"""The pytest plugin every dsh test run gets (registered through the ``pytest11`` entry point)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+_MANAGED_PREFIX = "DSH_"
+"""The managed namespace (``dsh.bash.DSH_ENV_PREFIX``), matched in any letter case as dsh does.
+
+Spelled here because this utility depends on no dsh distribution: a test of ``dsh-paths`` must run
+with nothing else installed. ``tests/test_workspace.py`` checks the two agree.
+"""
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_dsh(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests start without the developer's own DSH_* variables (a test may add its own)."""
+    for key in list(os.environ):
+        if key[: len(_MANAGED_PREFIX)].upper() == _MANAGED_PREFIX:
+            monkeypatch.delenv(key)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    """One throw-away PostgreSQL server for the whole run (see ``dsh.persistence.postgres.testing``).
+
+    Skips, naming PostgreSQL and the reason, when none can be started here.
+    """
+    try:
+        from dsh.persistence.postgres.testing import ServerUnavailable, TemporaryServer
+    except ImportError as exc:  # pragma: no cover - the distribution or psycopg is not installed
+        pytest.skip(f"PostgreSQL backend not installed: {exc}")
+    server = TemporaryServer()
+    try:
+        server.setup()
+    except ServerUnavailable as exc:
+        server.cleanup()
+        pytest.skip(str(exc))
+    try:
+        yield server
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture
+def pg_schema(postgres_server: Any, request: pytest.FixtureRequest) -> str:
+    """A schema name no other test uses, so tests on the shared server never see each other's sessions."""
+    return f"t_{secrets.token_hex(6)}"
