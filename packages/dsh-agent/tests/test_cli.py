@@ -80,17 +80,6 @@ def test_env_catalogue_and_values(tmp_path: Path) -> None:
     assert values["DSH_HOME"] == str(home) and values["DSH_SHELL"] == "1"
 
 
-def test_plugins_lists_our_distributions_with_state(tmp_path: Path) -> None:
-    out = json.loads(dsh("plugins", "--json", home=tmp_path / "h").stdout)
-    rows = {(r["group"], r["name"]): r for r in out["plugins"]}
-    assert rows[("dsh.plugins", "bash-env")]["distribution"] == "dsh-bash-env"
-    assert rows[("dsh.plugins", "bash-env")]["version"] == "0.1.0"
-    assert rows[("dsh.plugins", "bash-env")]["state"] == "active"
-    assert rows[("dsh.persistence", "jsonl")]["state"] == "active"
-    assert rows[("dsh.persistence", "sqlite")]["state"] == "not loaded"
-    assert out["problems"] == []
-
-
 def test_errors_are_one_line_unless_debug(tmp_path: Path) -> None:
     deployment = tmp_path / "d.yaml"
     deployment.write_text("plugins:\n  - {id: x, name: no-such}\n")
@@ -104,24 +93,6 @@ def test_errors_are_one_line_unless_debug(tmp_path: Path) -> None:
     bad = dsh("plugins", "--deployment", str(deployment), home=tmp_path / "h")
     assert bad.returncode == 1 and "entry 'x' (plugins[0]), field 'config'" in bad.stderr
     assert dsh("exec", home=tmp_path / "h").stderr == "dsh: dsh exec needs a command after --\n"
-
-
-def test_sqlite_deployment_has_no_transcript_variable(tmp_path: Path) -> None:
-    deployment = tmp_path / "d.yaml"
-    deployment.write_text("persistence: {backend: sqlite}\n")  # the SQLite README's snippet: the rest is default
-    out = json.loads(
-        dsh(
-            "exec",
-            "--json",
-            "--deployment",
-            str(deployment),
-            "--",
-            "echo ${DSH_SESSION_JSONL-unset}",
-            home=tmp_path / "h",
-        ).stdout
-    )
-    assert out["location"] is None and out["stdout"] == "unset\n"
-    assert (tmp_path / "h" / "sessions.sqlite3").exists()
 
 
 def test_default_deployment_fires_hooks_from_the_home(tmp_path: Path) -> None:

@@ -139,29 +139,3 @@ def test_verify_refuses_symlinks_and_a_vanished_transcript(tmp_path: Path) -> No
     assert gone.returncode == 1 and gone.stdout == f"{tmp_path / 'gone.jsonl'} does not exist\n"
     nothing = dsh("sessions", "verify", home=home)
     assert nothing.returncode == 1 and "pass --session ID" in nothing.stderr and nothing.stderr.count("\n") == 1
-
-
-def test_verify_by_session_id_asks_the_deployment(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    out = _exec(home, "true")
-    found = dsh("sessions", "verify", "--session", out["session_id"], home=home)
-    assert found.returncode == 0 and found.stdout.startswith(f"ok: {out['location']['path']}")
-    unknown = dsh("sessions", "verify", "--session", "no-such-session", home=home)
-    assert unknown.returncode == 1 and unknown.stdout == "no stored session no-such-session\n"
-
-    deployment = tmp_path / "sqlite.yaml"
-    deployment.write_text("persistence: {backend: sqlite}\n")
-    stored = _exec(home, "true", "--deployment", str(deployment))
-    verdict = json.loads(
-        dsh(
-            "sessions",
-            "verify",
-            "--session",
-            stored["session_id"],
-            "--deployment",
-            str(deployment),
-            "--json",
-            home=home,
-        ).stdout
-    )
-    assert verdict["status"] == "consistent" and verdict["path"] is None

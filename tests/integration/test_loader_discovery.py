@@ -9,7 +9,7 @@ import pytest
 from dsh.bash_env import BASH_ENV_GROUP
 from dsh.core import Context, FiberState
 from dsh.loader import PLUGINS_GROUP, Catalog, DiscoveryError, GroupDiff
-from dsh.testing import make_dist, remove_dist, touch_dir
+from tests.helpers import make_dist, remove_dist, touch_dir
 
 PLUGIN_SRC = """
 from dsh.core import Plugin

@@ -1,0 +1,41 @@
+"""The ``dsh`` command with the SQLite backend installed beside dsh-agent: a real process each time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import dsh
+
+pytestmark = pytest.mark.integration
+
+
+def test_plugins_lists_our_distributions_with_state(tmp_path: Path) -> None:
+    out = json.loads(dsh("plugins", "--json", home=tmp_path / "h").stdout)
+    rows = {(r["group"], r["name"]): r for r in out["plugins"]}
+    assert rows[("dsh.plugins", "bash-env")]["distribution"] == "dsh-bash-env"
+    assert rows[("dsh.plugins", "bash-env")]["version"] == "0.1.0"
+    assert rows[("dsh.plugins", "bash-env")]["state"] == "active"
+    assert rows[("dsh.persistence", "jsonl")]["state"] == "active"
+    assert rows[("dsh.persistence", "sqlite")]["state"] == "not loaded"
+    assert out["problems"] == []
+
+
+def test_sqlite_deployment_has_no_transcript_variable(tmp_path: Path) -> None:
+    deployment = tmp_path / "d.yaml"
+    deployment.write_text("persistence: {backend: sqlite}\n")  # the SQLite README's snippet: the rest is default
+    out = json.loads(
+        dsh(
+            "exec",
+            "--json",
+            "--deployment",
+            str(deployment),
+            "--",
+            "echo ${DSH_SESSION_JSONL-unset}",
+            home=tmp_path / "h",
+        ).stdout
+    )
+    assert out["location"] is None and out["stdout"] == "unset\n"
+    assert (tmp_path / "h" / "sessions.sqlite3").exists()

@@ -1,0 +1,45 @@
+"""dsh sessions over a SQLite deployment (dsh-agent with dsh-persistence-sqlite)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import dsh
+
+pytestmark = pytest.mark.integration
+
+
+def _exec(home: Path, command: str, *extra: str) -> dict[str, Any]:
+    proc = dsh("exec", "--json", *extra, "--", command, home=home)
+    assert proc.returncode == 0, proc.stderr
+    return dict(json.loads(proc.stdout))
+
+
+def test_verify_by_session_id_asks_the_deployment(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    out = _exec(home, "true")
+    found = dsh("sessions", "verify", "--session", out["session_id"], home=home)
+    assert found.returncode == 0 and found.stdout.startswith(f"ok: {out['location']['path']}")
+    unknown = dsh("sessions", "verify", "--session", "no-such-session", home=home)
+    assert unknown.returncode == 1 and unknown.stdout == "no stored session no-such-session\n"
+
+    deployment = tmp_path / "sqlite.yaml"
+    deployment.write_text("persistence: {backend: sqlite}\n")
+    stored = _exec(home, "true", "--deployment", str(deployment))
+    verdict = json.loads(
+        dsh(
+            "sessions",
+            "verify",
+            "--session",
+            stored["session_id"],
+            "--deployment",
+            str(deployment),
+            "--json",
+            home=home,
+        ).stdout
+    )
+    assert verdict["status"] == "consistent" and verdict["path"] is None
