@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dsh.bash_env import (
-    BASH_ENV,
-)
-from dsh.core import Plugin
+from dsh.bash_env import BASH_ENV, plugin
+from dsh.core import DSH_HOME, Context, Plugin
 from dsh.persistence.jsonl import JsonlPersistence
 from dsh.persistence.sqlite import SqlitePersistence
 from dsh.session import SESSION_PERSISTENCE, AgentRef, SessionHeader, ToolExecution
@@ -15,6 +13,13 @@ from dsh.session import SESSION_PERSISTENCE, AgentRef, SessionHeader, ToolExecut
 HEADER = SessionHeader(id="sess-1", cwd="/work/project")
 AGENT_CALL = ToolExecution("bash", "c1", agent=AgentRef("main", HEADER), turn_id="sess-1:turn-1")
 BARE_CALL = ToolExecution("bash", "c2")
+
+
+def _harness(tmp_path: Path) -> Context:
+    root = Context.root()
+    root.provide(DSH_HOME, tmp_path / "home")
+    root.plugin(plugin, {"entry_points": False})
+    return root
 
 
 def test_translator_follows_the_current_persistence_service(tmp_path: Path) -> None:
