@@ -8,7 +8,6 @@ from dsh.core import DSH_HOME, FiberState
 from dsh.loader import (
     BootError,
     Deployment,
-    DeploymentError,
     PluginEntry,
     boot,
     compose,
@@ -34,31 +33,6 @@ def test_yaml_deployment_boots_with_defaults(tmp_path: Path) -> None:
         assert runtime.entries["persistence"].origin.name == "jsonl"
     finally:
         runtime.close()
-
-
-def test_invalid_entry_names_file_entry_and_field(tmp_path: Path) -> None:
-    path = _write(tmp_path, "plugins:\n  - {id: hooks, name: hooks, confg: {}}\n")
-    with pytest.raises(DeploymentError) as err:
-        load_deployment(path)
-    message = str(err.value)
-    assert str(path) in message and "entry 'hooks' (plugins[0])" in message and "field 'confg'" in message
-
-
-def test_name_defaults_to_id_and_duplicate_ids_fail(tmp_path: Path) -> None:
-    assert parse_deployment({"plugins": [{"id": "x"}]}, "d.yaml").plugins[0].name == "x"
-    with pytest.raises(DeploymentError, match=r"plugins\[0\], field 'id'"):
-        parse_deployment({"plugins": [{"id": "", "name": "x"}]}, "d.yaml")
-    with pytest.raises(DeploymentError, match="entry id 'a' appears twice"):
-        parse_deployment({"plugins": [{"id": "a", "name": "n"}, {"id": "a", "name": "m"}]}, "d.yaml")
-
-
-def test_yaml_syntax_and_shape_errors_name_the_file(tmp_path: Path) -> None:
-    with pytest.raises(DeploymentError, match=r"deploy.yaml: invalid YAML at line 3"):
-        load_deployment(_write(tmp_path, "plugins:\n  - {id: a, name: [\n"))
-    with pytest.raises(DeploymentError, match="must be a mapping"):
-        load_deployment(_write(tmp_path, "- a\n"))
-    with pytest.raises(DeploymentError, match="cannot read deployment file"):
-        load_deployment(tmp_path / "absent.yaml")
 
 
 def test_unknown_plugin_lists_available(tmp_path: Path) -> None:

@@ -1,15 +1,12 @@
 from __future__ import annotations
 
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from dsh.bash_env import BASH_ENV_GROUP
-from dsh.core import Context, FiberState
-from dsh.loader import PLUGINS_GROUP, Catalog, DiscoveryError, GroupDiff
-from tests.helpers import make_dist, remove_dist, touch_dir
+from dsh.loader import PLUGINS_GROUP, Catalog, DiscoveryError
+from tests.helpers import make_dist
 
 PLUGIN_SRC = """
 from dsh.core import Plugin
@@ -67,96 +64,3 @@ def test_unknown_name_lists_available(site: Path) -> None:
     with pytest.raises(DiscoveryError) as err:
         Catalog().find(PLUGINS_GROUP, "nope")
     assert "no entry point 'nope'" in str(err.value) and "bash-env" in str(err.value) and "tool-bash" in str(err.value)
-
-
-def test_load_failure_names_the_entry_point_and_distribution(site: Path) -> None:
-    make_dist(
-        site,
-        "broken-dist",
-        "0.1",
-        {PLUGINS_GROUP: {"broken": "broken_mod:plugin"}},
-        {"broken_mod": "raise ImportError('no deps')\n"},
-    )
-    item = Catalog().find(PLUGINS_GROUP, "broken")
-    with pytest.raises(DiscoveryError, match=r"'broken'.*broken-dist 0.1.*no deps"):
-        item.load()
-
-
-def test_refresh_sees_install_uninstall_and_change(site: Path) -> None:
-    catalog = Catalog()
-    diffs: list[GroupDiff] = []
-    catalog.watch(PLUGINS_GROUP, diffs.append)
-    assert catalog.refresh() == []
-
-    info = make_dist(
-        site,
-        "late",
-        "1.0",
-        {PLUGINS_GROUP: {"late": "late_mod:plugin"}},
-        {"late_mod": PLUGIN_SRC.format(name="late", version="1.0")},
-    )
-    touch_dir(site)
-    (diff,) = catalog.refresh()
-    assert [i.name for i in diff.added] == ["late"] and diffs == [diff]
-
-    remove_dist(info)
-    make_dist(site, "late", "2.0", {PLUGINS_GROUP: {"late": "late_mod:plugin"}})
-    touch_dir(site)
-    (diff,) = catalog.refresh()
-    assert [(i.name, i.version) for i in diff.changed] == [("late", "2.0")]
-
-    remove_dist(info.parent / "late-2.0.dist-info", ("late_mod",))
-    touch_dir(site)
-    (diff,) = catalog.refresh()
-    assert [i.name for i in diff.removed] == ["late"]
-    assert catalog.refresh() == []
-
-
-def test_refresh_without_change_is_cheap_and_empty(site: Path) -> None:
-    catalog = Catalog()
-    start = time.perf_counter()
-    for _ in range(100):
-        assert catalog.refresh() == []
-    # Not a benchmark: only a guard that the fingerprint path does not rescan every time.
-    assert time.perf_counter() - start < 1.0
-
-
-def test_plugin_from_entry_point_runs_in_a_fiber_with_its_origin(site: Path) -> None:
-    make_dist(
-        site,
-        "svc-dist",
-        "4.2",
-        {PLUGINS_GROUP: {"svc": "svc_mod:plugin"}},
-        {"svc_mod": PLUGIN_SRC.format(name="svc", version="4.2")},
-    )
-    item = Catalog().find(PLUGINS_GROUP, "svc")
-    root = Context.root()
-    fiber = root.plugin(item.load(), origin=item)
-    assert fiber.state is FiberState.ACTIVE
-    assert fiber.origin is not None and fiber.origin.distribution == "svc-dist"
-    assert root.get("svc-svc") == "4.2"
-    sys.modules.pop("svc_mod", None)
-
-
-def test_uninstalled_deployment_entry_is_disposed_on_refresh(site: Path, tmp_path: Path) -> None:
-    from dsh.loader import boot, parse_deployment
-
-    info = make_dist(
-        site,
-        "svc2-dist",
-        "1.0",
-        {PLUGINS_GROUP: {"svc2": "svc2_mod:plugin"}},
-        {"svc2_mod": PLUGIN_SRC.format(name="svc2", version="1.0")},
-    )
-    runtime = boot(parse_deployment({"dsh_home": str(tmp_path / "h"), "plugins": [{"id": "s", "name": "svc2"}]}))
-    try:
-        assert runtime.ctx.get("svc2-svc") == "1.0"
-        remove_dist(info, ("svc2_mod",))
-        touch_dir(site)
-        runtime.refresh()
-        assert runtime.entries["s"].state is FiberState.DISPOSED
-        assert runtime.entries["s"].error == "distribution svc2-dist 1.0 was uninstalled"
-        assert runtime.ctx.get("svc2-svc") is None
-    finally:
-        runtime.close()
-        sys.modules.pop("svc2_mod", None)

@@ -13,7 +13,7 @@ import pytest
 from dsh.agent import BUILTINS
 from dsh.loader import BootError, boot, parse_deployment
 from dsh.session import TOOLS, ToolExecution
-from dsh.skills import SKILLS, SKILLS_GROUP, SkillRegistry, parse_skill
+from dsh.skills import SKILLS, SKILLS_GROUP, SkillRegistry
 from tests.helpers import dsh, harness, make_dist, remove_dist, touch_dir
 
 SKILL_PLUGINS: list[dict[str, object]] = [{"id": "skills", "name": "skills"}]
@@ -28,19 +28,6 @@ def write_skill(root: Path, folder: str, text: str) -> Path:
 
 def skill_text(name: str, description: str, body: str = "Do the thing.\n") -> str:
     return f"---\nname: {name}\ndescription: {description}\n---\n{body}"
-
-
-def test_parse_reads_front_matter_and_instructions(tmp_path: Path) -> None:
-    path = write_skill(
-        tmp_path,
-        "notes",
-        "---\nname: release-notes\ndescription: >\n  Write release notes\n  from git.\n"
-        "allowed-tools: Bash\n---\n\n# Steps\nRun git log.\n",
-    )
-    skill = parse_skill(path)
-    assert (skill.name, skill.description) == ("release-notes", "Write release notes from git.")
-    assert skill.instructions == "# Steps\nRun git log.\n"
-    assert skill.path == str(path) and skill.directory == str(path.parent) and skill.source == "home"
 
 
 @pytest.mark.parametrize(
@@ -64,23 +51,6 @@ def test_a_malformed_skill_is_one_warning_naming_it_and_others_load(tmp_path: Pa
     assert [s.name for s in found.skills] == ["good"]
     (warning,) = found.warnings
     assert warning.startswith(f"{bad}: ") and message in warning
-
-
-def test_home_wins_over_a_plugin_source_and_the_shadowed_one_is_named(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    mine = write_skill(home / "skills", "deploy", skill_text("deploy", "Mine."))
-    theirs = write_skill(tmp_path / "plugin", "deploy", skill_text("deploy", "Theirs."))
-    write_skill(tmp_path / "plugin", "lint", skill_text("lint", "Lint it."))
-    registry = SkillRegistry(home)
-    dispose = registry.register("acme", tmp_path / "plugin")
-    found = registry.discover()
-    assert [(s.name, s.description, s.source) for s in found.skills] == [
-        ("deploy", "Mine.", "home"),
-        ("lint", "Lint it.", "acme"),
-    ]
-    assert found.warnings == (f"skill 'deploy' in {theirs} is shadowed by {mine}",)
-    dispose()
-    assert [s.name for s in registry.discover().skills] == ["deploy"]
 
 
 @pytest.fixture

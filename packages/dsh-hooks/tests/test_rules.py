@@ -1,0 +1,136 @@
+"""Hook bridges, driven through the real agent loop with real hook commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from dsh.hooks import HookFacts, build_payload, interpret
+from tests.conftest import PEER_SCHEMAS
+
+HOOK = Path(__file__).with_name("hook_script.py")
+CODEX_SCHEMAS = PEER_SCHEMAS / "codex"
+CLAUDE_KEYS = json.loads((PEER_SCHEMAS / "claude" / "ts_hook_keys.json").read_text())["types"]
+SCHEMA_FILES = {
+    "SessionStart": "session-start",
+    "UserPromptSubmit": "user-prompt-submit",
+    "PreToolUse": "pre-tool-use",
+    "PostToolUse": "post-tool-use",
+    "Stop": "stop",
+    "SubagentStart": "subagent-start",
+    "SubagentStop": "subagent-stop",
+    "SessionEnd": "session-end",
+}
+EVENTS = [*SCHEMA_FILES, "PostToolUseFailure"]
+CODEX_EVENTS = set(SCHEMA_FILES)
+CLAUDE_EVENTS = set(EVENTS)
+
+
+def test_exit_codes_per_dialect() -> None:
+    assert interpret("claude", "PreToolUse", "h", 2, "", "").blocked
+    codex_silent = interpret("codex", "PreToolUse", "h", 2, "", "")
+    assert not codex_silent.blocked and "without a reason" in (codex_silent.error or "")
+    assert interpret("codex", "PreToolUse", "h", 2, "", "nope").blocked
+    other = interpret("claude", "PreToolUse", "h", 1, "", "bad")
+    assert not other.blocked and other.error == "exited with status 1: bad"
+    legacy = interpret("claude", "PreToolUse", "h", 0, '{"decision": "block", "reason": "r"}', "")
+    assert legacy.blocked and legacy.reason == "r"
+    stop = interpret("claude", "Stop", "h", 0, '{"continue": false, "stopReason": "enough"}', "")
+    assert stop.stop and stop.stop_reason == "enough"
+    broken = '{"hookSpecificOutput": '
+    assert interpret("claude", "UserPromptSubmit", "h", 0, broken, "").additional_context == broken.strip()
+    assert "invalid JSON" in (interpret("codex", "UserPromptSubmit", "h", 0, broken, "").error or "")
+    start = interpret("claude", "SessionStart", "h", 2, "", "not a blocker")
+    assert not start.blocked and "cannot block" in (start.error or "")
+
+
+def test_build_payload_maps_tool_names_and_nulls() -> None:
+    facts = HookFacts(
+        "PreToolUse", "s", "/w", None, "m", "default", "t", {"tool_name": "bash", "tool_input": {}, "tool_use_id": "u"}
+    )
+    assert build_payload("codex", facts)["transcript_path"] is None
+    assert build_payload("claude", facts)["transcript_path"] == ""
+    assert build_payload("claude", facts)["tool_name"] == "Bash"
+    assert "model" not in build_payload("claude", facts) and build_payload("codex", facts)["model"] == "m"
+
+
+def test_config_warnings_name_file_event_and_thing(tmp_path: Path) -> None:
+    from dsh.hooks import load_hook_table
+
+    settings = tmp_path / "settings.json"
+    settings.write_text(
+        json.dumps(
+            {
+                "model": "opus",
+                "hooks": {
+                    "PreToolUse": [
+                        {"matcher": "Bash", "hooks": [{"type": "command", "command": "x", "shell": "fish"}]}
+                    ],
+                    "PreToolUze": [{"hooks": [{"type": "command", "command": "x"}]}],
+                    "Stop": [{"matcher": "*", "hooks": [{"type": "webhook"}]}],
+                    "Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}],
+                },
+            }
+        )
+    )
+    table = load_hook_table("claude", str(settings))
+    assert all(str(settings) in w for w in table.warnings)
+    assert any("'PreToolUse'" in w and "'shell'" in w for w in table.warnings)
+    assert any("'PreToolUze' is not a Claude Code hook event" in w for w in table.warnings)
+    assert any("'Stop'" in w and "unknown type 'webhook'" in w for w in table.warnings)
+    assert len(table.warnings) == 3, "a documented event dsh never emits (Notification) loads quietly"
+    assert table.groups("PreToolUse")[0].hooks == ()
+
+
+def test_permission_rules_of_if() -> None:
+    from dsh.hooks import parse_rule, rule_matches
+
+    def check(rule: str, command: str) -> bool:
+        parsed = parse_rule(rule)
+        assert parsed is not None
+        return rule_matches(parsed, ("Bash",), {"command": command})
+
+    assert check("Bash(git *)", "git status") and check("Bash(git *)", "git")
+    assert not check("Bash(git *)", "gitk") and not check("Bash(git *)", "echo git status")
+    assert check("Bash(git *)", "echo hi && git push") and check("Bash(git *)", "A=1 B=2 git log")
+    assert not check("Bash(git *)", "echo 'a && git push'")
+    assert check("Bash(npm run test:*)", "npm run test --watch") and check("Bash", "anything")
+    assert check("Bash(*rm -rf*)", "sudo rm -rf /") and not check("Edit(*.py)", "x")
+    agent = parse_rule("Agent(Explore)")
+    assert agent is not None and rule_matches(agent, ("Agent", "Task"), {"subagent_type": "Explore"})
+    assert parse_rule("not a rule!") is None
+
+
+def test_matcher_semantics_per_dialect() -> None:
+    from dsh.hooks import matcher_matches
+
+    assert matcher_matches("claude", "Bash", "Bash") and not matcher_matches("claude", "Bash", "BashOutput")
+    assert matcher_matches("claude", "^Bash", "BashOutput") and matcher_matches("claude", "Edit|Bash", "Bash")
+    assert matcher_matches("codex", "Bash", "BashOutput") and not matcher_matches("codex", "[", "[")
+    assert matcher_matches("claude", "Task", ("Agent", "Task")) and matcher_matches("codex", "", "x")
+    assert matcher_matches("claude", "*", "anything") and matcher_matches("codex", None, "anything")
+
+
+def test_tool_inputs_translate_to_each_peer_and_back() -> None:
+    from dsh.hooks import dsh_tool_input, peer_tool_input
+
+    bash = {"command": "make", "timeout": 2.5, "workdir": "src"}
+    assert peer_tool_input("claude", "bash", bash) == {"command": "make", "timeout": 2500, "workdir": "src"}
+    assert dsh_tool_input("claude", "bash", {"command": "make", "timeout": 2500}) == {"command": "make", "timeout": 2.5}
+    assert peer_tool_input("codex", "bash", bash) == bash
+    spawn = {"agent_type": "Explore", "prompt": "look"}
+    assert peer_tool_input("claude", "spawn_agent", spawn) == {"subagent_type": "Explore", "prompt": "look"}
+    assert dsh_tool_input("claude", "spawn_agent", {"subagent_type": "Plan", "prompt": "p"}) == {
+        "agent_type": "Plan",
+        "prompt": "p",
+    }
+    rewrite = interpret(
+        "claude",
+        "PreToolUse",
+        "h",
+        0,
+        '{"hookSpecificOutput": {"permissionDecision": "allow", "updatedInput": {"command": "ls", "timeout": 1000}}}',
+        "",
+        "bash",
+    )
+    assert rewrite.updated_input == {"command": "ls", "timeout": 1.0} and rewrite.decision == "allow"
