@@ -29,6 +29,7 @@ def test_there_is_one_distribution_per_planned_package() -> None:
         "dsh-persistence-sqlite",
         "dsh-session",
         "dsh-skills",
+        "dsh-testing",
         "dsh-tool-bash",
         "dsh-tool-pwsh",
     ]
@@ -56,6 +57,41 @@ def test_every_leaf_package_is_typed_documented_and_built_from_src_dsh() -> None
         assert leaves, f"{pkg.name} has no package"
         for leaf in leaves:
             assert (leaf / "py.typed").exists(), f"{leaf} lacks py.typed"
+
+
+def test_every_distribution_has_its_own_tests_folder_and_the_runners_see_them() -> None:
+    """Unit tests live beside their distribution; pytest (all together) and the isolated runner find them."""
+    for pkg in PACKAGES:
+        tests = pkg / "tests"
+        assert sorted(tests.glob("test_*.py")), f"{pkg.name} has no tests/test_*.py"
+        # Not a package: with --import-mode=importlib two distributions may both hold test_model.py.
+        assert not (tests / "__init__.py").exists(), f"{tests} must not be a package"
+        assert not (tests / "conftest.py").exists(), f"{tests}: shared fixtures belong in dsh-testing"
+    ini = (REPO / "pytest.ini").read_text()
+    assert "testpaths = tests packages/*/tests" in ini and "--import-mode=importlib" in ini
+    scripts = tomllib.loads((REPO / "hatch.toml").read_text())["envs"]["default"]["scripts"]["test"]
+    assert "python scripts/test_isolated.py" in scripts and "pytest tests {args}" in scripts
+
+
+def test_root_tests_hold_only_workspace_checks_and_integration() -> None:
+    """A unit test of one distribution belongs in packages/<dist>/tests, where it runs alone."""
+    folders = sorted(p.name for p in (REPO / "tests").iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert folders == ["data", "integration"]
+
+
+def test_the_test_utility_is_never_a_runtime_dependency_and_needs_no_dsh() -> None:
+    for pkg in PACKAGES:
+        deps = _meta(pkg)["project"].get("dependencies", [])
+        assert not [d for d in deps if d.startswith("dsh-testing")], f"{pkg.name} depends on dsh-testing"
+    testing = _meta(REPO / "packages" / "dsh-testing")["project"]["dependencies"]
+    assert [d for d in testing if d.startswith("dsh-")] == []
+
+
+def test_the_test_utility_spells_the_managed_prefix_as_dsh_bash_owns_it() -> None:
+    from dsh.bash import DSH_ENV_PREFIX
+    from dsh.testing import _fixtures
+
+    assert _fixtures._MANAGED_PREFIX == DSH_ENV_PREFIX
 
 
 def test_hatch_workspace_covers_packages() -> None:

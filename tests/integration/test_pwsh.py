@@ -9,17 +9,11 @@ import pytest
 from dsh.bash import LocalExecutor
 from dsh.session import SESSIONS, TOOLS, AgentRef, ToolExecution
 from dsh.tool_bash import ShellTool
-from dsh.tool_pwsh import PWSH_DESCRIPTION
 from tests.helpers import harness
 
 needs_pwsh = pytest.mark.skipif(
     shutil.which("pwsh") is None, reason="needs the pwsh binary (PowerShell), not installable here"
 )
-
-
-def test_description_uses_env_drive_wording() -> None:
-    assert "$env:DSH_*" in PWSH_DESCRIPTION
-    assert "JSONL" not in PWSH_DESCRIPTION and "SESSION_ID" not in PWSH_DESCRIPTION
 
 
 def test_request_and_spec_without_the_binary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,10 +7,8 @@ from pathlib import Path
 import pytest
 
 from dsh.bash import BashExecRequest, ExecResult
-from dsh.bash_env import SESSION_JSONL_KEY
 from dsh.loader import Runtime
 from dsh.session import SESSIONS, TOOLS, AgentRef, Session, ToolExecution, ToolResult
-from dsh.tool_bash import BASH_DESCRIPTION
 from tests.helpers import BAD_CONTRIBUTOR_PLUGINS, harness
 
 
@@ -28,12 +26,6 @@ def _call(
     assert bash is not None
     execution = ToolExecution(tool, call_id, arguments, agent=AgentRef("main", session.header))
     return asyncio.run(bash(arguments, execution))  # type: ignore[arg-type]
-
-
-def test_description_teaches_the_convention_only() -> None:
-    assert "$DSH_*" in BASH_DESCRIPTION
-    assert SESSION_JSONL_KEY not in BASH_DESCRIPTION and "JSONL" not in BASH_DESCRIPTION
-    assert "SESSION_ID" not in BASH_DESCRIPTION
 
 
 def test_tools_are_registered_with_companions(runtime: Runtime) -> None:
