@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh.persistence.jsonl import FLUSH_TYPE, HEADER_TYPE, LAYOUT, JsonlPersistence, escape_cwd
+from dsh.persistence.jsonl import FLUSH_TYPE, HEADER_TYPE, LAYOUT, JsonlPersistence, escape_cwd, session_path
 from dsh.session import SessionHeader, SessionLockedError, SessionStore
 
 
@@ -41,6 +41,18 @@ def test_hostile_cwds_are_escaped(cwd: str, tmp_path: Path) -> None:
     location = backend.locate(header)
     assert Path(location.path).resolve().is_relative_to((tmp_path / "root").resolve())
     assert escape_cwd("/a%2Fb") != escape_cwd("/a/b")
+
+
+@pytest.mark.parametrize("bad_id", ["../escape", "a/b", "", ".."])
+def test_locate_validates_the_id_before_building_a_path(tmp_path: Path, bad_id: str) -> None:
+    """A header built without validation (model_construct) still never yields a path outside the root."""
+    from dsh.session import InvalidSessionIdError
+
+    backend, _ = _store(tmp_path / "root")
+    header = SessionHeader.model_construct(id=bad_id, cwd="/work")
+    with pytest.raises(InvalidSessionIdError):
+        backend.locate(header)
+    assert session_path(backend.root, "/work", "ok-1") == backend.locate(SessionHeader(id="ok-1", cwd="/work")).path
 
 
 def test_first_flush_publishes_header_with_batch_and_modes(tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ from dsh.session import (
     validate_session_id,
 )
 
-from ._paths import escape_cwd
+from ._paths import session_path, transcript_name
 
 log = logging.getLogger("dsh.persistence.jsonl")
 
@@ -208,8 +208,7 @@ class JsonlPersistence:
 
     def locate(self, header: SessionHeader) -> SessionLocation:
         """The transcript path; computed only, nothing is read or created."""
-        path = os.path.join(self.root, escape_cwd(header.cwd), header.id + ".jsonl")
-        return SessionLocation.model_construct(kind=KIND, path=path)
+        return SessionLocation.model_construct(kind=KIND, path=session_path(self.root, header.cwd, header.id))
 
     # -- locking -------------------------------------------------------------------------------
 
@@ -388,8 +387,7 @@ class JsonlPersistence:
             return []
 
     def _find(self, session_id: str) -> str:
-        validate_session_id(session_id)
-        name = session_id + ".jsonl"
+        name = transcript_name(session_id)
         for entry in self._directories():
             candidate = os.path.join(entry.path, name)
             if entry.is_dir() and os.path.lexists(candidate):

@@ -34,6 +34,15 @@ def escape_cwd(cwd: str) -> str:
     return name
 
 
+def transcript_name(session_id: str) -> str:
+    """The file name of a session's transcript, ``<id>.jsonl``; the id is validated first."""
+    return validate_session_id(session_id) + ".jsonl"
+
+
 def session_path(root: str, cwd: str, session_id: str) -> str:
-    """The absolute transcript path of a session under ``root`` (validates the id first)."""
-    return os.path.join(root, escape_cwd(cwd), validate_session_id(session_id) + ".jsonl")
+    """The absolute transcript path of a session under ``root`` (validates the id first).
+
+    The one place the path scheme is applied: :meth:`JsonlPersistence.locate` and the DSH_SESSION_JSONL
+    translator both get their path here.
+    """
+    return os.path.join(root, escape_cwd(cwd), transcript_name(session_id))
