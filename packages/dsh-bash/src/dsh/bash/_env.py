@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Final, Literal, NewType
+from typing import Final, Literal
 
 from dsh.core import DshError
 
 DSH_ENV_PREFIX: Final = "DSH_"
 """The one source of the managed prefix; every other use derives from it."""
-
-DshEnvironmentKey = NewType("DshEnvironmentKey", str)
-"""A key of the managed channel (it starts with :data:`DSH_ENV_PREFIX`)."""
 
 Shell = Literal["bash", "pwsh"]
 

@@ -140,7 +140,6 @@ class BackgroundProcess:
         self.id = f"task-{next(self._ids)}"
         self.request = request
         self.proc = proc
-        self.started = time.monotonic()
         self._out: list[bytes] = []
         self._err: list[bytes] = []
         self._read_out = 0
@@ -176,6 +175,10 @@ class BackgroundProcess:
         code = await self.proc.wait()
         await asyncio.gather(*self._pumps)
         return code
+
+    def kill(self) -> None:
+        """Kill the whole process group at once (SIGKILL), without waiting: for an owner unloading."""
+        _kill_group(self.proc.pid)
 
     async def stop(self, grace: float = 2.0) -> int:
         """Terminate the process group (SIGTERM, then SIGKILL after ``grace`` seconds)."""

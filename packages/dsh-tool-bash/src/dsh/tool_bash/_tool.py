@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,8 +55,7 @@ class TaskTable:
         """Stop every task's process group at once (used when the tool unloads)."""
         for task in self.tasks.values():
             if task.exit_code is None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(task.proc.pid, signal.SIGKILL)
+                task.kill()
         self.tasks.clear()
 
 
