@@ -158,8 +158,9 @@ def test_second_process_gets_a_clear_lock_error(tmp_path: Path) -> None:
         session.record("turn/start")
         with pytest.raises(
             SessionLockedError, match=rf"session {session.id} is being written by process {proc.pid} \(lock "
-        ):
+        ) as err:
             session.flush()
+        assert err.value.session_id == session.id
     finally:
         proc.kill()
         proc.wait()

@@ -21,8 +21,9 @@ def test_hostile_ids_are_rejected_before_any_path(bad: str) -> None:
 def test_rejection_says_what_is_wrong() -> None:
     with pytest.raises(InvalidSessionIdError, match="300 characters long; the limit is 128"):
         validate_session_id("x" * 300)
-    with pytest.raises(InvalidSessionIdError, match=r"disallowed character '/'"):
+    with pytest.raises(InvalidSessionIdError, match=r"disallowed character '/'") as err:
         validate_session_id("a/b")
+    assert err.value.session_id == "a/b"
 
 
 @given(st.text(alphabet="abcXYZ019._-", min_size=1, max_size=128).filter(lambda s: s[0].isalnum()))

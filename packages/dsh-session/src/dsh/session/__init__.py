@@ -1,10 +1,17 @@
 """Sessions for dsh: headers, events, the persistence seam, the session store and the tool contract."""
 
+from ._errors import (
+    ForkError,
+    InvalidSessionIdError,
+    PersistenceError,
+    SessionLockedError,
+    SessionNotFoundError,
+    ToolError,
+)
 from ._model import (
     EVENT_TYPES,
     FORMAT_VERSION,
     MAX_ID_LENGTH,
-    InvalidSessionIdError,
     SessionEvent,
     SessionHeader,
     SessionLocation,
@@ -15,16 +22,13 @@ from ._model import (
 from ._persistence import (
     PERSISTENCE_GROUP,
     SESSION_PERSISTENCE,
-    PersistenceError,
     ScanningPersistence,
-    SessionLockedError,
-    SessionNotFoundError,
     SessionPersistence,
     SessionScan,
     StoredSession,
 )
 from ._store import SESSIONS, Session, SessionStore, sessions_plugin
-from ._tools import TOOLS, AgentRef, Tool, ToolError, ToolExecution, ToolRegistry, ToolResult, ToolSpec, tools_plugin
+from ._tools import TOOLS, AgentRef, Tool, ToolExecution, ToolRegistry, ToolResult, ToolSpec, tools_plugin
 
 __all__ = [
     "EVENT_TYPES",
@@ -35,6 +39,7 @@ __all__ = [
     "SESSION_PERSISTENCE",
     "TOOLS",
     "AgentRef",
+    "ForkError",
     "InvalidSessionIdError",
     "PersistenceError",
     "ScanningPersistence",

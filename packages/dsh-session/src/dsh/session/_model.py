@@ -11,15 +11,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from dsh.core import DshError
+from ._errors import InvalidSessionIdError
 
 FORMAT_VERSION = 1
 MAX_ID_LENGTH = 128
 _ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-
-
-class InvalidSessionIdError(DshError, ValueError):
-    """A session id would be unsafe in a path or a shell."""
 
 
 def validate_session_id(value: object) -> str:
@@ -30,16 +26,19 @@ def validate_session_id(value: object) -> str:
     before any path is built from an id.
     """
     if not isinstance(value, str):
-        raise InvalidSessionIdError(f"session id must be a string, not {type(value).__name__}")
+        raise InvalidSessionIdError(f"session id must be a string, not {type(value).__name__}", session_id=value)
     if not value:
-        raise InvalidSessionIdError("session id is empty")
+        raise InvalidSessionIdError("session id is empty", session_id=value)
     if len(value) > MAX_ID_LENGTH:
-        raise InvalidSessionIdError(f"session id is {len(value)} characters long; the limit is {MAX_ID_LENGTH}")
+        raise InvalidSessionIdError(
+            f"session id is {len(value)} characters long; the limit is {MAX_ID_LENGTH}", session_id=value
+        )
     if not _ID_RE.fullmatch(value):
         bad = next((c for c in value if not (c.isascii() and (c.isalnum() or c in "._-"))), value[0])
         raise InvalidSessionIdError(
             f"session id {value!r} has a disallowed character {bad!r}; "
-            "use ASCII letters, digits, '.', '_' and '-', starting with a letter or digit"
+            "use ASCII letters, digits, '.', '_' and '-', starting with a letter or digit",
+            session_id=value,
         )
     return value
 

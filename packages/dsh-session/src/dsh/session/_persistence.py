@@ -14,21 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from dsh.core import DshError, ServiceKey
+from dsh.core import ServiceKey
 
 from ._model import SessionEvent, SessionHeader, SessionLocation
-
-
-class PersistenceError(DshError):
-    """A backend could not read or write a session."""
-
-
-class SessionNotFoundError(PersistenceError, LookupError):
-    """No stored session has the requested id."""
-
-
-class SessionLockedError(PersistenceError):
-    """Another process is writing the same session."""
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,13 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from dsh.core import Context, DshError, Plugin, ServiceKey
+from dsh.core import Context, Plugin, ServiceKey
 
+from ._errors import ForkError, PersistenceError, SessionNotFoundError
 from ._model import SessionEvent, SessionHeader, SessionLocation, new_session_id, validate_session_id
 from ._persistence import (
     SESSION_PERSISTENCE,
-    PersistenceError,
     ScanningPersistence,
-    SessionNotFoundError,
     SessionPersistence,
     SessionScan,
 )
@@ -210,7 +209,11 @@ class SessionStore:
         stored = self.persistence().load(validate_session_id(session_id))
         seed = stored.events if upto is None else stored.events[:upto]
         if upto is not None and not 0 <= upto <= len(stored.events):
-            raise DshError(f"fork boundary {upto} is outside session {session_id} (0..{len(stored.events)})")
+            raise ForkError(
+                f"fork boundary {upto} is outside session {session_id} (0..{len(stored.events)})",
+                session_id=session_id,
+                upto=upto,
+            )
         header = SessionHeader(
             id=new_session_id(),
             cwd=stored.header.cwd,

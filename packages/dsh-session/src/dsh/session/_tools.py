@@ -9,8 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from dsh.core import Disposer, DshError, Plugin, Service, ServiceKey
+from dsh.core import Disposer, Plugin, Service, ServiceKey
 
+from ._errors import ToolError
 from ._model import SessionHeader
 
 if TYPE_CHECKING:
@@ -77,10 +78,6 @@ class Tool(Protocol):
         ...
 
 
-class ToolError(DshError):
-    """A tool cannot be registered or called."""
-
-
 class ToolRegistry(Service):
     """The ``tools`` service; ``register`` is an effect of the calling plugin's fiber."""
 
@@ -93,7 +90,7 @@ class ToolRegistry(Service):
 
         def setup() -> Disposer:
             if name in self._tools:
-                raise ToolError(f"a tool named '{name}' is already registered")
+                raise ToolError(f"a tool named '{name}' is already registered", tool=name)
             self._tools[name] = tool
 
             def remove() -> None:

@@ -241,7 +241,8 @@ class JsonlPersistence:
         with self._guard:
             if header.id in self._held:
                 raise SessionLockedError(
-                    f"session {header.id} is being written by another turn of this process (lock {lock_path})"
+                    f"session {header.id} is being written by another turn of this process (lock {lock_path})",
+                    session_id=header.id,
                 )
             fd = _open(lock_path, os.O_RDWR | os.O_CREAT)
             try:
@@ -253,7 +254,8 @@ class JsonlPersistence:
                     by = f"process {holder}" if holder.isdigit() else "another process"
                     raise SessionLockedError(
                         f"session {header.id} is being written by {by} (lock {lock_path}); "
-                        "wait for its turn to end or use another session"
+                        "wait for its turn to end or use another session",
+                        session_id=header.id,
                     ) from None
                 # Fixed width, so a shorter pid overwrites a longer one without a truncate.
                 os.pwrite(fd, f"{os.getpid():>20}\n".encode(), 0)
@@ -392,7 +394,7 @@ class JsonlPersistence:
             candidate = os.path.join(entry.path, name)
             if entry.is_dir() and os.path.lexists(candidate):
                 return candidate
-        raise SessionNotFoundError(f"no session {session_id} under {self.root}")
+        raise SessionNotFoundError(f"no session {session_id} under {self.root}", session_id=session_id)
 
     def load(self, session_id: str) -> StoredSession:
         """Read a transcript: every complete flush, with the damage found reported."""

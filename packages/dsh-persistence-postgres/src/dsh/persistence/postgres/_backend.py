@@ -352,7 +352,8 @@ class PostgresPersistence:
             raise SessionLockedError(
                 self._redact(
                     f"session {session_id} is being written by {holder} on {self.where}; wait for its turn to end"
-                )
+                ),
+                session_id=session_id,
             )
         if standby or read_only == "on":
             problem = "the server is read-only (a standby, or default_transaction_read_only is on)"
@@ -509,7 +510,9 @@ class PostgresPersistence:
 
         row, batches = self._retrying(f"reading session {session_id}", False, work)
         if row is None:
-            raise SessionNotFoundError(f"no session {session_id} in {self.where} schema {self.schema}")
+            raise SessionNotFoundError(
+                f"no session {session_id} in {self.where} schema {self.schema}", session_id=session_id
+            )
         try:
             header = SessionHeader.model_validate_json(row[0])
             events = tuple(

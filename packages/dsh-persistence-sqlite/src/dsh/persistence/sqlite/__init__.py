@@ -266,7 +266,8 @@ class SqlitePersistence:
             holder = os.pread(fd, 256, 0).decode("utf-8", "replace").strip() or "another process"
             os.close(fd)
             raise SessionLockedError(
-                f"session {header.id} is being written by {holder} (lock {lock_path}); wait for its turn to end"
+                f"session {header.id} is being written by {holder} (lock {lock_path}); wait for its turn to end",
+                session_id=header.id,
             ) from None
         except OSError as exc:
             os.close(fd)
@@ -344,7 +345,7 @@ class SqlitePersistence:
                     else conn.execute("SELECT header FROM sessions WHERE id = ?", (session_id,)).fetchone()
                 )
                 if conn is None or row is None:
-                    raise SessionNotFoundError(f"no session {session_id} in {self.path}")
+                    raise SessionNotFoundError(f"no session {session_id} in {self.path}", session_id=session_id)
                 batches = conn.execute(
                     "SELECT events FROM flushes WHERE session_id = ? ORDER BY seq", (session_id,)
                 ).fetchall()
