@@ -69,8 +69,9 @@ def test_duplicate_name_and_duplicate_key_ownership(registry: BashEnvRegistry) -
     with pytest.raises(
         ContributorError,
         match="key 'DSH_REGION' is already owned by contributor 'region'; contributor 'zone' cannot declare it",
-    ):
+    ) as err:
         registry.register(_contributor("zone", {"DSH_ZONE": "z", "DSH_REGION": "r"}))
+    assert (err.value.contributor, err.value.key) == ("zone", "DSH_REGION")
     assert registry.contributors() == ["region"]
     assert [v.key for v in registry.list() if not v.builtin] == ["DSH_REGION"]
 
@@ -114,8 +115,9 @@ def test_bad_output_fails_collection_naming_contributor_and_key(
     registry: BashEnvRegistry, values: dict[str, object], message: str
 ) -> None:
     registry.register(_contributor("bad", {"DSH_OK": "ok"}, values))
-    with pytest.raises(CollectionError, match=message):
+    with pytest.raises(CollectionError, match=message) as err:
         registry.collect(AGENT_CALL)
+    assert err.value.contributor == "bad"
 
 
 def test_raising_contributor_fails_only_that_collection(registry: BashEnvRegistry) -> None:

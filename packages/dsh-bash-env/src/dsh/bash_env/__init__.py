@@ -4,6 +4,7 @@ Load the ``bash-env`` plugin, then use ``ctx.get(BASH_ENV)``: ``register`` a con
 (an effect of your plugin's fiber), ``collect`` a per-call snapshot, ``list`` the catalogue.
 """
 
+from ._errors import CollectionError, ContributorError
 from ._plugin import BASH_ENV_GROUP, SESSION_JSONL_KEY, BashEnvConfig, PersistenceTranslator, plugin
 from ._registry import (
     BASH_ENV,
@@ -19,9 +20,7 @@ from ._registry import (
     TOOL_CALL_ID_KEY,
     TURN_ID_KEY,
     BashEnvRegistry,
-    CollectionError,
     Contributor,
-    ContributorError,
     FunctionContributor,
     VariableInfo,
     VariableSpec,

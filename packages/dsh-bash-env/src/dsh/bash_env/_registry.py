@@ -16,9 +16,11 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from dsh.bash import DSH_ENV_PREFIX
-from dsh.core import Disposer, DshError, Service, ServiceKey
+from dsh.core import Disposer, Service, ServiceKey
 from dsh.loader import EntryPointItem
 from dsh.session import ToolExecution
+
+from ._errors import CollectionError, ContributorError
 
 if TYPE_CHECKING:
     pass
@@ -60,14 +62,6 @@ _BUILTIN_DESCRIPTIONS = {
     "(absent for calls without an agent).",
     TURN_ID_KEY: "Id of the turn that made this call (absent for calls without an agent or a turn).",
 }
-
-
-class ContributorError(DshError):
-    """A contributor declaration is malformed or conflicts with another."""
-
-
-class CollectionError(DshError):
-    """A contributor failed while a snapshot was being collected."""
 
 
 @dataclass(frozen=True)
@@ -198,24 +192,32 @@ def _validate(contributor: object) -> tuple[str, dict[str, str], Callable[[ToolE
         raise ContributorError(f"contributor {contributor!r} has a blank or missing name")
     resolve = getattr(contributor, "resolve", None)
     if not callable(resolve):
-        raise ContributorError(f"contributor '{name}' has no callable resolve")
+        raise ContributorError(f"contributor '{name}' has no callable resolve", contributor=name)
     variables = getattr(contributor, "variables", None)
     if not isinstance(variables, Mapping) or not variables:
-        raise ContributorError(f"contributor '{name}' declares no variables")
+        raise ContributorError(f"contributor '{name}' declares no variables", contributor=name)
     descriptions: dict[str, str] = {}
     for key, spec in variables.items():
         if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
             raise ContributorError(
                 f"contributor '{name}' declares key {key!r}, which is not {DSH_ENV_PREFIX} followed by "
-                "an upper-case letter and upper-case letters, digits or underscores"
+                "an upper-case letter and upper-case letters, digits or underscores",
+                contributor=name,
+                key=key,
             )
         if key in RESERVED_KEYS:
-            raise ContributorError(f"contributor '{name}' declares key '{key}', which is reserved for the harness")
+            raise ContributorError(
+                f"contributor '{name}' declares key '{key}', which is reserved for the harness",
+                contributor=name,
+                key=key,
+            )
         description = spec.description if isinstance(spec, VariableSpec) else spec
         if isinstance(spec, Mapping):
             description = spec.get("description")
         if not isinstance(description, str) or not description.strip():
-            raise ContributorError(f"contributor '{name}' gives key '{key}' a blank description")
+            raise ContributorError(
+                f"contributor '{name}' gives key '{key}' a blank description", contributor=name, key=key
+            )
         descriptions[key] = description
     return name, descriptions, resolve
 
@@ -254,12 +256,15 @@ class BashEnvRegistry(Service):
 
         def setup() -> Disposer:
             if name in state.entries:
-                raise ContributorError(f"a contributor named '{name}' is already registered")
+                raise ContributorError(f"a contributor named '{name}' is already registered", contributor=name)
             for key in descriptions:
                 owner = state.owners.get(key)
                 if owner is not None:
                     raise ContributorError(
-                        f"key '{key}' is already owned by contributor '{owner}'; contributor '{name}' cannot declare it"
+                        f"key '{key}' is already owned by contributor '{owner}'; "
+                        f"contributor '{name}' cannot declare it",
+                        contributor=name,
+                        key=key,
                     )
             entry = _Entry(name, contributor, resolve, descriptions, frozenset(descriptions), origin, builtin)
             state.entries[name] = entry
@@ -323,7 +328,8 @@ class BashEnvRegistry(Service):
         if len(stuck) >= MAX_OVERDUE:
             raise CollectionError(
                 f"contributor {_who(entry)} is still running {len(stuck)} resolve() calls that passed their "
-                f"{self._state.timeout:g} s deadline; this call fails without starting another"
+                f"{self._state.timeout:g} s deadline; this call fails without starting another",
+                contributor=entry.name,
             )
         future: concurrent.futures.Future[Mapping[str, str]] = concurrent.futures.Future()
 
@@ -376,23 +382,34 @@ class BashEnvRegistry(Service):
         if not isinstance(values, Mapping):
             raise CollectionError(
                 f"contributor {_who(entry)} returned {type(values).__name__} from resolve(), "
-                "not a mapping of keys to strings"
+                "not a mapping of keys to strings",
+                contributor=entry.name,
             )
         keys = entry.keys
         for key, value in values.items():
             if key not in keys:
-                raise CollectionError(f"contributor {_who(entry)} returned undeclared key '{key}'")
+                raise CollectionError(
+                    f"contributor {_who(entry)} returned undeclared key '{key}'", contributor=entry.name, key=key
+                )
             if type(value) is not str:
                 raise CollectionError(
-                    f"contributor {_who(entry)} returned a {type(value).__name__} for key '{key}', not a string"
+                    f"contributor {_who(entry)} returned a {type(value).__name__} for key '{key}', not a string",
+                    contributor=entry.name,
+                    key=key,
                 )
             if "\0" in value:
-                raise CollectionError(f"contributor {_who(entry)} returned a NUL character in key '{key}'")
+                raise CollectionError(
+                    f"contributor {_who(entry)} returned a NUL character in key '{key}'",
+                    contributor=entry.name,
+                    key=key,
+                )
             size = len(value.encode("utf-8", "surrogateescape"))
             if size > MAX_VALUE_BYTES:
                 raise CollectionError(
                     f"contributor {_who(entry)} returned {size} bytes for key '{key}'; "
-                    f"the maximum is {MAX_VALUE_BYTES} bytes"
+                    f"the maximum is {MAX_VALUE_BYTES} bytes",
+                    contributor=entry.name,
+                    key=key,
                 )
             out[key] = value
 
