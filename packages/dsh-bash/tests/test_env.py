@@ -71,8 +71,9 @@ def test_credential_scrub_is_configurable() -> None:
     ],
 )
 def test_channel_violations_name_key_and_channel(env: dict[str, str], dsh_env: dict[str, str], message: str) -> None:
-    with pytest.raises(ChannelError, match=message):
+    with pytest.raises(ChannelError, match=message) as err:
         build_child_env({}, env, dsh_env)
+    assert err.value.key in {**env, **dsh_env} and err.value.channel == ("env" if env else "dsh_env")
 
 
 def test_argv_is_non_interactive() -> None:

@@ -100,10 +100,12 @@ def test_background_process_reads_incrementally_and_stops() -> None:
 
 
 def test_missing_workdir_is_a_clear_error(tmp_path: Path) -> None:
+    from dsh.bash import ExecError
     from dsh.core import DshError
 
-    with pytest.raises(DshError, match=r"working directory .* does not exist"):
+    with pytest.raises(DshError, match=r"working directory .* does not exist") as err:
         run(BashExecRequest("true", cwd=str(tmp_path / "absent")))
+    assert isinstance(err.value, ExecError) and err.value.path == str(tmp_path / "absent")
 
 
 def test_a_timeout_keeps_the_output_printed_before_it_and_exits_124() -> None:

@@ -4,13 +4,13 @@ from ._env import (
     DEFAULT_CREDENTIAL_PATTERN,
     DSH_ENV_PREFIX,
     TERMINAL_ENV,
-    ChannelError,
     Shell,
     build_child_env,
     check_channels,
     compile_credential_pattern,
     is_managed_key,
 )
+from ._errors import ChannelError, ExecError
 from ._local import (
     AMBIENT_ENV,
     DEFAULT_MAX_OUTPUT,
@@ -35,6 +35,7 @@ __all__ = [
     "BashExecRequest",
     "BashExecSpec",
     "ChannelError",
+    "ExecError",
     "ExecResult",
     "Executor",
     "LocalExecutor",

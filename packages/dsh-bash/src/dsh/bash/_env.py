@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Final, Literal
 
-from dsh.core import DshError
+from ._errors import ChannelError
 
 DSH_ENV_PREFIX: Final = "DSH_"
 """The one source of the managed prefix; every other use derives from it."""
@@ -28,10 +28,6 @@ _PREFIX_LEN = len(DSH_ENV_PREFIX)
 _PREFIX_UPPER = DSH_ENV_PREFIX.upper()
 
 
-class ChannelError(DshError, ValueError):
-    """An environment entry was passed through the wrong channel."""
-
-
 def is_managed_key(name: str) -> bool:
     """True when ``name`` is in the managed namespace, in any letter case."""
     return name[:_PREFIX_LEN].upper() == _PREFIX_UPPER
@@ -48,12 +44,16 @@ def check_channels(env: Mapping[str, str], dsh_env: Mapping[str, str]) -> None:
         if is_managed_key(key):
             raise ChannelError(
                 f"environment key '{key}' is in the managed {DSH_ENV_PREFIX}* namespace; "
-                "pass it through the dsh_env channel, not env"
+                "pass it through the dsh_env channel, not env",
+                key=key,
+                channel="env",
             )
     for key in dsh_env:
         if not key.startswith(DSH_ENV_PREFIX):
             raise ChannelError(
-                f"dsh_env key '{key}' does not start with {DSH_ENV_PREFIX}; pass it through the env channel"
+                f"dsh_env key '{key}' does not start with {DSH_ENV_PREFIX}; pass it through the env channel",
+                key=key,
+                channel="dsh_env",
             )
 
 

@@ -21,6 +21,7 @@ from dsh.core import DSH_HOME, Context, DshError, Plugin, ServiceKey
 from dsh.paths import UntrustedPathError, create_private_file, ensure_private_dir, resolve_dsh_home
 
 from ._env import DEFAULT_CREDENTIAL_PATTERN, Shell, build_child_env, compile_credential_pattern
+from ._errors import ExecError
 from ._request import BashExecRequest, BashExecSpec, ExecResult
 
 DEFAULT_MAX_OUTPUT = 30_000
@@ -50,9 +51,11 @@ def spill(directory: Path, data: bytes, stream: str) -> Path:
         with os.fdopen(create_private_file(path), "wb") as fh:
             fh.write(data)
     except UntrustedPathError as exc:
-        raise DshError(str(exc)) from None
+        raise ExecError(str(exc), path=str(exc.path)) from None
     except OSError as exc:
-        raise DshError(f"cannot spill {stream} under {directory}: {exc.strerror or exc}") from None
+        raise ExecError(
+            f"cannot spill {stream} under {directory}: {exc.strerror or exc}", path=str(directory)
+        ) from None
     _prune(directory, keep=path)
     return path
 
@@ -242,7 +245,7 @@ class LocalExecutor:
 
     async def _spawn(self, spec: BashExecSpec) -> asyncio.subprocess.Process:
         if spec.cwd is not None and not os.path.isdir(spec.cwd):
-            raise DshError(f"working directory {spec.cwd} does not exist")
+            raise ExecError(f"working directory {spec.cwd} does not exist", path=spec.cwd)
         try:
             return await asyncio.create_subprocess_exec(
                 *spec.argv,
@@ -254,7 +257,7 @@ class LocalExecutor:
                 start_new_session=True,
             )
         except FileNotFoundError:
-            raise DshError(f"shell '{spec.argv[0]}' was not found on PATH") from None
+            raise ExecError(f"shell '{spec.argv[0]}' was not found on PATH", shell=spec.argv[0]) from None
 
     async def run(self, request: BashExecRequest) -> ExecResult:
         """Run to completion, timeout or cancellation; the last two kill the whole process group.
