@@ -14,7 +14,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from ._trust import UntrustedPathError, check_trusted, create_private_file, ensure_private_dir
+from ._errors import UntrustedPathError
+from ._trust import check_trusted, create_private_file, ensure_private_dir
 
 __all__ = [
     "DEFAULT_HOME",

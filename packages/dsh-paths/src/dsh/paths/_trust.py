@@ -18,21 +18,9 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["UntrustedPathError", "check_trusted", "create_private_file", "ensure_private_dir"]
+from ._errors import UntrustedPathError
 
-
-class UntrustedPathError(PermissionError):
-    """A path dsh would trust is owned by another user or writable by group or others.
-
-    The message is one line naming the path and the command that fixes it.
-    """
-
-    def __init__(self, path: str | os.PathLike[str], message: str) -> None:
-        super().__init__(message)
-        self.path = os.fspath(path)
-
-    def __str__(self) -> str:
-        return str(self.args[0])
+__all__ = ["check_trusted", "create_private_file", "ensure_private_dir"]
 
 
 def _owner_ok(uid: int) -> bool:

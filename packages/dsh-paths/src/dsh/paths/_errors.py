@@ -1,0 +1,24 @@
+"""The one error of dsh-paths (standard library only, so not a ``DshError``).
+
+PermissionError (builtin)
+└── UntrustedPathError   .path: owned by another user or writable by group or others
+"""
+
+from __future__ import annotations
+
+import os
+
+
+class UntrustedPathError(PermissionError):
+    """A path dsh would trust is owned by another user or writable by group or others.
+
+    The message is one line naming the path and the command that fixes it.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], message: str) -> None:
+        super().__init__(message)
+        self.path = os.fspath(path)
+        """The path at fault."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
