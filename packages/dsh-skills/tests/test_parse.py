@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dsh.skills import SkillRegistry, parse_skill
+import pytest
+
+from dsh.skills import SkillError, SkillRegistry, parse_skill
 
 SKILL_PLUGINS: list[dict[str, object]] = [{"id": "skills", "name": "skills"}]
 
@@ -48,3 +50,10 @@ def test_home_wins_over_a_plugin_source_and_the_shadowed_one_is_named(tmp_path: 
     assert found.warnings == (f"skill 'deploy' in {theirs} is shadowed by {mine}",)
     dispose()
     assert [s.name for s in registry.discover().skills] == ["deploy"]
+
+
+def test_a_malformed_skill_error_carries_its_file(tmp_path: Path) -> None:
+    path = write_skill(tmp_path, "bad", "---\nname: Bad Name\ndescription: y\n---\n")
+    with pytest.raises(SkillError, match="'name' is 'Bad Name'") as err:
+        parse_skill(path)
+    assert err.value.path == str(path)

@@ -3,6 +3,7 @@
 Load the ``skills`` plugin, then ``ctx.require(SKILLS).discover()`` lists what is installed.
 """
 
+from ._errors import SkillError
 from ._plugin import SKILL_DESCRIPTION, SkillsConfig, SkillTool, plugin, skill_root
 from ._skills import (
     HOME_SOURCE,
@@ -12,7 +13,6 @@ from ._skills import (
     SKILLS_GROUP,
     Discovery,
     Skill,
-    SkillError,
     SkillRegistry,
     SkillSource,
     parse_skill,

@@ -14,7 +14,8 @@ from dsh.core import Context, Plugin, plugin_home
 from dsh.loader import EntryPointItem, follow_group
 from dsh.session import TOOLS, ToolExecution, ToolResult, ToolSpec
 
-from ._skills import SKILLS, SKILLS_GROUP, SkillError, SkillRegistry
+from ._errors import SkillError
+from ._skills import SKILLS, SKILLS_GROUP, SkillRegistry
 
 SKILL_DESCRIPTION = (
     "Load a skill: instructions for a kind of task, installed for this harness. Call it without `name` "
@@ -87,7 +88,8 @@ def skill_root(obj: object, item: EntryPointItem) -> Path:
         return Path(os.fspath(obj))
     raise SkillError(
         f"entry point '{item.name}' in group '{SKILLS_GROUP}' (from {item.distribution} {item.version}) names "
-        f"{obj!r}; name a package, an absolute folder path, or a callable returning one"
+        f"{obj!r}; name a package, an absolute folder path, or a callable returning one",
+        source=item.name,
     )
 
 

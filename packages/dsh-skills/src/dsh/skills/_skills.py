@@ -9,9 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dsh.core import Disposer, DshError, Service, ServiceKey
+from dsh.core import Disposer, Service, ServiceKey
 from dsh.loader import EntryPointItem
 from dsh.paths import UntrustedPathError, check_trusted
+
+from ._errors import SkillError
 
 SKILLS_GROUP = "dsh.skills"
 """Entry-point group of plugin-shipped skills: each names a package, an absolute folder, or a callable returning one."""
@@ -21,10 +23,6 @@ NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 MAX_DESCRIPTION = 1024
 HOME_SOURCE = "home"
 """The name of the source for ``<DSH_HOME>/skills``."""
-
-
-class SkillError(DshError):
-    """A skill file is malformed, or a skill source cannot be registered."""
 
 
 @dataclass(frozen=True)
@@ -63,20 +61,22 @@ def _front_matter(text: str, path: str) -> tuple[dict[str, Any], str]:
 
     lines = text.splitlines(keepends=True)
     if not lines or lines[0].strip() != "---":
-        raise SkillError(f"{path}: does not start with a '---' line of YAML front matter")
+        raise SkillError(f"{path}: does not start with a '---' line of YAML front matter", path=str(path))
     for end in range(1, len(lines)):
         if lines[end].strip() == "---":
             break
     else:
-        raise SkillError(f"{path}: the YAML front matter has no closing '---' line")
+        raise SkillError(f"{path}: the YAML front matter has no closing '---' line", path=str(path))
     try:
         meta = yaml.safe_load("".join(lines[1:end]))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""
-        raise SkillError(f"{path}: invalid YAML front matter{where}: {getattr(exc, 'problem', exc)}") from None
+        raise SkillError(
+            f"{path}: invalid YAML front matter{where}: {getattr(exc, 'problem', exc)}", path=str(path)
+        ) from None
     if not isinstance(meta, dict):
-        raise SkillError(f"{path}: the front matter must be a mapping with 'name' and 'description'")
+        raise SkillError(f"{path}: the front matter must be a mapping with 'name' and 'description'", path=str(path))
     return meta, "".join(lines[end + 1 :]).strip("\n") + "\n"
 
 
@@ -87,17 +87,20 @@ def parse_skill(path: str | os.PathLike[str], source: str = HOME_SOURCE, origin:
         text = Path(where).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise SkillError(f"{where}: cannot read skill: {reason}") from None
+        raise SkillError(f"{where}: cannot read skill: {reason}", path=where) from None
     meta, body = _front_matter(text, where)
     name, description = meta.get("name"), meta.get("description")
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise SkillError(
-            f"{where}: front matter 'name' is {name!r}; use 1 to 64 lower-case letters, digits and hyphens"
+            f"{where}: front matter 'name' is {name!r}; use 1 to 64 lower-case letters, digits and hyphens",
+            path=where,
         )
     if not isinstance(description, str) or not description.strip():
-        raise SkillError(f"{where}: front matter 'description' is missing or blank")
+        raise SkillError(f"{where}: front matter 'description' is missing or blank", path=where)
     if len(description) > MAX_DESCRIPTION:
-        raise SkillError(f"{where}: front matter 'description' is {len(description)} characters; at most 1024")
+        raise SkillError(
+            f"{where}: front matter 'description' is {len(description)} characters; at most 1024", path=where
+        )
     return Skill(
         name=name,
         description=" ".join(description.split()),
@@ -187,12 +190,12 @@ class SkillRegistry(Service):
         """Add a folder of skills under a unique source name; an effect of the caller's fiber."""
         state = self._state
         if not name.strip() or name == HOME_SOURCE:
-            raise SkillError(f"skill source name {name!r} is blank or reserved")
+            raise SkillError(f"skill source name {name!r} is blank or reserved", source=name)
         source = SkillSource(name, os.path.abspath(os.fspath(root)), origin)
 
         def setup() -> Disposer:
             if name in state.sources:
-                raise SkillError(f"a skill source named '{name}' is already registered")
+                raise SkillError(f"a skill source named '{name}' is already registered", source=name)
             state.sources[name] = source
 
             def remove() -> None:
