@@ -188,7 +188,9 @@ def run_one(dist: Dist, dists: dict[str, Dist], wheels: dict[str, Path], fresh: 
         return False, f"{dist.name:<26} FAILED  environment: {exc}"
     ready = time.monotonic()
     report = VENVS / dist.name / "pytest.log"
+    # The root's pythonpath (for its `tests.*` helpers) is dropped: a distribution's tests see only what is installed.
     command = [str(python), "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", str(REPO / "pytest.ini")]
+    command += ["-o", "pythonpath="]
     with report.open("w") as out:
         result = subprocess.run(
             [*command, "--rootdir", str(REPO), str(dist.path / "tests")],

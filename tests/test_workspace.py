@@ -67,6 +67,11 @@ def test_every_distribution_has_its_own_tests_folder_and_the_runners_see_them() 
         # Not a package: with --import-mode=importlib two distributions may both hold test_model.py.
         assert not (tests / "__init__.py").exists(), f"{tests} must not be a package"
         assert not (tests / "conftest.py").exists(), f"{tests}: shared fixtures belong in dsh-testing"
+        for source in tests.rglob("*.py"):
+            imported = _imports(source) | {
+                n.module or "" for n in ast.walk(ast.parse(source.read_text())) if isinstance(n, ast.ImportFrom)
+            }
+            assert not [m for m in imported if m == "tests" or m.startswith("tests.")], f"{source} imports tests.*"
     ini = (REPO / "pytest.ini").read_text()
     assert "testpaths = tests packages/*/tests" in ini and "--import-mode=importlib" in ini
     scripts = tomllib.loads((REPO / "hatch.toml").read_text())["envs"]["default"]["scripts"]["test"]

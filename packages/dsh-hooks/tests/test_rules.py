@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dsh.hooks import HookFacts, build_payload, interpret
-from tests.conftest import PEER_SCHEMAS
+import pytest
 
-HOOK = Path(__file__).with_name("hook_script.py")
-CODEX_SCHEMAS = PEER_SCHEMAS / "codex"
-CLAUDE_KEYS = json.loads((PEER_SCHEMAS / "claude" / "ts_hook_keys.json").read_text())["types"]
+from dsh.hooks._config import load_hook_table, matcher_matches
+from dsh.hooks._outcome import interpret
+from dsh.hooks._payload import HookFacts, build_payload, dsh_tool_input, peer_tool_input
+from dsh.hooks._rules import parse_rule, rule_matches
+
 SCHEMA_FILES = {
     "SessionStart": "session-start",
     "UserPromptSubmit": "user-prompt-submit",
@@ -55,8 +56,6 @@ def test_build_payload_maps_tool_names_and_nulls() -> None:
 
 
 def test_config_warnings_name_file_event_and_thing(tmp_path: Path) -> None:
-    from dsh.hooks import load_hook_table
-
     settings = tmp_path / "settings.json"
     settings.write_text(
         json.dumps(
@@ -83,8 +82,6 @@ def test_config_warnings_name_file_event_and_thing(tmp_path: Path) -> None:
 
 
 def test_permission_rules_of_if() -> None:
-    from dsh.hooks import parse_rule, rule_matches
-
     def check(rule: str, command: str) -> bool:
         parsed = parse_rule(rule)
         assert parsed is not None
@@ -102,8 +99,6 @@ def test_permission_rules_of_if() -> None:
 
 
 def test_matcher_semantics_per_dialect() -> None:
-    from dsh.hooks import matcher_matches
-
     assert matcher_matches("claude", "Bash", "Bash") and not matcher_matches("claude", "Bash", "BashOutput")
     assert matcher_matches("claude", "^Bash", "BashOutput") and matcher_matches("claude", "Edit|Bash", "Bash")
     assert matcher_matches("codex", "Bash", "BashOutput") and not matcher_matches("codex", "[", "[")
@@ -112,8 +107,6 @@ def test_matcher_semantics_per_dialect() -> None:
 
 
 def test_tool_inputs_translate_to_each_peer_and_back() -> None:
-    from dsh.hooks import dsh_tool_input, peer_tool_input
-
     bash = {"command": "make", "timeout": 2.5, "workdir": "src"}
     assert peer_tool_input("claude", "bash", bash) == {"command": "make", "timeout": 2500, "workdir": "src"}
     assert dsh_tool_input("claude", "bash", {"command": "make", "timeout": 2500}) == {"command": "make", "timeout": 2.5}
@@ -134,3 +127,14 @@ def test_tool_inputs_translate_to_each_peer_and_back() -> None:
         "bash",
     )
     assert rewrite.updated_input == {"command": "ls", "timeout": 1.0} and rewrite.decision == "allow"
+
+
+def test_a_bad_hooks_file_is_a_plugin_error_carrying_the_file(tmp_path: Path) -> None:
+    from dsh.core import PluginError
+    from dsh.hooks import HookConfigError
+
+    bad = tmp_path / "settings.json"
+    bad.write_text("{not json")
+    with pytest.raises(PluginError, match=rf"claude hooks file {bad}: invalid JSON at line 1") as err:
+        load_hook_table("claude", str(bad))
+    assert isinstance(err.value, HookConfigError) and err.value.path == str(bad)

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from dsh.core import PluginError
 from dsh.paths import UntrustedPathError, check_trusted
+
+from ._errors import HookConfigError
 
 Dialect = Literal["claude", "codex"]
 
@@ -204,17 +205,19 @@ def read_hook_file(path: Path, where: str, what: str = "hooks file") -> Any:
         check_trusted(path.parent, what.replace("file", "folder"))
         check_trusted(path, what)
     except UntrustedPathError as exc:
-        raise PluginError(str(exc)) from None
+        raise HookConfigError(str(exc), source=where, path=str(path)) from None
     except OSError:
         pass  # a missing file or folder is reported by the read below
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise PluginError(f"{where}: cannot read: {exc.strerror or exc}") from None
+        raise HookConfigError(f"{where}: cannot read: {exc.strerror or exc}", source=where, path=str(path)) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise PluginError(f"{where}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+        raise HookConfigError(
+            f"{where}: invalid JSON at line {exc.lineno}: {exc.msg}", source=where, path=str(path)
+        ) from None
 
 
 def load_hook_table(dialect: Dialect, source: Mapping[str, Any] | str | None, base: Path | None = None) -> HookTable:
@@ -223,14 +226,16 @@ def load_hook_table(dialect: Dialect, source: Mapping[str, Any] | str | None, ba
         return HookTable(dialect)
     where = f"{dialect} hooks (inline)"
     raw: Any = source
+    file: str | None = None
     if isinstance(source, str):
         path = Path(os.path.expanduser(source))
         if not path.is_absolute() and base is not None:
             path = base / path
         where = f"{dialect} hooks file {path}"
+        file = str(path)
         raw = read_hook_file(path, where, f"{dialect} hooks file")
     if not isinstance(raw, Mapping):
-        raise PluginError(f"{where}: must be a JSON object")
+        raise HookConfigError(f"{where}: must be a JSON object", source=where, path=file)
     if "hooks" not in raw and any(key in PEER_EVENTS[dialect] for key in raw):
         raw = {"hooks": raw}  # just the hooks object; otherwise a settings file without hooks
     return _parse_table(dialect, raw, where)
@@ -241,7 +246,9 @@ def _parse_table(dialect: Dialect, raw: Mapping[str, Any], where: str) -> HookTa
     disabled = raw.get("disableAllHooks") is True if dialect == "claude" else False
     hooks = raw.get("hooks", {})
     if not isinstance(hooks, Mapping):
-        raise PluginError(f"{where}: 'hooks' must be an object of event names, not {type(hooks).__name__}")
+        raise HookConfigError(
+            f"{where}: 'hooks' must be an object of event names, not {type(hooks).__name__}", source=where
+        )
     events: dict[str, tuple[MatcherGroup, ...]] = {}
     for event, groups in hooks.items():
         if event not in PEER_EVENTS[dialect]:
