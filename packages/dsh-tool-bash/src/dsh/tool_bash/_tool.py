@@ -25,6 +25,8 @@ from dsh.bash_env import BASH_ENV, CollectionError
 from dsh.core import Context, DshError, Plugin
 from dsh.session import TOOLS, ToolExecution, ToolResult, ToolSpec
 
+from ._errors import ArgumentError
+
 BASH_DESCRIPTION = (
     "Run a command in a fresh, non-interactive bash shell and return its output and exit code. "
     "The working directory defaults to the session's; `workdir` overrides it. Set `run_in_background` "
@@ -76,7 +78,7 @@ def _number(arguments: Mapping[str, Any], key: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise DshError(f"argument '{key}' must be a positive number of seconds, not {value!r}")
+        raise ArgumentError(f"argument '{key}' must be a positive number of seconds, not {value!r}", argument=key)
     return float(value)
 
 
@@ -133,12 +135,14 @@ class ShellTool:
         """
         command = arguments.get("command")
         if not isinstance(command, str) or not command.strip():
-            raise DshError("argument 'command' must be a non-blank string")
+            raise ArgumentError(
+                "argument 'command' must be a non-blank string", argument="command", tool=self.spec.name
+            )
         timeout = _number(arguments, "timeout") or self.config.default_timeout
         timeout = min(timeout, self.config.max_timeout)
         workdir = arguments.get("workdir")
         if workdir is not None and not isinstance(workdir, str):
-            raise DshError("argument 'workdir' must be a string")
+            raise ArgumentError("argument 'workdir' must be a string", argument="workdir", tool=self.spec.name)
         session = execution.session
         base = session.cwd if session is not None else os.getcwd()
         cwd = os.path.normpath(os.path.join(base, workdir)) if workdir else (session.cwd if session else None)
