@@ -325,9 +325,11 @@ class BashEnvRegistry(Service):
     def _sealed(out: dict[str, str]) -> Mapping[str, str]:
         total = sum(len(k) + len(v) for k, v in out.items())
         if total > MAX_SNAPSHOT_BYTES:
+            largest = max(out, key=lambda k: len(out[k]))
             raise CollectionError(
                 f"the managed variables of this call add up to {total} characters; the maximum is "
-                f"{MAX_SNAPSHOT_BYTES} (largest: '{max(out, key=lambda k: len(out[k]))}')"
+                f"{MAX_SNAPSHOT_BYTES} (largest: '{largest}')",
+                key=largest,
             )
         return MappingProxyType(out)
 
