@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -251,3 +252,29 @@ def test_internal_dependencies_are_pinned_to_the_release() -> None:
 
 def _meta(pkg: Path) -> dict[str, Any]:
     return tomllib.loads((pkg / "pyproject.toml").read_text())
+
+
+_IMPORT_NAMES = {"yaml": "pyyaml", "psycopg_pool": "psycopg-pool"}
+"""Import names whose distribution is called otherwise."""
+
+
+def test_every_distribution_declares_what_its_source_imports() -> None:
+    """A direct import must be declared, even when a declared sibling happens to bring it along."""
+    layers = dict((module, dist) for dist, module in _readme_layers())
+    for pkg in PACKAGES:
+        if pkg.name == "dsh-testing":
+            continue  # its PostgreSQL fixture imports the backend only when installed, and skips otherwise
+        declared = {re.match(r"[A-Za-z0-9_.-]+", r)[0].lower() for r in _meta(pkg)["project"]["dependencies"]}
+        for source in (pkg / "src").rglob("*.py"):
+            for target in _imports(source):
+                dist = layers.get(target)
+                assert dist in (pkg.name, *declared), f"{source} imports {target}; {pkg.name} does not declare {dist}"
+            for node in ast.walk(ast.parse(source.read_text())):
+                names = [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+                names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                for name in names:
+                    top = name.split(".")[0]
+                    if top in sys.stdlib_module_names or top == "dsh":
+                        continue
+                    wanted = _IMPORT_NAMES.get(top, top)
+                    assert wanted in declared, f"{source} imports {top}; {pkg.name} does not declare {wanted}"
