@@ -45,7 +45,6 @@ from dsh.session import (
     SessionScan,
     StoredSession,
     storable,
-    validate_session_id,
 )
 
 from ._paths import session_path, transcript_name
