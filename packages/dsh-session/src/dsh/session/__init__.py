@@ -21,7 +21,9 @@ from ._persistence import (
     SessionNotFoundError,
     SessionPersistence,
     SessionScan,
+    SessionTail,
     StoredSession,
+    TailingPersistence,
 )
 from ._store import SESSIONS, Session, SessionStore, sessions_plugin
 from ._tools import TOOLS, AgentRef, Tool, ToolError, ToolExecution, ToolRegistry, ToolResult, ToolSpec, tools_plugin
@@ -47,6 +49,7 @@ __all__ = [
     "SessionPersistence",
     "SessionScan",
     "SessionStore",
+    "SessionTail",
     "StoredSession",
     "Tool",
     "ToolError",
@@ -54,6 +57,7 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "ToolSpec",
+    "TailingPersistence",
     "new_session_id",
     "sessions_plugin",
     "storable",
