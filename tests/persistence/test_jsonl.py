@@ -181,7 +181,7 @@ def test_resume_reads_only_the_tail_and_continues_the_turn_numbers(tmp_path: Pat
         fh.write(b'{"type":"turn/start","at":0,"data":{"turn_id":"x:turn-99"}}\n')
     tail = backend.tail(session.id)
     assert tail is not None and tail.header == session.header and tail.last_turn == 3
-    resumed = store.resume(session.id, lock=True)
+    resumed = store.resume(session.id, lock=True, history=False)
     assert resumed.new_turn_id() == f"{session.id}:turn-4" and resumed.turns == 3
     # The history is still there, read when asked for.
     assert [e.type for e in resumed.history].count("turn/start") == 3 and resumed.damage

@@ -5,6 +5,7 @@ Standard library only until it knows no server is listening: then it imports the
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import socket
@@ -145,4 +146,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run() -> None:
     """The ``dsh`` console script."""
-    sys.exit(main())
+    code = main()
+    # Everything the command built lives until exit: freezing it spares the interpreter's
+    # final collection a walk over every object (about a fifth of a cold `dsh exec`, measured).
+    # The work is done and flushed by now; nothing waits on a collector-run finaliser.
+    gc.freeze()
+    sys.exit(code)

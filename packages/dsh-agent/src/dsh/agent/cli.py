@@ -199,7 +199,7 @@ def _env(args: argparse.Namespace) -> int:
         registry = runtime.ctx.require(BASH_ENV)
         values: dict[str, str] = {}
         if args.session is not None:
-            header = runtime.ctx.require(SESSIONS).resume(args.session).header
+            header = runtime.ctx.require(SESSIONS).resume(args.session, history=False).header
             values = dict(registry.collect(ToolExecution("bash", "dsh-env", agent=AgentRef("main", header))))
             # No call or turn is running: their ids have no value to show.
             for key in (TOOL_CALL_ID_KEY, TURN_ID_KEY):
@@ -348,7 +348,7 @@ def _sessions(args: argparse.Namespace) -> int:
                         + (f"  (parent {h.parent_session})" if h.parent_session else "")
                     )
             return 0
-        session = store.resume(args.id)
+        session = store.resume(args.id, history=args.action != "locate")
         location = location_json(session)
         if args.action == "locate":
             if args.json:

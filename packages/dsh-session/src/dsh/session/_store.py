@@ -35,8 +35,8 @@ class Session:
     checkpoint), so the stored transcript holds only the last flushed prefix. A turn takes the
     session's write lock with :meth:`acquire` before anything runs; :meth:`flush` releases it.
 
-    A session resumed from a backend that can read its tail (:class:`TailingPersistence`) does
-    not read its stored events until :attr:`history` (or :attr:`damage`) is asked for: a turn
+    A session resumed with ``history=False`` from a backend that can read its tail
+    (:class:`TailingPersistence`) does not read its stored events until :attr:`history` (or :attr:`damage`) is asked for: a turn
     needs only the header and the last turn's number, so resuming costs the same at any length.
     """
 
@@ -96,8 +96,13 @@ class Session:
         return event
 
     def _reread(self, backend: SessionPersistence) -> None:
-        """Catch up with what other writers flushed: the tail when the backend can read it, else all."""
-        tail = backend.tail(self.id) if isinstance(backend, TailingPersistence) else None
+        """Catch up with what other writers flushed.
+
+        A session whose history is not read yet reads only the tail when the backend can; one that
+        holds its history in memory (a long-lived agent) reloads it, so it stays complete.
+        """
+        tailing = self._history is None and isinstance(backend, TailingPersistence)
+        tail = backend.tail(self.id) if tailing else None  # type: ignore[attr-defined]
         if tail is not None:
             self._history, self._last_turn = None, tail.last_turn
             return
@@ -228,15 +233,19 @@ class SessionStore:
             session.acquire()
         return session
 
-    def resume(self, session_id: str, *, lock: bool = False) -> Session:
+    def resume(self, session_id: str, *, lock: bool = False, history: bool = True) -> Session:
         """Reopen a stored session: same header, so same id and same location.
 
         With ``lock`` the session's write lock is taken and the transcript read again under it, so
-        the next turn sees everything other writers flushed before it.
+        the next turn sees everything other writers flushed before it. With ``history=False`` only
+        the header and the last turn are read when the backend can (:class:`TailingPersistence`),
+        at a cost independent of the session's length; :attr:`Session.history` is read on first use
+        (through the backend then active).
         """
         backend = self.persistence()
         validate_session_id(session_id)
-        tail = backend.tail(session_id) if isinstance(backend, TailingPersistence) else None
+        tailing = not history and isinstance(backend, TailingPersistence)
+        tail = backend.tail(session_id) if tailing else None  # type: ignore[attr-defined]
         if tail is not None:
             session = Session(self, tail.header, history=None, stored=True, last_turn=tail.last_turn)
         else:
