@@ -83,7 +83,10 @@ async def exec_command(
         raise DshError(f"--cwd {cwd} is not a directory")
     allowed = _timeout(runtime, timeout)
     store = runtime.ctx.require(SESSIONS)
-    session = store.resume(session_id, lock=True, history=False) if session_id is not None else store.create(cwd, lock=True)
+    if session_id is not None:
+        session = store.resume(session_id, lock=True, history=False)  # a turn needs no history
+    else:
+        session = store.create(cwd, lock=True)
     notices: list[str] = []
     error: str | None = None
     # The lock, taken above before anything ran, is kept for the turn and SessionEnd's record after it.

@@ -36,8 +36,9 @@ class Session:
     session's write lock with :meth:`acquire` before anything runs; :meth:`flush` releases it.
 
     A session resumed with ``history=False`` from a backend that can read its tail
-    (:class:`TailingPersistence`) does not read its stored events until :attr:`history` (or :attr:`damage`) is asked for: a turn
-    needs only the header and the last turn's number, so resuming costs the same at any length.
+    (:class:`TailingPersistence`) does not read its stored events until :attr:`history` (or
+    :attr:`damage`) is asked for: a turn needs only the header and the last turn's number, so
+    resuming costs the same at any length.
     """
 
     def __init__(
