@@ -13,7 +13,6 @@ import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from dsh.paths import UntrustedPathError, check_trusted
 
@@ -27,6 +26,10 @@ from ._args import (
     socket_path,
 )
 from ._wire import PROTOCOL, WireError, encode, peer_uid, recv_frame
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
+    from typing import Any
 
 CONNECT_TIMEOUT = 10.0
 """Seconds to connect and hand the request over; the answer is awaited as long as the command runs."""
