@@ -18,6 +18,7 @@ import sqlite3
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -346,6 +347,8 @@ def bench_serve_growth(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
     first = server.stderr.readline() if server.stderr is not None else ""
     if not first.startswith("dsh serve: listening on"):
         raise RuntimeError(f"dsh serve did not start: {first}")
+    # Keep reading its log: a full pipe would block the server's next write, and so the exec.
+    threading.Thread(target=server.communicate, daemon=True).start()
     saved = os.environ.get("DSH_HOME")
     os.environ["DSH_HOME"] = str(home)
     out: dict[str, Any] = {}
@@ -365,7 +368,7 @@ def bench_serve_growth(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
         else:
             os.environ["DSH_HOME"] = saved
         server.terminate()
-        server.communicate(timeout=30)
+        server.wait(timeout=30)
     return {"serve_growth": {"execs": [1, size["serve_execs"]], "after": out}}
 
 
