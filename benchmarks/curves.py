@@ -1,8 +1,8 @@
 """Start-up figures per subcommand and cost curves (issue 14), each beside its floor.
 
 Process figures run children with bytecode caching allowed (``PYTHONDONTWRITEBYTECODE`` removed)
-after one warm-up, as an installed ``dsh`` runs; peak memory is each child's own ``ru_maxrss``
-(``os.wait4``), never the maximum over all children.
+after one warm-up, as an installed ``dsh`` runs; wall time and peak memory are each child's own,
+measured by a small launcher process (see :data:`LAUNCHER`).
 """
 
 from __future__ import annotations
@@ -45,16 +45,25 @@ def child_env(base: Mapping[str, str], **extra: str) -> dict[str, str]:
     return env
 
 
+LAUNCHER = (
+    "import os, subprocess, sys, time\n"
+    "start = time.perf_counter()\n"
+    "proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    "_, status, usage = os.wait4(proc.pid, 0)\n"
+    "print(time.perf_counter() - start, usage.ru_maxrss, os.waitstatus_to_exitcode(status))"
+)
+"""Runs one child and reports its wall time and peak RSS. A child's ``ru_maxrss`` includes the image it
+was forked from (the memory map before ``exec``), so children are forked from this small launcher,
+never from the benchmark process, whose own size grows as it builds sessions."""
+
+
 def run_child(argv: list[str], env: Mapping[str, str]) -> tuple[float, int]:
     """Wall seconds and peak RSS (KiB) of one child process."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, env=dict(env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{argv} exited {proc.returncode}")
-    return wall, usage.ru_maxrss
+    out = subprocess.run([sys.executable, "-c", LAUNCHER, *argv], env=dict(env), capture_output=True, text=True)
+    wall, peak, code = out.stdout.split()
+    if out.returncode != 0 or int(code) != 0:
+        raise RuntimeError(f"{argv} exited {code}: {out.stderr}")
+    return float(wall), int(peak)
 
 
 def interleave(jobs: Mapping[str, tuple[list[str], Mapping[str, str]]], rounds: int) -> dict[str, dict[str, float]]:
