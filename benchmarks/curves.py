@@ -370,6 +370,7 @@ def bench_serve_growth(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
                 if code != 0:
                     raise RuntimeError(f"served dsh exec exited {code}")
                 done += 1
+            time.sleep(0.2)  # the server closes the last connection after its answer: count after that
             out[str(target)] = _proc_status(server.pid)
     finally:
         if saved is None:
