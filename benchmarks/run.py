@@ -28,6 +28,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from curves import (
+    bench_cold,
+    bench_discovery_curve,
+    bench_overlap_matched,
+    bench_resume,
+    bench_serve_growth,
+    bench_sessions,
+    bench_show,
+    child_env,
+)
 from gen_dists import generate
 
 from dsh.agent import BUILTINS
@@ -49,8 +59,28 @@ TARGETS = {
     "flush_100_postgres": ("ratio", 2.0),
     "list_10000_postgres": ("median_ms", 500.0),
     "dsh_exec_true": ("ratio", 6.0),
-    "dsh_exec_true_served": ("ratio", 6.0),
+    "dsh_exec_true_served": ("ratio", 2.5),
+    # Issue 14: start-up and scale.
+    "cold_exec": ("ratio", 6.0),
+    "cold_env": ("ratio", 6.0),
+    "cold_plugins": ("ratio", 6.0),
+    "cold_sessions_list": ("ratio", 6.0),
+    "cold_sessions_locate": ("ratio", 6.0),
+    "resume_by_events": ("ratio", 1.1),
+    "resume_by_events_memory": ("memory_ratio", 1.1),
+    "show_per_event": ("ratio", 1.5),
+    "sessions_list_jsonl": ("ratio", 1.3),
+    "sessions_list_sqlite": ("ratio", 1.3),
+    "discovery_per_contributor": ("per_contributor_ms", 0.1),
+    "discovery_dists_growth": ("dists_growth_ratio", 1.3),
+    "overlapping_matched": ("ratio", 1.1),
 }
+ALIASES = {
+    "resume_by_events_memory": "resume_by_events",
+    "discovery_per_contributor": "discovery_curve",
+    "discovery_dists_growth": "discovery_curve",
+}
+"""Targets read from another figure's entry."""
 
 
 def per_call_us(fn: Callable[[], object], batch: int, repeats: int) -> float:
@@ -80,7 +110,7 @@ def harness(home: Path, plugins: list[dict[str, Any]] | None = None) -> Runtime:
     return boot(deployment, builtins=BUILTINS)
 
 
-def bench_collect(home: Path, size: dict[str, int]) -> dict[str, Any]:
+def bench_collect(home: Path, size: dict[str, Any]) -> dict[str, Any]:
     runtime = harness(home)
     try:
         registry = runtime.ctx.require(BASH_ENV)
@@ -145,7 +175,7 @@ async def _raw_true() -> None:
     await proc.communicate()
 
 
-def bench_bash_tool(home: Path, size: dict[str, int]) -> dict[str, Any]:
+def bench_bash_tool(home: Path, size: dict[str, Any]) -> dict[str, Any]:
     runtime = harness(home)
     try:
         session = runtime.ctx.require(SESSIONS).create(home)
@@ -172,7 +202,7 @@ def bench_bash_tool(home: Path, size: dict[str, int]) -> dict[str, Any]:
         runtime.close()
 
 
-def bench_overlapping(home: Path, size: dict[str, int]) -> dict[str, Any]:
+def bench_overlapping(home: Path, size: dict[str, Any]) -> dict[str, Any]:
     runtime = harness(home)
     agents, calls = size["agents"], size["calls_per_agent"]
     try:
@@ -237,10 +267,10 @@ def _wall(argv: list[str], env: Mapping[str, str]) -> float:
     return time.perf_counter() - start
 
 
-def bench_discovery(tmp: Path, size: dict[str, int]) -> dict[str, Any]:
+def bench_discovery(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
     small, big = size["dists_small"], size["dists_big"]
     sites = {n: generate(tmp / f"site-{n}", n) for n in (small, big)}
-    base_env = {**os.environ, "DSH_HOME": str(tmp / "home")}
+    base_env = child_env(os.environ, DSH_HOME=str(tmp / "home"))
     walls: dict[str, list[float]] = {}
     jobs = [
         (f"{kind}_{n}", argv, {**base_env, "PYTHONPATH": str(site)})
@@ -297,7 +327,7 @@ def _events(n: int) -> list[SessionEvent]:
     ]
 
 
-def bench_flush(tmp: Path, size: dict[str, int]) -> dict[str, Any]:
+def bench_flush(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
     events = _events(100)
     payload = b"".join(
         (json.dumps({"type": e.type, "at": e.at, "data": e.data}, separators=(",", ":")) + "\n").encode()
@@ -353,7 +383,7 @@ def bench_flush(tmp: Path, size: dict[str, int]) -> dict[str, Any]:
     return out
 
 
-def bench_postgres(tmp: Path, size: dict[str, int]) -> dict[str, Any]:
+def bench_postgres(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
     """A flush of 100 events against a raw INSERT + COMMIT of the same bytes, and listing many
     sessions, on a throw-away server started from the machine's PostgreSQL (skipped without one)."""
     import psycopg
@@ -408,9 +438,9 @@ def bench_postgres(tmp: Path, size: dict[str, int]) -> dict[str, Any]:
     return out
 
 
-def bench_exec(tmp: Path, size: dict[str, int]) -> dict[str, Any]:
+def bench_exec(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
     """`dsh exec -- true` cold (a whole harness start) and served (through a running `dsh serve`)."""
-    env = {**os.environ, "DSH_HOME": str(tmp / "exec-home")}
+    env = child_env(os.environ, DSH_HOME=str(tmp / "exec-home"))
     server = subprocess.Popen([sys.executable, "-m", "dsh.agent", "serve"], env=env, stderr=subprocess.PIPE, text=True)
     first = server.stderr.readline() if server.stderr is not None else ""
     if not first.startswith("dsh serve: listening on"):
@@ -436,7 +466,7 @@ def bench_exec(tmp: Path, size: dict[str, int]) -> dict[str, Any]:
     }
 
 
-FULL = {
+FULL: dict[str, Any] = {
     "collect_batch": 2000,
     "collect_repeats": 51,
     "tool_calls": 200,
@@ -445,14 +475,20 @@ FULL = {
     "overlap_rounds": 9,
     "dists_small": 10,
     "dists_big": 500,
-    "process_rounds": 41,
+    "process_rounds": 15,
     "refresh_repeats": 1001,
     "flush_rounds": 40,
     "sustained_events": 100_000,
     "listed_sessions": 10_000,
     "list_repeats": 9,
+    "resume_events": [4, 10_000, 40_000],
+    "show_events": [4, 10_000, 40_000],
+    "show_repeats": 5,
+    "session_counts": [10, 1_000, 10_000],
+    "contributors": [1, 50],
+    "serve_execs": 1_000,
 }
-QUICK = {
+QUICK: dict[str, Any] = {
     "collect_batch": 50,
     "collect_repeats": 3,
     "tool_calls": 3,
@@ -467,18 +503,29 @@ QUICK = {
     "sustained_events": 200,
     "listed_sessions": 50,
     "list_repeats": 1,
+    "resume_events": [4, 40],
+    "show_events": [4, 40],
+    "show_repeats": 1,
+    "session_counts": [2, 6],
+    "contributors": [1, 2],
+    "serve_execs": 2,
 }
 
 
 def verdicts(results: Mapping[str, Any]) -> dict[str, Any]:
     out = {}
     for name, (field, target) in TARGETS.items():
-        value = results.get(name, {}).get(field)
+        value = results.get(ALIASES.get(name, name), {}).get(field)
         out[name] = {"field": field, "target": target, "value": value, "met": value is not None and value <= target}
     overlap = results.get("overlapping_8x16", {})
     if overlap:
         out["overlapping_8x16"]["met"] = (
             out["overlapping_8x16"]["met"] and overlap["calls_that_saw_another_session"] == 0
+        )
+    matched = results.get("overlapping_matched", {})
+    if matched:
+        out["overlapping_matched"]["met"] = (
+            out["overlapping_matched"]["met"] and matched["calls_that_saw_another_session"] == 0
         )
     return out
 
@@ -486,6 +533,7 @@ def verdicts(results: Mapping[str, Any]) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the benchmarks run, measures nothing")
+    parser.add_argument("--only", help="comma-separated bench function names to run (default: all)")
     parser.add_argument(
         "--out", default=str(Path(__file__).with_name("results-latest.json")), help="JSON file to write"
     )
@@ -494,12 +542,30 @@ def main() -> int:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="dsh-bench-") as tmp_s:
         tmp = Path(tmp_s)
+        only = set(args.only.split(",")) if args.only else None
+
+        def wanted(fn: Callable[..., Any]) -> bool:
+            return only is None or fn.__name__ in only
+
         for bench in (bench_collect, bench_bash_tool, bench_overlapping):
-            results.update(bench(tmp / "home", size))
-        results.update(bench_discovery(tmp, size))
-        results.update(bench_flush(tmp, size))
-        results.update(bench_postgres(tmp, size))
-        results.update(bench_exec(tmp, size))
+            if wanted(bench):
+                results.update(bench(tmp / "home", size))
+        if wanted(bench_overlap_matched):
+            results.update(bench_overlap_matched(tmp / "home", size, harness))
+        for curve in (
+            bench_discovery,
+            bench_flush,
+            bench_postgres,
+            bench_exec,
+            bench_cold,
+            bench_resume,
+            bench_show,
+            bench_sessions,
+            bench_discovery_curve,
+            bench_serve_growth,
+        ):
+            if wanted(curve):
+                results.update(curve(tmp, size))
     document = {
         "machine": {
             "python": platform.python_version(),

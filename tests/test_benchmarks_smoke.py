@@ -38,16 +38,28 @@ def test_benchmark_command_runs_and_reports_every_figure(tmp_path: Path) -> None
         "list_10000_postgres",
         "dsh_exec_true",
         "dsh_exec_true_served",
+        *(f"cold_{verb}" for verb in ("exec", "env", "plugins", "sessions_list", "sessions_locate")),
+        "resume_by_events",
+        "resume_by_events_memory",
+        "show_per_event",
+        "sessions_list_jsonl",
+        "sessions_list_sqlite",
+        "discovery_per_contributor",
+        "discovery_dists_growth",
+        "overlapping_matched",
     }
     # At tiny sizes the floor's difference can be zero or negative, leaving that one ratio undefined.
     # PostgreSQL figures exist when a server could be started here; otherwise the reason is recorded.
-    unmeasured = {"dsh_env_500_minus_10"}
+    unmeasured = {"dsh_env_500_minus_10", "sessions_list_jsonl", "sessions_list_sqlite", "show_per_event"}
+    unmeasured |= {"discovery_dists_growth"}
     if "postgres" in printed["results"]:
         assert "PostgreSQL" in printed["results"]["postgres"]["skipped"]
         unmeasured |= {"flush_100_postgres", "list_10000_postgres"}
     assert all(t["value"] is not None for name, t in printed["targets"].items() if name not in unmeasured)
     assert printed["results"]["dsh_env_500_minus_10"]["difference_ms"] is not None
     assert printed["results"]["overlapping_8x16"]["calls_that_saw_another_session"] == 0
+    assert printed["results"]["overlapping_matched"]["calls_that_saw_another_session"] == 0
+    assert set(printed["results"]["serve_growth"]["after"]) == {"1", "2"}
     assert set(printed["results"]["sustained_appends"]) == {
         "raw_write_events_per_s",
         "jsonl_no_fsync_events_per_s",

@@ -76,6 +76,20 @@ def test_refresh_without_change_is_cheap_and_empty(site: Path) -> None:
     assert time.perf_counter() - start < 1.0
 
 
+def test_a_write_that_is_not_an_install_does_not_rescan(site: Path) -> None:
+    # A sys.path entry such as the working directory or /tmp changes its mtime all the time.
+    info = make_dist(site, "quiet", "1.0", {PLUGINS_GROUP: {"quiet": "quiet_mod:plugin"}})
+    catalog = Catalog()
+    # An in-place edit is seen only by a rescan: it proves whether one happened.
+    (info / "entry_points.txt").write_text(f"[{PLUGINS_GROUP}]\nquiet = other_mod:plugin\n")
+    (site / "scratch.txt").write_text("not a distribution")
+    touch_dir(site)
+    assert catalog.refresh() == []
+    assert catalog.find(PLUGINS_GROUP, "quiet").value == "quiet_mod:plugin"
+    (diff,) = catalog.refresh(force=True)
+    assert [i.value for i in diff.changed] == ["other_mod:plugin"]
+
+
 def test_plugin_from_entry_point_runs_in_a_fiber_with_its_origin(site: Path) -> None:
     make_dist(
         site,

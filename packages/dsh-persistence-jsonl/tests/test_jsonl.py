@@ -176,3 +176,26 @@ def test_unserialisable_event_is_a_clear_error(tmp_path: Path) -> None:
     backend = JsonlPersistence(tmp_path / "root")
     with pytest.raises(PersistenceError, match="event 'x' of session s cannot be stored as JSON"):
         backend.write(SessionHeader(id="s", cwd="/w"), [SessionEvent(type="x", data={"bad": object()})])
+
+
+def test_resume_reads_only_the_tail_and_continues_the_turn_numbers(tmp_path: Path) -> None:
+    backend, store = _store(tmp_path / "root")
+    session = store.create(tmp_path)
+    for _ in range(3):
+        session.acquire()
+        turn_id = session.new_turn_id()
+        session.record("turn/start", turn_id=turn_id)
+        session.record("tool/call", call_id="c")
+        session.record("turn/end", turn_id=turn_id)
+        session.flush()
+    path = Path(backend.locate(session.header).path)
+    # A torn flush after the last marker is not part of the tail either.
+    with path.open("ab") as fh:
+        fh.write(b'{"type":"turn/start","at":0,"data":{"turn_id":"x:turn-99"}}\n')
+    tail = backend.tail(session.id)
+    assert tail is not None and tail.header == session.header and tail.last_turn == 3
+    resumed = store.resume(session.id, lock=True, history=False)
+    assert resumed.new_turn_id() == f"{session.id}:turn-4" and resumed.turns == 3
+    # The history is still there, read when asked for.
+    assert [e.type for e in resumed.history].count("turn/start") == 3 and resumed.damage
+    resumed.release()

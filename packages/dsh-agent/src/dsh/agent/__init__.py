@@ -6,9 +6,11 @@ Exports resolve lazily, so ``python -m dsh.agent`` and the ``dsh`` script import
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # not `typing`: importing it is a measurable part of a served `dsh exec`
 if TYPE_CHECKING:
+    from typing import Any
+
     from ._loop import (
         SPAWN_DESCRIPTION,
         Agent,

@@ -13,9 +13,12 @@ import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from dsh.paths import resolve_dsh_home
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
+    from typing import Any
 
 TIMEOUT_EXIT = 124
 """Exit status of ``dsh exec`` when a timeout killed the command (the executor reports it so)."""

@@ -5,6 +5,7 @@ Standard library only until it knows no server is listening: then it imports the
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import socket
@@ -12,7 +13,6 @@ import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from dsh.paths import UntrustedPathError, check_trusted
 
@@ -26,6 +26,10 @@ from ._args import (
     socket_path,
 )
 from ._wire import PROTOCOL, WireError, encode, peer_uid, recv_frame
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
+    from typing import Any
 
 CONNECT_TIMEOUT = 10.0
 """Seconds to connect and hand the request over; the answer is awaited as long as the command runs."""
@@ -145,4 +149,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run() -> None:
     """The ``dsh`` console script."""
-    sys.exit(main())
+    code = main()
+    # Everything the command built lives until exit: freezing it spares the interpreter's
+    # final collection a walk over every object (about a fifth of a cold `dsh exec`, measured).
+    # The work is done and flushed by now; nothing waits on a collector-run finaliser.
+    gc.freeze()
+    sys.exit(code)

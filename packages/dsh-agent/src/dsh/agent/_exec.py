@@ -7,6 +7,7 @@ import os
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from dsh.bash import ExecResult
 from dsh.core import DshError
 from dsh.loader import Runtime
 from dsh.session import SESSIONS, TOOLS, PersistenceError, Session, ToolResult
@@ -82,7 +83,10 @@ async def exec_command(
         raise DshError(f"--cwd {cwd} is not a directory")
     allowed = _timeout(runtime, timeout)
     store = runtime.ctx.require(SESSIONS)
-    session = store.resume(session_id, lock=True) if session_id is not None else store.create(cwd, lock=True)
+    if session_id is not None:
+        session = store.resume(session_id, lock=True, history=False)  # a turn needs no history
+    else:
+        session = store.create(cwd, lock=True)
     notices: list[str] = []
     error: str | None = None
     # The lock, taken above before anything ran, is kept for the turn and SessionEnd's record after it.
@@ -109,20 +113,20 @@ async def exec_command(
             await agent.end()
         except (PersistenceError, OSError) as exc:  # SessionEnd's record: the command has run
             error = error or f"the transcript of session {session.id} could not be saved: {exc}"
-    data = result.data
-    if "exit_code" in data:
-        code, stdout, stderr = int(data["exit_code"]), str(data["stdout"]), str(data["stderr"])
+    ran = result.value
+    if isinstance(ran, ExecResult):
+        code, stdout, stderr, timed_out = ran.exit_code, ran.stdout, ran.stderr, ran.timed_out
     else:
         # The command never ran: a hook blocked it, or dsh (a contributor, the tool) failed first.
-        code = BLOCKED_EXIT if data.get("blocked") else FAILURE_EXIT
-        stdout, stderr = "", result.output + "\n"
+        code = BLOCKED_EXIT if result.blocked else FAILURE_EXIT
+        stdout, stderr, timed_out = "", result.output + "\n", False
     return ExecOutcome(
         session.id,
         location_json(session),
         code,
         stdout,
         stderr,
-        timed_out=bool(data.get("timed_out")),
+        timed_out=timed_out,
         timeout=allowed,
         error=error,
         notices=tuple(notices),

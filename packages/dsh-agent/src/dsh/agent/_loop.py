@@ -9,7 +9,7 @@ import logging
 import uuid
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from dsh.core import Context, DshError, Plugin, ServiceKey
@@ -311,12 +311,10 @@ class Agent:
                 if pre.stop:
                     self._stopping = pre.stop_reason
                     refusal = ToolResult(
-                        f"stopped by a PreToolUse hook: {pre.stop_reason}", is_error=True, data={"blocked": True}
+                        f"stopped by a PreToolUse hook: {pre.stop_reason}", is_error=True, blocked=True
                     )
                 elif pre.blocked:
-                    refusal = ToolResult(
-                        f"blocked by a PreToolUse hook: {pre.reason}", is_error=True, data={"blocked": True}
-                    )
+                    refusal = ToolResult(f"blocked by a PreToolUse hook: {pre.reason}", is_error=True, blocked=True)
                 elif pre.updated_input is not None:
                     arguments = dict(pre.updated_input)
                     self.session.record(
@@ -352,7 +350,7 @@ class Agent:
                 finally:
                     _current_agent.reset(token)
                 if hooks is not None:
-                    response = {"output": result.output, "is_error": result.is_error, **_jsonable(result.data)}
+                    response = {"output": result.output, "is_error": result.is_error, **_recorded(result)}
                     post = self._settle(
                         "PostToolUse",
                         await hooks.post_tool(
@@ -367,20 +365,31 @@ class Agent:
                     if post.stop:
                         self._stopping = post.stop_reason
                     if post.blocked:
-                        result = ToolResult(f"{result.output}\n[PostToolUse hook: {post.reason}]", True, result.data)
+                        result = replace(
+                            result, output=f"{result.output}\n[PostToolUse hook: {post.reason}]", is_error=True
+                        )
         self.session.record(
             "tool/result",
             call_id=call_id,
             name=call.name,
             output=result.output,
             is_error=result.is_error,
-            data=_jsonable(result.data),
+            data=_recorded(result),
         )
         return result
 
 
-def _jsonable(data: Mapping[str, Any]) -> dict[str, Any]:
-    return dict(json.loads(json.dumps(dict(data), default=str)))
+def _recorded(result: ToolResult) -> dict[str, Any]:
+    """The ``data`` a ``tool/result`` event records and PostToolUse hooks see: JSON-able, ``blocked`` when refused."""
+    data = dict(result.data)
+    if result.blocked:
+        data["blocked"] = True
+    try:
+        # The common case (shell tools) is JSON already: checked by one encoding, not rebuilt.
+        json.dumps(data)
+        return data
+    except (TypeError, ValueError):
+        return dict(json.loads(json.dumps(data, default=str)))
 
 
 SPAWN_DESCRIPTION = (

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import stat
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,13 +15,10 @@ from dsh.persistence.jsonl import JsonlPersistence
 from dsh.session import SESSIONS, PersistenceError, Session, SessionEvent, SessionNotFoundError, validate_session_id
 
 from ._exec import location_json
+from ._output import print_json
 from ._runtime import open_runtime
 
 FORK_EVENT = "session/fork"
-
-
-def _print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
 
 
 def turn_boundary(session: Session, turns: int) -> int:
@@ -42,8 +37,7 @@ def turn_boundary(session: Session, turns: int) -> int:
 
 def fork(args: argparse.Namespace) -> int:
     """``dsh sessions fork ID [--at TURN]``: a new, stored session seeded with a prefix of ``ID``."""
-    runtime = open_runtime(args.deployment)
-    try:
+    with open_runtime(args.deployment) as runtime:
         store = runtime.ctx.require(SESSIONS)
         parent = store.resume(args.id)
         at = parent.turns if args.at is None else args.at
@@ -53,7 +47,7 @@ def fork(args: argparse.Namespace) -> int:
         child.flush()
         header = child.header
         if args.json:
-            _print_json(
+            print_json(
                 {
                     "session_id": header.id,
                     "parent_session": header.parent_session,
@@ -66,8 +60,6 @@ def fork(args: argparse.Namespace) -> int:
         else:
             print(header.id)
         return 0
-    finally:
-        runtime.close()
 
 
 @dataclass
@@ -188,11 +180,10 @@ def run_verify(
     if verdict.path is not None:
         events = _check_file(verdict.path, session_id, verdict)
     else:
-        runtime = open_runtime(deployment)
-        try:
+        with open_runtime(deployment) as runtime:
             store = runtime.ctx.require(SESSIONS)
             try:
-                stored = store.resume(session_id)
+                stored = store.resume(session_id, history=False)  # read below only if not a JSONL file
             except SessionNotFoundError:
                 events = None
             else:
@@ -204,8 +195,6 @@ def run_verify(
                     where = f"session {session_id} in the deployment's {type(store.persistence()).__name__}"
                     events = list(stored.history)
                     verdict.notes.extend(stored.damage)
-        finally:
-            runtime.close()
     if events is None:
         if _is_first_turn(turn_id, session_id):
             verdict.status = "unflushed"
@@ -225,7 +214,7 @@ def verify(args: argparse.Namespace) -> int:
     """``dsh sessions verify``: exit 0 when consistent (or not yet flushed), 1 with one line per problem."""
     verdict = run_verify(os.environ, session=args.session, path=args.path, call=args.call, deployment=args.deployment)
     if args.json:
-        _print_json(verdict.as_json())
+        print_json(verdict.as_json())
     else:
         for problem in verdict.problems:
             print(problem)

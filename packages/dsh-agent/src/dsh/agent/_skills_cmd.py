@@ -14,8 +14,7 @@ from ._runtime import open_runtime
 
 def skills(args: argparse.Namespace) -> int:
     """List every skill found now, with where it came from; malformed files are warnings on stderr."""
-    runtime = open_runtime(args.deployment)
-    try:
+    with open_runtime(args.deployment) as runtime:
         registry = runtime.ctx.get(SKILLS)
         if registry is None:
             raise DshError(f"{runtime.source}: the deployment loads no skills plugin; add {{id: skills, name: skills}}")
@@ -34,5 +33,3 @@ def skills(args: argparse.Namespace) -> int:
                 origin = f"{skill.distribution} {skill.version}" if skill.distribution else skill.source
                 print(f"{skill.name}\n    {skill.description}\n    {skill.path} ({origin})")
         return 0
-    finally:
-        runtime.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ._env import Shell
 
@@ -50,3 +51,14 @@ class ExecResult:
     stdout_spill: str | None = None
     """When stdout was truncated to its tail, the file holding all of it."""
     stderr_spill: str | None = None
+
+    def as_data(self) -> dict[str, Any]:
+        """The JSON-able record of this result a transcript keeps (``duration`` left out)."""
+        return {
+            "exit_code": self.exit_code,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "timed_out": self.timed_out,
+            "stdout_spill": self.stdout_spill,
+            "stderr_spill": self.stderr_spill,
+        }

@@ -5,9 +5,12 @@ stevedore's in-process caches never invalidate and its on-disk cache can lag a s
 reinstall by minutes, and its cached entry points carry no distribution, while we must see
 ``pip install``/``uninstall`` in a running process and name the owning distribution of every
 item. ``importlib.metadata`` re-parses every installed distribution on each scan, so
-:meth:`Catalog.refresh` first compares a cheap fingerprint (the modification times of the
-``sys.path`` directories, which change when a distribution's ``.dist-info`` is added or
-removed) and rescans only when it moved.
+:meth:`Catalog.refresh` first compares a cheap fingerprint and rescans only when it moved.
+The fingerprint watches only what an install changes: the distribution metadata entries
+(``*.dist-info``, ``*.egg-info``, ``*.pth``) of each ``sys.path`` directory, by name, inode and
+modification time. A directory's own modification time only says when to list it again, so a
+``sys.path`` entry that changes all the time (the working directory, ``/tmp``) costs a listing,
+never a rescan.
 """
 
 from __future__ import annotations
@@ -83,14 +86,50 @@ class _Scan:
     conflicts: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
-def _fingerprint(paths: Iterable[str]) -> tuple[tuple[str, int], ...]:
-    out = []
-    for entry in paths:
-        try:
-            out.append((entry, os.stat(entry or ".").st_mtime_ns))
-        except OSError:
-            out.append((entry, -1))
-    return tuple(out)
+_METADATA_SUFFIXES = (".dist-info", ".egg-info", ".pth")
+
+
+def _metadata_entries(directory: str) -> frozenset[tuple[str, int, int]]:
+    """The distribution metadata in ``directory``: what ``pip install``/``uninstall`` adds, removes or rewrites."""
+    out = set()
+    try:
+        with os.scandir(directory) as listing:
+            for entry in listing:
+                if entry.name.endswith(_METADATA_SUFFIXES):
+                    try:
+                        st = entry.stat()
+                    except OSError:
+                        continue
+                    out.add((entry.name, st.st_ino, st.st_mtime_ns))
+    except OSError:
+        pass
+    return frozenset(out)
+
+
+class _PathWatch:
+    """A fingerprint of the installed distributions on ``sys.path`` that moves only when they do."""
+
+    def __init__(self) -> None:
+        # entry -> (the directory's mtime when last listed, its metadata entries)
+        self._seen: dict[str, tuple[int, frozenset[tuple[str, int, int]] | None]] = {}
+
+    def fingerprint(self, paths: Iterable[str]) -> tuple[tuple[str, object], ...]:
+        out: list[tuple[str, object]] = []
+        for entry in paths:
+            directory = entry or "."
+            try:
+                st = os.stat(directory)
+            except OSError:
+                out.append((entry, None))
+                continue
+            if not os.path.isdir(directory):  # a zip or egg file: its own time is its content's
+                out.append((entry, (st.st_ino, st.st_mtime_ns)))
+                continue
+            seen = self._seen.get(entry)
+            if seen is None or seen[0] != st.st_mtime_ns:
+                seen = self._seen[entry] = (st.st_mtime_ns, _metadata_entries(directory))
+            out.append((entry, seen[1]))
+        return tuple(out)
 
 
 def _scan() -> _Scan:
@@ -137,7 +176,8 @@ class Catalog:
 
     def __init__(self) -> None:
         self._watchers: dict[str, list[Watcher]] = {}
-        self._fingerprint = _fingerprint(sys.path)
+        self._watch = _PathWatch()
+        self._fingerprint = self._watch.fingerprint(sys.path)
         self._scan = _scan()
 
     def groups(self) -> list[str]:
@@ -189,7 +229,7 @@ class Catalog:
         ``force`` rescans even when the fingerprint is unchanged (an in-place edit of an
         ``entry_points.txt`` does not touch directory times).
         """
-        fingerprint = _fingerprint(sys.path)
+        fingerprint = self._watch.fingerprint(sys.path)
         if not force and fingerprint == self._fingerprint:
             return []
         importlib.invalidate_caches()

@@ -25,7 +25,9 @@ from ._persistence import (
     ScanningPersistence,
     SessionPersistence,
     SessionScan,
+    SessionTail,
     StoredSession,
+    TailingPersistence,
 )
 from ._store import SESSIONS, Session, SessionStore, sessions_plugin
 from ._tools import TOOLS, AgentRef, Tool, ToolExecution, ToolRegistry, ToolResult, ToolSpec, tools_plugin
@@ -52,6 +54,7 @@ __all__ = [
     "SessionPersistence",
     "SessionScan",
     "SessionStore",
+    "SessionTail",
     "StoredSession",
     "Tool",
     "ToolError",
@@ -59,6 +62,7 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "ToolSpec",
+    "TailingPersistence",
     "new_session_id",
     "sessions_plugin",
     "storable",

@@ -75,6 +75,27 @@ class SessionPersistence(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class SessionTail:
+    """What resuming a session needs without reading its history: the header and the last turn's number."""
+
+    header: SessionHeader
+    last_turn: int
+    """The number ``n`` of the last ``turn/start`` stored (``<id>:turn-<n>``); 0 before the first turn."""
+
+
+@runtime_checkable
+class TailingPersistence(Protocol):
+    """Optional: a backend that can read a session's header and last turn at a cost independent of its history."""
+
+    def tail(self, session_id: str) -> SessionTail | None:
+        """The session's tail; None when this transcript cannot tell cheaply (then the store loads it whole).
+
+        Raises :class:`SessionNotFoundError` like :meth:`SessionPersistence.load`.
+        """
+        ...
+
+
 @runtime_checkable
 class ScanningPersistence(Protocol):
     """Optional: a backend that can list its sessions and say which ones it could not read."""

@@ -17,6 +17,7 @@ from ._persistence import (
     ScanningPersistence,
     SessionPersistence,
     SessionScan,
+    TailingPersistence,
 )
 
 _TURN_RE = re.compile(r":turn-([0-9]+)$")
@@ -32,23 +33,31 @@ class Session:
     Events recorded during a turn stay in memory until :meth:`flush` (the turn-end
     checkpoint), so the stored transcript holds only the last flushed prefix. A turn takes the
     session's write lock with :meth:`acquire` before anything runs; :meth:`flush` releases it.
+
+    A session resumed with ``history=False`` from a backend that can read its tail
+    (:class:`TailingPersistence`) does not read its stored events until :attr:`history` (or
+    :attr:`damage`) is asked for: a turn needs only the header and the last turn's number, so
+    resuming costs the same at any length.
     """
 
     def __init__(
         self,
         store: SessionStore,
         header: SessionHeader,
-        history: Iterable[SessionEvent] = (),
+        history: Iterable[SessionEvent] | None = (),
         pending: Iterable[SessionEvent] = (),
         damage: Iterable[str] = (),
         *,
         stored: bool = False,
+        last_turn: int = 0,
     ) -> None:
         self.store = store
         self.header = header
         self.pending: list[SessionEvent] = list(pending)
-        self.history: list[SessionEvent] = [*history, *self.pending]
-        self.damage = tuple(damage)
+        # None: the stored events are not read yet (see the class docstring); _last_turn stands in.
+        self._history: list[SessionEvent] | None = None if history is None else [*history, *self.pending]
+        self._damage = tuple(damage)
+        self._last_turn = last_turn
         self.stored = stored
         """Whether the store holds this session (it was resumed, or flushed at least once)."""
         self._release: Callable[[], None] | None = None
@@ -62,12 +71,44 @@ class Session:
         """The session id (known before the first turn)."""
         return self.header.id
 
+    @property
+    def history(self) -> list[SessionEvent]:
+        """Every event known: the stored ones (read on first use), then those not yet flushed."""
+        if self._history is None:
+            stored = self.store.persistence().load(self.id)
+            self._history = [*stored.events, *self.pending]
+            self._damage = stored.damage
+        return self._history
+
+    @property
+    def damage(self) -> tuple[str, ...]:
+        """Damage found reading the stored transcript (reads it when not read yet)."""
+        if self._history is None and self.stored:
+            self.history  # noqa: B018 - reading the history is what finds the damage
+        return self._damage
+
     def record(self, type: str, **data: Any) -> SessionEvent:
         """Buffer one event for the next flush."""
         event = SessionEvent(type=type, data=data)
         self.pending.append(event)
-        self.history.append(event)
+        if self._history is not None:
+            self._history.append(event)
         return event
+
+    def _reread(self, backend: SessionPersistence) -> None:
+        """Catch up with what other writers flushed.
+
+        A session whose history is not read yet reads only the tail when the backend can; one that
+        holds its history in memory (a long-lived agent) reloads it, so it stays complete.
+        """
+        tailing = self._history is None and isinstance(backend, TailingPersistence)
+        tail = backend.tail(self.id) if tailing else None  # type: ignore[attr-defined]
+        if tail is not None:
+            self._history, self._last_turn = None, tail.last_turn
+            return
+        stored = backend.load(self.id)
+        self._history = [*stored.events, *self.pending]
+        self._damage = stored.damage
 
     @property
     def locked(self) -> bool:
@@ -88,7 +129,7 @@ class Session:
         if not self.stored:
             return
         try:
-            stored = backend.load(self.id)
+            self._reread(backend)
         except SessionNotFoundError:
             # Not in this store (the persistence service was replaced between turns, or the
             # session was removed): keep what this process knows; the next flush publishes it anew.
@@ -97,8 +138,6 @@ class Session:
         except BaseException:
             self.release()
             raise
-        self.history = [*stored.events, *self.pending]
-        self.damage = stored.damage
 
     def release(self) -> None:
         """Drop the write lock if held (idempotent); :meth:`flush` calls this outside :meth:`holding`."""
@@ -141,7 +180,7 @@ class Session:
         Call it while holding the lock, so turns flushed by other writers are counted.
         """
         highest = self.turns
-        for event in self.history:
+        for event in self.pending if self._history is None else self._history:
             turn_id = event.data.get("turn_id") if event.type in ("turn/start", "turn/end") else None
             match = _TURN_RE.search(turn_id) if isinstance(turn_id, str) else None
             if match:
@@ -154,8 +193,10 @@ class Session:
 
     @property
     def turns(self) -> int:
-        """How many turns this session has started."""
-        return sum(1 for e in self.history if e.type == "turn/start")
+        """How many turns this session has started (the last stored turn's number while unread)."""
+        if self._history is None:
+            return self._last_turn + sum(1 for e in self.pending if e.type == "turn/start")
+        return sum(1 for e in self._history if e.type == "turn/start")
 
 
 class SessionStore:
@@ -192,14 +233,24 @@ class SessionStore:
             session.acquire()
         return session
 
-    def resume(self, session_id: str, *, lock: bool = False) -> Session:
+    def resume(self, session_id: str, *, lock: bool = False, history: bool = True) -> Session:
         """Reopen a stored session: same header, so same id and same location.
 
         With ``lock`` the session's write lock is taken and the transcript read again under it, so
-        the next turn sees everything other writers flushed before it.
+        the next turn sees everything other writers flushed before it. With ``history=False`` only
+        the header and the last turn are read when the backend can (:class:`TailingPersistence`),
+        at a cost independent of the session's length; :attr:`Session.history` is read on first use
+        (through the backend then active).
         """
-        stored = self.persistence().load(validate_session_id(session_id))
-        session = Session(self, stored.header, history=stored.events, damage=stored.damage, stored=True)
+        backend = self.persistence()
+        validate_session_id(session_id)
+        tailing = not history and isinstance(backend, TailingPersistence)
+        tail = backend.tail(session_id) if tailing else None  # type: ignore[attr-defined]
+        if tail is not None:
+            session = Session(self, tail.header, history=None, stored=True, last_turn=tail.last_turn)
+        else:
+            stored = backend.load(session_id)
+            session = Session(self, stored.header, history=stored.events, damage=stored.damage, stored=True)
         if lock:
             session.acquire()
         return session

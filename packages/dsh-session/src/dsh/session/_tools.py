@@ -57,11 +57,18 @@ class ToolSpec:
 
 @dataclass(frozen=True)
 class ToolResult:
-    """A tool's answer: text for the model, whether it is an error, and structured data."""
+    """A tool's answer: text for the model, whether it is an error, and structured data.
+
+    ``data`` is what the transcript records (JSON-able); ``value`` is the tool's own typed result
+    for in-process callers (a shell tool's ``dsh.bash.ExecResult``), never serialised.
+    ``blocked`` is the one place that says a hook refused the call, so it never ran.
+    """
 
     output: str
     is_error: bool = False
     data: Mapping[str, Any] = field(default_factory=dict)
+    value: object | None = None
+    blocked: bool = False
 
 
 @runtime_checkable

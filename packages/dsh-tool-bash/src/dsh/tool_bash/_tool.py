@@ -171,18 +171,7 @@ class ShellTool:
             result = await self.executor().run(request)
         except (CollectionError, DshError) as exc:
             return ToolResult(str(exc), is_error=True, data={"error": str(exc)})
-        return ToolResult(
-            _format(result),
-            is_error=result.exit_code != 0,
-            data={
-                "exit_code": result.exit_code,
-                "stdout": result.stdout,
-                "stderr": result.stderr,
-                "timed_out": result.timed_out,
-                "stdout_spill": result.stdout_spill,
-                "stderr_spill": result.stderr_spill,
-            },
-        )
+        return ToolResult(_format(result), is_error=result.exit_code != 0, data=result.as_data(), value=result)
 
 
 class _TaskTool:

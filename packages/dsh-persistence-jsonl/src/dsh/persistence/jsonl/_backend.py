@@ -23,6 +23,7 @@ import fcntl
 import functools
 import logging
 import os
+import re
 import secrets
 import stat
 import threading
@@ -43,6 +44,7 @@ from dsh.session import (
     SessionLockedError,
     SessionNotFoundError,
     SessionScan,
+    SessionTail,
     StoredSession,
     storable,
 )
@@ -59,6 +61,8 @@ LAYOUT = 2
 
 _RESERVED = frozenset({HEADER_TYPE, FLUSH_TYPE})
 _MARKER_START = b'\n{"type":"' + FLUSH_TYPE.encode() + b'"'
+_TURN_START = b'\n{"type":"turn/start"'
+_TURN_NUMBER = re.compile(r":turn-([0-9]+)$")
 _CHUNK = 1 << 20
 _WRITE_CHUNK = 1 << 17
 _MAX_HEADER = 1 << 20
@@ -398,6 +402,37 @@ class JsonlPersistence:
     def load(self, session_id: str) -> StoredSession:
         """Read a transcript: every complete flush, with the damage found reported."""
         return self.load_file(self._find(session_id), session_id)
+
+    def tail(self, session_id: str) -> SessionTail | None:
+        """Header and last turn number, read from line 1 and backwards from the last complete flush.
+
+        Costs the same at any length of history. None when the last ``turn/start`` line cannot be
+        read (a corrupt line): the store then loads the transcript whole.
+        """
+        path = self._find(session_id)
+        try:
+            fd = _open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise SessionNotFoundError(f"no session {session_id} under {self.root}") from None
+        try:
+            size = _check_regular(fd, path).st_size
+            header, layout, body = self._read_header(fd, path, session_id)
+            end = _last_flush_end(fd, body, size) if layout >= LAYOUT else None
+            if end is None:
+                end = body if layout >= LAYOUT else size
+            at = _rfind(fd, _TURN_START, body - 1, end)
+            if at < 0:
+                return SessionTail(header, 0)
+            line = os.pread(fd, min(end - at - 1, _MAX_HEADER), at + 1)
+        finally:
+            os.close(fd)
+        newline = line.find(b"\n")
+        try:
+            turn_id = orjson.loads(line[:newline] if newline >= 0 else line)["data"]["turn_id"]
+        except (ValueError, KeyError, TypeError):
+            return None
+        match = _TURN_NUMBER.search(turn_id) if isinstance(turn_id, str) else None
+        return None if match is None else SessionTail(header, int(match.group(1)))
 
     @staticmethod
     def load_file(path: str, session_id: str | None = None) -> StoredSession:

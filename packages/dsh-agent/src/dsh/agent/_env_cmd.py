@@ -1,0 +1,130 @@
+"""The diagnostic verbs ``dsh env`` and ``dsh plugins``: what is installed, who owns it, its state."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from dsh.bash_env import BASH_ENV, TOOL_CALL_ID_KEY, TURN_ID_KEY
+from dsh.core import Fiber
+from dsh.loader import Runtime
+from dsh.session import SESSIONS, AgentRef, ToolExecution
+
+from ._output import print_json
+from ._runtime import open_runtime
+
+
+def env_verb(args: argparse.Namespace) -> int:
+    """``dsh env``: every managed variable, its owner and distribution (and values for ``--session``)."""
+    with open_runtime(choice=args.choice) as runtime:
+        registry = runtime.ctx.require(BASH_ENV)
+        values: dict[str, str] = {}
+        if args.session is not None:
+            header = runtime.ctx.require(SESSIONS).resume(args.session, history=False).header
+            values = dict(registry.collect(ToolExecution("bash", "dsh-env", agent=AgentRef("main", header))))
+            # No call or turn is running: their ids have no value to show.
+            for key in (TOOL_CALL_ID_KEY, TURN_ID_KEY):
+                values.pop(key, None)
+        rows = []
+        for info in registry.list():
+            row: dict[str, Any] = {
+                "key": info.key,
+                "owner": info.owner,
+                "distribution": info.distribution,
+                "version": info.version,
+                "builtin": info.builtin,
+                "description": info.description,
+            }
+            if args.session:
+                row["value"] = values.get(info.key)
+            rows.append(row)
+        if args.json:
+            print_json({"session_id": args.session, "variables": rows})
+        else:
+            for row in rows:
+                dist = " ".join(str(p) for p in (row["distribution"], row["version"]) if p) or "in-process"
+                owner = f"{row['owner']} ({dist})"
+                value = f" = {row['value']}" if args.session and row["value"] is not None else ""
+                tag = " [built-in]" if row["builtin"] else ""
+                print(f"{row['key']}{value}\n    {row['description']}\n    owner: {owner}{tag}")
+        return 0
+
+
+def plugin_rows(runtime: Runtime) -> list[dict[str, Any]]:
+    """One row per catalogued entry point, conflict, in-process deployment entry and failed entry."""
+    by_origin: dict[tuple[str, str], Fiber] = {}
+    for live in runtime.fibers():
+        if live.origin is not None:
+            by_origin[(live.origin.group, live.origin.name)] = live
+    rows = []
+    for group in runtime.catalog.groups():
+        for item in runtime.catalog.items(group):
+            fiber = by_origin.get((group, item.name))
+            errors = [] if fiber is None else [e for e in (fiber.error, *fiber.dispose_errors) if e]
+            rows.append(
+                {
+                    "group": group,
+                    "name": item.name,
+                    "distribution": item.distribution,
+                    "version": item.version,
+                    "state": "not loaded" if fiber is None else fiber.state.value,
+                    "entry": None if fiber is None else fiber.label,
+                    "error": "; ".join(errors) or None,
+                }
+            )
+        for name, message in runtime.catalog.conflicts(group).items():
+            rows.append(
+                {
+                    "group": group,
+                    "name": name,
+                    "distribution": None,
+                    "version": None,
+                    "state": "failed",
+                    "entry": None,
+                    "error": message,
+                }
+            )
+    for entry_id, fiber in runtime.entries.items():
+        if fiber.origin is None:
+            rows.append(
+                {
+                    "group": "deployment",
+                    "name": fiber.name,
+                    "distribution": None,
+                    "version": None,
+                    "state": fiber.state.value,
+                    "entry": entry_id,
+                    "error": fiber.error,
+                }
+            )
+    for entry_id, message in runtime.failures.items():
+        rows.append(
+            {
+                "group": "deployment",
+                "name": entry_id,
+                "distribution": None,
+                "version": None,
+                "state": "failed",
+                "entry": entry_id,
+                "error": message,
+            }
+        )
+    return rows
+
+
+def plugins_verb(args: argparse.Namespace) -> int:
+    """``dsh plugins``: every discovered plugin, its distribution, version and state."""
+    with open_runtime(choice=args.choice, check=False) as runtime:
+        rows = plugin_rows(runtime)
+        choice = args.choice
+        if args.json:
+            deployment = {"path": choice.path, "reason": choice.reason}
+            print_json({"deployment": deployment, "plugins": rows, "problems": runtime.problems()})
+        else:
+            print(f"deployment: {choice.path or 'built-in default'} ({choice.reason})")
+            for row in rows:
+                dist = f"{row['distribution']} {row['version']}" if row["distribution"] else "-"
+                print(f"{row['group']:<16} {row['name']:<24} {dist:<32} {row['state']}")
+                if row["error"]:
+                    print(f"    error: {row['error']}")
+        return 0

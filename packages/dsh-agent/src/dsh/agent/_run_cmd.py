@@ -1,0 +1,99 @@
+"""The ``dsh run`` verb: a scripted model driving the agent loop, turn by turn."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from dsh.session import SESSIONS, Session, SessionStore
+
+from ._exec import location_json, notice_line
+from ._loop import Agent
+from ._model import ScriptedModel, load_script
+from ._output import print_json
+from ._runtime import open_runtime
+
+if TYPE_CHECKING:
+    from dsh.hooks import Notice
+
+
+def _open_session(store: SessionStore, session_id: str | None, cwd: str | None) -> tuple[Session, str]:
+    # The write lock comes first: hooks and the first turn run only once the turn can be recorded.
+    if session_id is not None:
+        return store.resume(session_id, lock=True), "resume"
+    return store.create(cwd, lock=True), "startup"
+
+
+async def run_verb(args: argparse.Namespace) -> int:
+    """``dsh run --script FILE``: the whole agent loop with the scripted model."""
+    script = load_script(args.script)
+    with open_runtime(choice=args.choice) as runtime:
+        session, source = _open_session(runtime.ctx.require(SESSIONS), args.session, None)
+        messages: list[str] = []
+
+        def notify(notice: Notice) -> None:
+            # Hook failures are warnings on stderr at once; systemMessage lines are part of the output.
+            if notice.kind == "warning":
+                print(notice_line(notice), file=sys.stderr, flush=True)
+            elif args.json:
+                messages.append(notice.text)
+            else:
+                print(f"[hook] {notice.text}", flush=True)
+
+        if not args.json:
+            print(f"session {session.id}", flush=True)
+        try:
+            agent = Agent(runtime.ctx, session, ScriptedModel.from_script(script), notify=notify)
+            started = await agent.start(source)
+        except BaseException:
+            session.release()
+            raise
+        turns: list[dict[str, Any]] = []
+        for scripted in [] if started.stop else script.turns:
+            result = await agent.run_turn(scripted.user)
+            turns.append(
+                {
+                    "turn_id": result.turn_id,
+                    "text": result.text,
+                    "blocked": result.blocked,
+                    "stopped": result.stopped,
+                    "tool_calls": [
+                        {"name": c.name, "arguments": c.arguments, "output": r.output, "is_error": r.is_error}
+                        for c, r in result.tool_results
+                    ],
+                }
+            )
+            if not args.json:
+                _print_turn(turns[-1])
+            if result.stopped is not None:
+                break  # a hook's "continue": false ends the run, as it ends the peer's session
+        await agent.end()
+        session.release()  # held since _open_session when no turn ran
+        stopped = started.reason if started.stop else None
+        if args.json:
+            print_json(
+                {
+                    "session_id": session.id,
+                    "location": location_json(session),
+                    "turns": turns,
+                    "stopped": stopped,
+                    "hook_messages": messages,
+                }
+            )
+        else:
+            if stopped is not None:
+                print(f"[stopped by a SessionStart hook: {stopped}]")
+        return 0
+
+
+def _print_turn(turn: dict[str, Any]) -> None:
+    for call in turn["tool_calls"]:
+        print(f"$ {call['name']} {json.dumps(call['arguments'])}\n{call['output']}")
+    if turn["stopped"]:
+        print(f"[turn stopped by a hook: {turn['stopped']}]")
+    elif turn["blocked"]:
+        print(f"[turn blocked: {turn['blocked']}]")
+    if turn["text"]:
+        print(turn["text"])

@@ -1,0 +1,78 @@
+"""``dsh sessions list``, ``locate``, ``show`` and ``migrate``: reading the store."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dsh.loader import Runtime
+from dsh.session import SESSIONS
+
+from ._exec import location_json
+from ._output import print_json
+from ._runtime import open_runtime
+from ._show import render
+
+
+def _migrate(runtime: Runtime) -> int:
+    """``dsh sessions migrate``: apply the backend's schema migrations, if it has any."""
+    backend = runtime.ctx.require(SESSIONS).persistence()
+    migrate = getattr(backend, "migrate", None)
+    if migrate is None:
+        print(f"the {runtime.deployment.persistence.backend} backend keeps no schema: nothing to migrate")
+        return 0
+    before, after = migrate()
+    print(
+        f"{getattr(backend, 'where', repr(backend))}: schema version {after}"
+        + (f" (was {before})" if before != after else " (up to date)")
+    )
+    return 0
+
+
+def sessions_verb(args: argparse.Namespace) -> int:
+    """``dsh sessions list``, ``locate``, ``show`` and ``migrate`` (fork and verify: ``_sessions_cmd``)."""
+    with open_runtime(choice=args.choice) as runtime:
+        if args.action == "migrate":
+            return _migrate(runtime)
+        store = runtime.ctx.require(SESSIONS)
+        if args.action == "list":
+            scan = store.scan()
+            headers = scan.headers
+            # One damaged transcript never hides the others: each is one line on stderr.
+            for line in scan.damaged:
+                print(f"dsh: warning: skipped a damaged session: {line}", file=sys.stderr)
+            if args.json:
+                print_json({"sessions": [h.model_dump(mode="json") for h in headers], "damaged": list(scan.damaged)})
+            else:
+                for h in headers:
+                    print(
+                        f"{h.id}  {h.created_at}  {h.cwd}"
+                        + (f"  (parent {h.parent_session})" if h.parent_session else "")
+                    )
+            return 0
+        session = store.resume(args.id, history=args.action != "locate")
+        location = location_json(session)
+        if args.action == "locate":
+            if args.json:
+                print_json({"session_id": session.id, "location": location})
+            elif location is None:
+                print(f"session {session.id} has no local transcript file")
+            else:
+                print(location["path"])
+            return 0
+        events = [e.model_dump(mode="json") for e in session.history]
+        if args.json:
+            print_json(
+                {
+                    "header": session.header.model_dump(mode="json"),
+                    "location": location,
+                    "events": events,
+                    "damage": list(session.damage),
+                }
+            )
+        else:
+            path = location["path"] if location else None
+            sys.stdout.writelines(line + "\n" for line in render(session.header, path, session.history))
+            for line in session.damage:
+                print(f"damage: {line}", file=sys.stderr)
+        return 0
