@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -236,3 +239,14 @@ def test_every_help_has_examples(tmp_path: Path, verb: tuple[str, ...]) -> None:
 
 def test_env_session_help_says_what_it_does(tmp_path: Path) -> None:
     assert "values a shell call of this stored session" in dsh("env", "--help", home=tmp_path).stdout
+
+
+def test_a_reader_that_goes_away_ends_the_output_quietly(tmp_path: Path) -> None:
+    env = {**os.environ, "DSH_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dsh.agent", "env"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # as `| head -0` would: every write now fails with EPIPE
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(60) == 141 and stderr == ""

@@ -123,7 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     def verb(name: str, summary: str, *examples: str, parent: object = sub) -> argparse.ArgumentParser:
         # `parent` is a sub-parser action; its class is private to argparse, so it is not named here.
-        short = summary.split("\n")[0].rstrip(".:")
+        # The one-line help in the verb list: the summary's first clause, never half a line.
+        short = summary.replace("\n", " ").split(". ")[0].split(": ")[0].rstrip(".:,")
         made: argparse.ArgumentParser = getattr(parent, "add_parser")(  # noqa: B009
             name, help=short, description=summary, epilog=_examples(*examples), formatter_class=raw
         )

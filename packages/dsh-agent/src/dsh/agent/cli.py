@@ -68,6 +68,10 @@ def dispatch(args: argparse.Namespace) -> int:
         from ._sessions_view import sessions_verb
 
         return sessions_verb(args)
+    except BrokenPipeError:
+        # The reader went away (`dsh sessions list | head -1`): stop quietly, as shell tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except (DshError, OSError) as exc:
         if args.debug:
             traceback.print_exc()
