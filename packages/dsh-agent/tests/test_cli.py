@@ -222,6 +222,7 @@ def test_sessions_show_reads_like_a_transcript(tmp_path: Path) -> None:
     "verb",
     [
         (),
+        ("exec",),
         ("run",),
         ("env",),
         ("plugins",),

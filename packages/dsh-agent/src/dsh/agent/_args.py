@@ -30,6 +30,17 @@ DEFAULT_TIMEOUT_TEXT = "120 s"
 MAX_TIMEOUT_TEXT = "600 s"
 
 EXEC_EPILOG = f"""\
+the command:
+  One word after -- is a shell line, as typed:       dsh exec -- 'echo $DSH_SESSION_ID | wc -c'
+  Several words are argv, each quoted for the shell: dsh exec -- printf '%s\\n' "two words"
+  (so a nested `dsh exec -- dsh exec -- 'echo $X'` expands $X in the inner shell). It runs in
+  bash with no standard input, as the model's bash tool runs it.
+
+examples:
+  dsh exec -- 'echo "session $DSH_SESSION_ID writes $DSH_SESSION_JSONL"'
+  dsh exec --json --timeout 5 -- 'make test'
+  dsh exec --session ID -- 'git status'          the next turn of a stored session
+
 timeout:
   Without --timeout the bash tool's default_timeout applies ({DEFAULT_TIMEOUT_TEXT} unless the deployment
   configures tool-bash otherwise); --timeout may not exceed its max_timeout ({MAX_TIMEOUT_TEXT} by default).
