@@ -113,9 +113,11 @@ def test_acquire_serialises_two_hosts_and_names_the_holder(postgres_server: Any,
 def test_a_closed_backend_drops_its_locks(postgres_server: Any, pg_schema: str) -> None:
     first = PostgresPersistence(postgres_server.dsn, schema=pg_schema)
     first.acquire(_header())
-    first.close()
     second = PostgresPersistence(postgres_server.dsn, schema=pg_schema)
-    second.acquire(_header())()
+    with pytest.raises(SessionLockedError):
+        second.acquire(_header())  # held by the first backend's connection
+    first.close()
+    second.acquire(_header())()  # closing dropped the advisory lock: no SessionLockedError now
     second.close()
 
 
