@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import gc
 import os
 import signal
 import sys
@@ -253,6 +255,10 @@ def test_a_mapping_that_exits_while_read_is_the_contributors_failure(registry: B
     registry.register(FunctionContributor("exits", {"DSH_EXITS": "e"}, lambda e: _ExitingItems(DSH_EXITS="x")))
     with pytest.raises(CollectionError, match=r"^contributor 'exits' raised SystemExit while resolving"):
         registry.collect(CALL)
+    with pytest.raises(CollectionError, match=r"^contributor 'exits' raised SystemExit while resolving"):
+        asyncio.run(registry.collect_async(CALL))
+    gc.collect()  # a failure left unretrieved on the loop would be logged (and upset CPython 3.11) here
+    ast.parse("\n".join(f"def f{i}(): return [{i}]" for i in range(2000)))
 
 
 def test_many_keys_cannot_add_up_past_the_snapshot_maximum(registry: BashEnvRegistry) -> None:

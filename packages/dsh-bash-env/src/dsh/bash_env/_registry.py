@@ -263,6 +263,9 @@ class BashEnvRegistry(Service):
                 if not waiting.done():
                     waiting.cancel()  # stop waiting; the resolve itself cannot be stopped
                     raise self._overdue(entry, future)
+                # The failure is raised from `future` below; mark the loop's copy of it as seen, or
+                # its finaliser logs "exception was never retrieved" from inside a later collection.
+                waiting.exception()
             out.update(future.result())
         return self._sealed(out)
 
