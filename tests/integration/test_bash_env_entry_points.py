@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from dsh.bash_env import BASH_ENV, BASH_ENV_GROUP
 from dsh.core import FiberState
@@ -19,16 +15,6 @@ from dsh.bash_env import FunctionContributor
 contributor = FunctionContributor("{name}", {{"DSH_{key}": "from {dist}"}}, lambda e: {{"DSH_{key}": "{dist}"}})
 """
 CALL = ToolExecution("bash", "c")
-
-
-@pytest.fixture
-def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    path = tmp_path / "site"
-    path.mkdir()
-    monkeypatch.syspath_prepend(str(path))
-    yield path
-    for name in [m for m in sys.modules if m.startswith("rival_")]:
-        del sys.modules[name]
 
 
 def _install(site: Path, dist: str, module: str) -> Path:

@@ -14,14 +14,6 @@ plugin = Plugin(name="{name}", apply=lambda ctx, cfg: ctx.provide("{name}-svc", 
 """
 
 
-@pytest.fixture
-def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "site"
-    path.mkdir()
-    monkeypatch.syspath_prepend(str(path))
-    return path
-
-
 def test_items_are_attributed_sorted_and_loadable(site: Path) -> None:
     make_dist(
         site,

@@ -5,8 +5,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
-
 from dsh.core import FiberState
 from dsh.loader import PLUGINS_GROUP
 from tests.helpers import make_dist, remove_dist, touch_dir
@@ -15,14 +13,6 @@ PLUGIN_SRC = """
 from dsh.core import Plugin
 plugin = Plugin(name="{name}", apply=lambda ctx, cfg: ctx.provide("{name}-svc", "{version}"))
 """
-
-
-@pytest.fixture
-def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "site"
-    path.mkdir()
-    monkeypatch.syspath_prepend(str(path))
-    return path
 
 
 def test_uninstalled_deployment_entry_is_disposed_on_refresh(site: Path, tmp_path: Path) -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -51,16 +49,6 @@ def test_a_malformed_skill_is_one_warning_naming_it_and_others_load(tmp_path: Pa
     assert [s.name for s in found.skills] == ["good"]
     (warning,) = found.warnings
     assert warning.startswith(f"{bad}: ") and message in warning
-
-
-@pytest.fixture
-def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    path = tmp_path / "site"
-    path.mkdir()
-    monkeypatch.syspath_prepend(str(path))
-    yield path
-    for name in [m for m in sys.modules if m.startswith("acme_skills")]:
-        del sys.modules[name]
 
 
 def test_plugin_skills_are_attributed_and_removed_on_uninstall(site: Path, tmp_path: Path) -> None:

@@ -16,14 +16,6 @@ plugin = Plugin(name="{name}", apply=lambda ctx, cfg: ctx.provide("{name}-svc", 
 """
 
 
-@pytest.fixture
-def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "site"
-    path.mkdir()
-    monkeypatch.syspath_prepend(str(path))
-    return path
-
-
 def test_load_failure_names_the_entry_point_and_distribution(site: Path) -> None:
     make_dist(
         site,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +25,22 @@ def _no_ambient_dsh(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in list(os.environ):
         if key[: len(_MANAGED_PREFIX)].upper() == _MANAGED_PREFIX:
             monkeypatch.delenv(key)
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A new directory at the front of ``sys.path`` to install distributions into (``make_dist``).
+
+    Modules imported from it are forgotten afterwards, so the next test imports its own afresh.
+    """
+    path = tmp_path / "site"
+    path.mkdir()
+    monkeypatch.syspath_prepend(str(path))
+    yield path
+    inside = str(path) + os.sep
+    for name, module in list(sys.modules.items()):
+        if (getattr(module, "__file__", None) or "").startswith(inside):
+            del sys.modules[name]
 
 
 @pytest.fixture(scope="session")
