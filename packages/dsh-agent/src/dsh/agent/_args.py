@@ -60,7 +60,7 @@ exit status:
 
 
 def positive_seconds(text: str) -> float:
-    """``--timeout``: a positive, finite number of seconds."""
+    """``--timeout`` and ``--idle-timeout``: a positive, finite number of seconds."""
     try:
         value = float(text)
     except ValueError:
@@ -214,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(p, json=False)
     p.add_argument(
         "--idle-timeout",
-        type=_positive_seconds,
+        type=positive_seconds,
         default=10.0,
         metavar="SECONDS",
         help="close a connection that has not delivered its whole request after this long (default: 10)",
@@ -291,16 +291,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common(p)
     return parser
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
-    return value
 
 
 def command_line(words: Sequence[str]) -> str:
