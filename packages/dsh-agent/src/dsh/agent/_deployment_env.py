@@ -8,7 +8,7 @@ deployment in effect is a file (and ``bash-env`` is loaded).
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from dataclasses import dataclass
 
 from dsh.bash_env import BASH_ENV, FunctionContributor
 from dsh.core import Context, Plugin
@@ -16,10 +16,9 @@ from dsh.core import Context, Plugin
 from ._args import DEPLOYMENT_ENV
 
 
-class DeploymentEnvConfig(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class DeploymentEnvConfig:
     """The deployment file in effect (absolute)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     path: str
 

@@ -11,7 +11,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from dsh.core import DshError, format_validation_error
+from dsh.core import DshError
+from dsh.core.validation import format_validation_error
 from dsh.session import Session, ToolSpec
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from dsh.loader import (
@@ -66,8 +67,8 @@ def layer_on_defaults(deployment: Deployment, source: str, env: Mapping[str, str
     ``{id: hooks, enabled: false}`` removes a default. Omitted ``persistence`` is the default backend.
     """
     defaults = default_plugins(resolve_home(deployment, env))
-    if "plugins" not in deployment.model_fields_set:
-        return deployment.model_copy(update={"plugins": defaults})
+    if deployment.plugins is None:
+        return replace(deployment, plugins=defaults)
     default_ids = [entry.id for entry in defaults]
     by_id = {entry.id: entry for entry in defaults}
     for entry in deployment.plugins:
@@ -79,18 +80,19 @@ def layer_on_defaults(deployment: Deployment, source: str, env: Mapping[str, str
             )
         by_id[entry.id] = entry
     ordered = [by_id[i] for i in default_ids] + [e for e in deployment.plugins if e.id not in default_ids]
-    return deployment.model_copy(update={"plugins": [e for e in ordered if e.enabled]})
+    return replace(deployment, plugins=[e for e in ordered if e.enabled])
 
 
 def _deployment(choice: DeploymentChoice, env: Mapping[str, str] | None) -> tuple[Deployment, str]:
     if choice.path is None:
         return default_deployment(env), DEFAULT_SOURCE
     deployment = layer_on_defaults(load_deployment(choice.path), choice.path, env)
-    if any(entry.name == "bash-env" for entry in deployment.plugins):
-        entry = PluginEntry(id="deployment-env", config={"path": choice.path})
-        deployment = deployment.model_copy(update={"plugins": [*deployment.plugins, entry]})
+    plugins = deployment.plugins or []
+    if any(entry.name == "bash-env" for entry in plugins):
+        plugins = [*plugins, PluginEntry(id="deployment-env", config={"path": choice.path})]
+        deployment = replace(deployment, plugins=plugins)
     # Relative hook files in a deployment resolve against the deployment's folder.
-    for entry in deployment.plugins:
+    for entry in plugins:
         if entry.name == "hooks":
             entry.config.setdefault("base_dir", str(Path(choice.path).parent.absolute()))
     return deployment, choice.path

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-
-from pydantic import BaseModel, ConfigDict, Field
+from dataclasses import dataclass, field
 
 from dsh.bash import DSH_ENV_PREFIX
-from dsh.core import Context, Plugin, plugin_home
+from dsh.core import Context, FieldError, Plugin, plugin_home
 from dsh.loader import EntryPointItem, follow_group
 from dsh.session import SESSION_PERSISTENCE, SessionPersistence, ToolExecution
 
@@ -47,19 +46,22 @@ class PersistenceTranslator:
         return {SESSION_JSONL_KEY: location.path}
 
 
-class BashEnvConfig(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class BashEnvConfig:
     """Config of the ``bash-env`` plugin."""
-
-    model_config = ConfigDict(extra="forbid")
 
     dsh_home: str | None = None
     """Harness home; must agree with the deployment's (the default), which every consumer shares."""
     entry_points: bool = True
     """Load every contributor of the ``dsh.bash_env`` entry-point group."""
-    exclude: list[str] = []
+    exclude: list[str] = field(default_factory=list)
     """Entry-point names not to load."""
-    resolve_timeout: float = Field(default=DEFAULT_RESOLVE_TIMEOUT, gt=0)
+    resolve_timeout: float = DEFAULT_RESOLVE_TIMEOUT
     """Seconds each contributor's ``resolve()`` may take; past it that call fails naming the contributor."""
+
+    def __post_init__(self) -> None:
+        if not self.resolve_timeout > 0:
+            raise FieldError("resolve_timeout", "must be greater than 0")
 
 
 def _contributor_plugin(item: EntryPointItem) -> Plugin:

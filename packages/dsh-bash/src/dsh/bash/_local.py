@@ -12,10 +12,9 @@ import signal
 import time
 from collections.abc import Mapping
 from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
-
-from pydantic import BaseModel, ConfigDict
 
 from dsh.core import DSH_HOME, Context, DshError, Plugin, ServiceKey
 from dsh.paths import UntrustedPathError, create_private_file, ensure_private_dir, resolve_dsh_home
@@ -341,10 +340,9 @@ SHELL_EXECUTOR: ServiceKey[Executor] = ServiceKey("shell_executor")
 """The executor service; tools fall back to a default :class:`LocalExecutor` without one."""
 
 
-class LocalExecutorConfig(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class LocalExecutorConfig:
     """Config of the ``bash-local`` plugin."""
-
-    model_config = ConfigDict(extra="forbid")
 
     credential_pattern: str | None = DEFAULT_CREDENTIAL_PATTERN
     """Regex of ambient variable names to scrub; null keeps every name."""

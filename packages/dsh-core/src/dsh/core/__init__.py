@@ -1,15 +1,16 @@
 """dsh kernel: fibers and effects, services and plugins.
 
 Everything a plugin registers is an effect of its fiber, so unloading the plugin removes it. The
-loader (entry points, deployments) is the separate ``dsh.loader``.
+loader (entry points, deployments) is the separate ``dsh.loader``. Importing this package does
+not import pydantic: :mod:`dsh.core.validation` does, when a config must be validated.
 """
 
 from ._contain import EscapedError, contained, describe
 from ._context import Context
-from ._errors import DshError, PluginError, ServiceConflictError
+from ._errors import DshError, FieldError, PluginError, ServiceConflictError
 from ._fiber import Effect, Fiber, FiberState
 from ._home import DSH_HOME, plugin_home
-from ._plugin import Plugin, field_path, format_validation_error, plain_error
+from ._plugin import Plugin
 from ._services import Disposer, Service, ServiceKey
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "EscapedError",
     "Fiber",
     "FiberState",
+    "FieldError",
     "Plugin",
     "PluginError",
     "Service",
@@ -28,8 +30,5 @@ __all__ = [
     "ServiceKey",
     "contained",
     "describe",
-    "field_path",
-    "format_validation_error",
-    "plain_error",
     "plugin_home",
 ]

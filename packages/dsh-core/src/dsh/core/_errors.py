@@ -1,6 +1,7 @@
 """Errors the kernel raises. Each carries its subject as attributes, beside a one-sentence message.
 
 DshError                        every error dsh raises on purpose (loaders and packages subclass it)
+├── FieldError                  .field, .reason: a config value out of range (also a ``ValueError``)
 └── PluginError                 .plugin: malformed plugin, invalid config, or a raising ``apply``
     └── ServiceConflictError    .service, .provider: the service is already provided by another plugin
 """
@@ -30,3 +31,18 @@ class ServiceConflictError(PluginError):
         """The contested service name."""
         self.provider = provider
         """Label of the plugin that provides it already."""
+
+
+class FieldError(DshError, ValueError):
+    """A config field's value is out of range; raised by a dataclass ``Config``'s ``__post_init__``.
+
+    It is a ``ValueError`` so that pydantic, validating a config, reports it as that field's error:
+    the message of an invalid config then reads ``field 'config.<field>' <reason>``.
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"field '{field}' {reason}")
+        self.field = field
+        """The field at fault (its name in the config, as a user writes it)."""
+        self.reason = reason
+        """What is wrong, in plain words (``must be greater than 0``)."""

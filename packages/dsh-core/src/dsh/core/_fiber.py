@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import enum
 import itertools
-import logging
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +20,13 @@ from ._services import Disposer
 if TYPE_CHECKING:
     from ._context import Context
 
-log = logging.getLogger("dsh.core")
+
+def _log_error(message: str, *args: object) -> None:
+    # logging is imported only when there is something to log: a command that fails nothing skips it.
+    import logging
+
+    logging.getLogger("dsh.core").error(message, *args)
+
 
 _ids = itertools.count(1)
 
@@ -198,14 +203,14 @@ class Fiber:
         except Exception as exc:
             message = f"disposer of {effect.label} raised {describe(exc)}"
             self.dispose_errors.append(message)
-            log.error("plugin %s: %s", self.label, message)
+            _log_error("plugin %s: %s", self.label, message)
 
     # -- lifecycle -----------------------------------------------------------------------
 
     def _fail(self, exc: BaseException) -> None:
         self.state = FiberState.FAILED
         self.error = str(exc) if isinstance(exc, PluginError) else f"{type(exc).__name__}: {exc}"
-        log.error("plugin %s failed: %s", self.label, self.error)
+        _log_error("plugin %s failed: %s", self.label, self.error)
 
     def prepare(self) -> bool:
         """Check the plugin's shape and validate its config; False (and FAILED) when either is wrong."""

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import MISSING, dataclass, fields, is_dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
-
-from ._errors import PluginError
+from ._errors import FieldError, PluginError
 from ._services import ServiceKey, key_name
 
 if TYPE_CHECKING:
@@ -27,7 +26,8 @@ class Plugin:
 
     name: str
     apply: ApplyFn
-    Config: type[BaseModel] | None = None
+    Config: type[Any] | None = None
+    """A pydantic model or a stdlib dataclass (see :func:`validate_config`)."""
     inject: tuple[str | ServiceKey[Any], ...] = ()
 
 
@@ -55,76 +55,40 @@ def plugin_apply(plugin: object) -> ApplyFn:
     return apply  # type: ignore[no-any-return]
 
 
-_PLAIN = {
-    "missing": "is required",
-    "extra_forbidden": "is not a known field (check its spelling)",
-    "list_type": "must be a list",
-    "dict_type": "must be a mapping",
-    "model_type": "must be a mapping",
-    "model_attributes_type": "must be a mapping",
-    "string_type": "must be a string",
-    "string_too_short": "must not be empty",
-    "int_type": "must be a whole number",
-    "int_parsing": "must be a whole number",
-    "int_from_float": "must be a whole number",
-    "float_type": "must be a number",
-    "float_parsing": "must be a number",
-    "bool_type": "must be true or false",
-    "bool_parsing": "must be true or false",
-    "greater_than": "is too small",
-    "greater_than_equal": "is too small",
-    "less_than": "is too large",
-    "less_than_equal": "is too large",
-}
-
-
-def plain_error(err: Mapping[str, Any]) -> str:
-    """One pydantic error detail in plain words (``must be a list``), without pydantic's wording."""
-    kind = str(err.get("type", ""))
-    ctx = err.get("ctx") or {}
-    if kind == "literal_error" and "expected" in ctx:
-        return f"must be one of {ctx['expected']}"
-    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal") and ctx:
-        bound = next(iter(ctx.values()))
-        words = {"greater_than": "greater than", "greater_than_equal": "at least", "less_than": "less than"}
-        return f"must be {words.get(kind, 'at most')} {bound}"
-    if kind == "value_error":
-        return str(err.get("msg", "")).removeprefix("Value error, ")
-    return _PLAIN.get(kind, str(err.get("msg", "is invalid")))
-
-
-def field_path(loc: Sequence[int | str]) -> str:
-    """``turns[0].steps`` for pydantic's ``('turns', 0, 'steps')``."""
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
-def format_validation_error(exc: ValidationError, prefix: str = "") -> str:
-    """Render a pydantic error as one plain sentence per failing field, naming each field."""
-    parts = []
-    for err in exc.errors():
-        loc = field_path((*((prefix,) if prefix else ()), *err["loc"]))
-        if not loc and err.get("type") in ("model_type", "dict_type", "model_attributes_type"):
-            parts.append("the top level must be a mapping of fields")
-        else:
-            parts.append(f"field '{loc or '<root>'}' {plain_error(err)}")
-    return "; ".join(parts)
-
-
 def validate_config(plugin: object, raw: object) -> Any:
-    """Validate ``raw`` against the plugin's ``Config``; raise :class:`PluginError` naming the field."""
+    """Validate ``raw`` against the plugin's ``Config``; raise :class:`PluginError` naming the field.
+
+    ``Config`` is a pydantic model or a stdlib dataclass. An absent or empty config of a dataclass
+    is ``Config()`` and needs no pydantic; anything else is validated by pydantic, imported here
+    (``dsh.core.validation``) only when there is something to validate.
+    """
     config_cls = getattr(plugin, "Config", None)
+    name = plugin_name(plugin)
     if config_cls is None:
         if raw not in (None, {}):
-            raise PluginError(f"plugin '{plugin_name(plugin)}' takes no config, but got {raw!r}")
+            raise PluginError(f"plugin '{name}' takes no config, but got {raw!r}", plugin=name)
         return None
-    if not (isinstance(config_cls, type) and issubclass(config_cls, BaseModel)):
-        raise PluginError(f"plugin '{plugin_name(plugin)}' has a Config that is not a pydantic model")
-    try:
-        return config_cls.model_validate(raw or {})
-    except ValidationError as exc:
-        raise PluginError(
-            f"plugin '{plugin_name(plugin)}' has invalid config: {format_validation_error(exc, 'config')}"
-        ) from None
+    if not isinstance(config_cls, type) or not (is_dataclass(config_cls) or _is_pydantic_model(config_cls)):
+        raise PluginError(f"plugin '{name}' has a Config that is neither a pydantic model nor a dataclass", plugin=name)
+    if isinstance(raw, config_cls):
+        return raw
+    raw = raw or {}
+    if raw == {} and is_dataclass(config_cls) and not _required_fields(config_cls):
+        try:
+            return config_cls()
+        except FieldError as exc:  # a default out of its own range: the plugin's defect, named
+            message = f"plugin '{name}' has invalid config: field 'config.{exc.field}' {exc.reason}"
+            raise PluginError(message, plugin=name) from None
+    from .validation import validate_config as validate
+
+    return validate(name, config_cls, raw)
+
+
+def _is_pydantic_model(cls: type) -> bool:
+    # A pydantic model class exists only once pydantic is imported: never import it to ask.
+    pydantic = sys.modules.get("pydantic")
+    return pydantic is not None and issubclass(cls, pydantic.BaseModel)
+
+
+def _required_fields(cls: type) -> list[str]:
+    return [f.name for f in fields(cls) if f.init and f.default is MISSING and f.default_factory is MISSING]

@@ -23,8 +23,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from dsh.bash import DSH_ENV_PREFIX, BashExecRequest, Executor, LocalExecutor, is_managed_key
 from dsh.core import DSH_HOME, Context, Plugin, ServiceKey
 from dsh.paths import UntrustedPathError, check_trusted, ensure_private_dir
@@ -62,10 +60,9 @@ class HookScope:
         return {} if self.agent_id is None else {"agent_id": self.agent_id, "agent_type": self.agent_type}
 
 
-class HooksConfig(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class HooksConfig:
     """Config of the ``hooks`` plugin: each dialect inline or as a path to the peer's file."""
-
-    model_config = ConfigDict(extra="forbid")
 
     claude: dict[str, Any] | str | None = None
     codex: dict[str, Any] | str | None = None

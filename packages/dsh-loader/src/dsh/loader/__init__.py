@@ -5,14 +5,13 @@ through the ``dsh.*`` entry-point groups, reads deployment files and loads them 
 """
 
 from ._deployment import Deployment, PersistenceChoice, PluginEntry, load_deployment, parse_deployment, resolve_home
-from ._discovery import GROUP_PREFIX, PLUGINS_GROUP, Catalog, EntryPointItem, GroupDiff
+from ._discovery import PLUGINS_GROUP, Catalog, EntryPointItem, GroupDiff
 from ._errors import BootError, DeploymentError, DiscoveryError
 from ._follow import follow_group
-from ._runtime import CATALOG, Runtime, boot, compose, load_object
+from ._runtime import CATALOG, Runtime, boot, compose
 
 __all__ = [
     "CATALOG",
-    "GROUP_PREFIX",
     "PLUGINS_GROUP",
     "BootError",
     "Catalog",
@@ -28,7 +27,6 @@ __all__ = [
     "compose",
     "follow_group",
     "load_deployment",
-    "load_object",
     "parse_deployment",
     "resolve_home",
 ]

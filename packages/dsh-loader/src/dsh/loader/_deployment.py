@@ -1,79 +1,92 @@
-"""Deployment files: which backend and plugins to load, validated, and the one harness home."""
+"""Deployments: which backend and plugins to load, validated from files, and the one harness home.
+
+The classes are stdlib dataclasses so that a deployment built in code (the default one) needs no
+pydantic; a file or a mapping is validated by pydantic, imported by :func:`parse_deployment`.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-
-from dsh.core import field_path, plain_error
+from dsh.core import FieldError
 from dsh.paths import resolve_dsh_home
 
 from ._errors import DeploymentError
 
+# A plain dict, not pydantic's ConfigDict: these classes are built (the default deployment) without
+# importing pydantic, which validates them only when a file or a mapping must be read.
+_FORBID_EXTRA: dict[str, Any] = {"extra": "forbid"}
 
-class PluginEntry(BaseModel):
+
+@dataclass(kw_only=True)
+class PluginEntry:
     """One plugin of a deployment: ``name`` is a ``dsh.plugins`` entry point or ``module:attr``.
 
     ``name`` defaults to ``id``. ``enabled: false`` removes the entry (how a deployment file
     removes one of the default plugins it is layered on).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    __pydantic_config__: ClassVar[dict[str, Any]] = _FORBID_EXTRA
 
-    id: str = Field(min_length=1)
-    name: str = Field(default="", validate_default=False)
-    config: dict[str, Any] = Field(default_factory=dict)
+    id: str
+    name: str = ""
+    config: dict[str, Any] = field(default_factory=dict)
     enabled: bool = True
 
-    @model_validator(mode="after")
-    def _name_defaults_to_id(self) -> PluginEntry:
+    def __post_init__(self) -> None:
+        if not self.id:
+            raise FieldError("id", "must not be empty")
         if not self.name.strip():
             self.name = self.id
-        return self
 
 
-class PersistenceChoice(BaseModel):
+@dataclass(kw_only=True)
+class PersistenceChoice:
     """The session persistence backend: a name in the ``dsh.persistence`` group and its config."""
 
-    model_config = ConfigDict(extra="forbid")
+    __pydantic_config__: ClassVar[dict[str, Any]] = _FORBID_EXTRA
 
-    backend: str = Field(default="jsonl", min_length=1)
-    config: dict[str, Any] = Field(default_factory=dict)
+    backend: str = "jsonl"
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.backend:
+            raise FieldError("backend", "must not be empty")
 
 
-class Deployment(BaseModel):
-    """A composed harness: home, persistence backend and plugins (YAML or Python)."""
+@dataclass(kw_only=True)
+class Deployment:
+    """A composed harness: home, persistence backend and plugins (YAML or Python).
 
-    model_config = ConfigDict(extra="forbid")
+    ``plugins`` is ``None`` when the deployment does not say (an application layers its default
+    set on it; :func:`~dsh.loader.compose` loads none), and a list, possibly empty, when it does.
+    """
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _FORBID_EXTRA
 
     dsh_home: str | None = None
-    persistence: PersistenceChoice = Field(default_factory=PersistenceChoice)
-    plugins: list[PluginEntry] = Field(default_factory=list)
+    persistence: PersistenceChoice = field(default_factory=PersistenceChoice)
+    plugins: list[PluginEntry] | None = None
     refresh_per_turn: bool = True
     """Re-read installed distributions before each turn (cheap when nothing changed)."""
 
-    @field_validator("plugins")
-    @classmethod
-    def _unique_ids(cls, entries: list[PluginEntry]) -> list[PluginEntry]:
-        seen: set[str] = set()
-        for entry in entries:
-            if entry.id in seen:
-                raise ValueError(f"entry id '{entry.id}' appears twice")
-            seen.add(entry.id)
-        return entries
-
-    @model_validator(mode="after")
-    def _no_blank_home(self) -> Deployment:
+    def __post_init__(self) -> None:
         if self.dsh_home is not None and not self.dsh_home.strip():
             self.dsh_home = None
-        return self
+        seen: set[str] = set()
+        for entry in self.plugins or ():
+            if entry.id in seen:
+                raise FieldError("plugins", f"entry id '{entry.id}' appears twice")
+            seen.add(entry.id)
 
 
 def _describe_loc(raw: object, loc: Sequence[int | str]) -> str:
+    from dsh.core.validation import field_path
+
     if len(loc) >= 2 and loc[0] == "plugins" and isinstance(loc[1], int):
         entries = raw.get("plugins") if isinstance(raw, Mapping) else None
         entry = entries[loc[1]] if isinstance(entries, list) and loc[1] < len(entries) else None
@@ -85,12 +98,17 @@ def _describe_loc(raw: object, loc: Sequence[int | str]) -> str:
 
 
 def parse_deployment(raw: object, source: str = "<deployment>") -> Deployment:
-    """Validate a deployment structure; errors name ``source``, the entry id and the field."""
+    """Validate a deployment structure with pydantic; errors name ``source``, the entry id and the field."""
+    from pydantic import ValidationError
+
+    from dsh.core.validation import problems, validate_dataclass
+
     try:
-        return Deployment.model_validate(raw if raw is not None else {})
+        deployment: Deployment = validate_dataclass(Deployment, raw if raw is not None else {})
     except ValidationError as exc:
-        problems = "; ".join(f"{_describe_loc(raw, e['loc'])} {plain_error(e)}" for e in exc.errors())
-        raise DeploymentError(f"{source}: {problems}", source=source) from None
+        found = "; ".join(f"{_describe_loc(raw, loc)} {message}" for loc, message in problems(exc))
+        raise DeploymentError(f"{source}: {found}", source=source) from None
+    return deployment
 
 
 def load_deployment(path: str | os.PathLike[str]) -> Deployment:

@@ -153,7 +153,7 @@ def compose(
         runtime.builtins.append(root.plugin(plugin))
     persistence = deployment.persistence
     runtime._load_entry("persistence", PERSISTENCE_GROUP, persistence.backend, persistence.config)
-    for entry in deployment.plugins:
+    for entry in deployment.plugins or ():
         if entry.enabled:
             runtime._load_entry(entry.id, PLUGINS_GROUP, entry.name, entry.config)
     return runtime

@@ -5,10 +5,9 @@ from __future__ import annotations
 import os
 import types
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict
 
 from dsh.core import Context, Plugin, plugin_home
 from dsh.loader import EntryPointItem, follow_group
@@ -61,16 +60,15 @@ class SkillTool:
         return ToolResult(text, data={"skill": skill.as_json()})
 
 
-class SkillsConfig(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class SkillsConfig:
     """Config of the ``skills`` plugin."""
-
-    model_config = ConfigDict(extra="forbid")
 
     dsh_home: str | None = None
     """Only to state it: the deployment's home is used, and the plugin fails when this differs."""
     entry_points: bool = True
     """Load the skill folders every ``dsh.skills`` entry point names."""
-    exclude: list[str] = []
+    exclude: list[str] = field(default_factory=list)
     """Entry-point names not to load."""
 
 

@@ -8,8 +8,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from dsh.bash import (
     DSH_ENV_PREFIX,
     SHELL_EXECUTOR,
@@ -21,7 +19,7 @@ from dsh.bash import (
     Shell,
 )
 from dsh.bash_env import BASH_ENV, CollectionError
-from dsh.core import Context, DshError, Plugin
+from dsh.core import Context, DshError, FieldError, Plugin
 from dsh.session import TOOLS, ToolExecution, ToolResult, ToolSpec
 
 from ._errors import ArgumentError
@@ -36,14 +34,18 @@ BASH_DESCRIPTION = (
 )
 
 
-class ShellToolConfig(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class ShellToolConfig:
     """Config of a shell tool plugin."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    default_timeout: float = Field(default=120.0, gt=0)
+    default_timeout: float = 120.0
     """Seconds a foreground call may run when the model gives no timeout."""
-    max_timeout: float = Field(default=600.0, gt=0)
+    max_timeout: float = 600.0
+
+    def __post_init__(self) -> None:
+        for name in ("default_timeout", "max_timeout"):
+            if not getattr(self, name) > 0:
+                raise FieldError(name, "must be greater than 0")
 
 
 @dataclass

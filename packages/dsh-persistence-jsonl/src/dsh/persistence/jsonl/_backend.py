@@ -28,11 +28,12 @@ import secrets
 import stat
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from dsh.core import Context, Plugin, plugin_home
 from dsh.session import (
@@ -536,10 +537,9 @@ def _last_flush_end_in(data: bytes, start: int) -> int | None:
         end = at + len(_MARKER_START) - 1
 
 
-class JsonlConfig(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class JsonlConfig:
     """Config of the ``jsonl`` backend."""
-
-    model_config = ConfigDict(extra="forbid")
 
     root: str | None = None
     """Directory of transcripts; default ``<DSH_HOME>/sessions``."""

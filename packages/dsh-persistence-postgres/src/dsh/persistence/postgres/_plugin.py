@@ -3,38 +3,41 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-from dsh.core import Context, Plugin
+from dsh.core import Context, FieldError, Plugin
 from dsh.session import SESSION_PERSISTENCE
 
 from ._backend import PostgresPersistence
 
 
-class PostgresConfig(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class PostgresConfig:
     """Config of the ``postgres`` backend. Every field has a default: libpq's environment suffices."""
-
-    model_config = ConfigDict(extra="forbid")
 
     dsn: str = ""
     """A libpq connection string or URL; empty means libpq's own defaults (``PGHOST``, ``PGDATABASE``,
     ``PGUSER``, ``PGPASSWORD``, ``~/.pgpass``, ...). Prefer ``~/.pgpass`` to a password in the file."""
-    schema_: str = Field("dsh", alias="schema")
+    schema: str = "dsh"
     """The PostgreSQL schema holding dsh's tables (created at first use)."""
-    pool_min_size: int = Field(1, ge=0)
-    pool_max_size: int = Field(4, ge=1)
-    statement_timeout: float | None = Field(30.0, gt=0)
+    pool_min_size: int = 1
+    pool_max_size: int = 4
+    statement_timeout: float | None = 30.0
     """Seconds any one statement may run; None leaves the server's setting."""
-    connect_timeout: float = Field(10.0, gt=0)
+    connect_timeout: float = 10.0
     """Seconds to wait for a connection (when the DSN and ``PGCONNECT_TIMEOUT`` do not say)."""
 
-    @field_validator("schema_")
-    @classmethod
-    def _plain_identifier(cls, value: str) -> str:
-        if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", value):
-            raise ValueError("must be a plain lower-case SQL identifier (letters, digits, _; at most 63)")
-        return value
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", self.schema):
+            raise FieldError("schema", "must be a plain lower-case SQL identifier (letters, digits, _; at most 63)")
+        if not self.pool_min_size >= 0:
+            raise FieldError("pool_min_size", "must be at least 0")
+        if not self.pool_max_size >= 1:
+            raise FieldError("pool_max_size", "must be at least 1")
+        if self.statement_timeout is not None and not self.statement_timeout > 0:
+            raise FieldError("statement_timeout", "must be greater than 0")
+        if not self.connect_timeout > 0:
+            raise FieldError("connect_timeout", "must be greater than 0")
 
 
 def _apply(ctx: Context, config: PostgresConfig) -> None:
@@ -42,7 +45,7 @@ def _apply(ctx: Context, config: PostgresConfig) -> None:
         raise ValueError("config field 'pool_min_size' is larger than 'pool_max_size'")
     backend = PostgresPersistence(
         config.dsn,
-        schema=config.schema_,
+        schema=config.schema,
         pool_min_size=config.pool_min_size,
         pool_max_size=config.pool_max_size,
         statement_timeout=config.statement_timeout,

@@ -18,11 +18,12 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from dsh.core import Context, Plugin, plugin_home
 from dsh.session import (
@@ -415,10 +416,9 @@ def _first_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
-class SqliteConfig(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class SqliteConfig:
     """Config of the ``sqlite`` backend."""
-
-    model_config = ConfigDict(extra="forbid")
 
     path: str | None = None
     """Database file; default ``<DSH_HOME>/sessions.sqlite3``."""

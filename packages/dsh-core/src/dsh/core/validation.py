@@ -1,0 +1,157 @@
+"""Validation with pydantic, and its errors in plain words naming each field.
+
+This module imports pydantic; the kernel imports it only when something must be validated (a
+non-empty config of a dataclass ``Config``, a deployment file, a script), so that a command whose
+configs are all empty never pays for pydantic.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from ._errors import FieldError, PluginError
+
+__all__ = [
+    "field_path",
+    "format_validation_error",
+    "plain_error",
+    "problems",
+    "validate_config",
+    "validate_dataclass",
+]
+
+_PLAIN = {
+    "missing": "is required",
+    "extra_forbidden": "is not a known field (check its spelling)",
+    "unexpected_keyword_argument": "is not a known field (check its spelling)",
+    "list_type": "must be a list",
+    "dict_type": "must be a mapping",
+    "model_type": "must be a mapping",
+    "model_attributes_type": "must be a mapping",
+    "dataclass_type": "must be a mapping",
+    "string_type": "must be a string",
+    "string_too_short": "must not be empty",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "greater_than": "is too small",
+    "greater_than_equal": "is too small",
+    "less_than": "is too large",
+    "less_than_equal": "is too large",
+}
+
+_MAPPING_TYPES = ("model_type", "dict_type", "model_attributes_type", "dataclass_type")
+
+
+def plain_error(err: Mapping[str, Any]) -> str:
+    """One pydantic error detail in plain words (``must be a list``), without pydantic's wording."""
+    kind = str(err.get("type", ""))
+    ctx = err.get("ctx") or {}
+    if kind == "literal_error" and "expected" in ctx:
+        return f"must be one of {ctx['expected']}"
+    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal") and ctx:
+        bound = next(iter(ctx.values()))
+        words = {"greater_than": "greater than", "greater_than_equal": "at least", "less_than": "less than"}
+        return f"must be {words.get(kind, 'at most')} {bound}"
+    if kind == "value_error":
+        error = ctx.get("error")
+        if isinstance(error, FieldError):
+            return error.reason
+        return str(err.get("msg", "")).removeprefix("Value error, ")
+    return _PLAIN.get(kind, str(err.get("msg", "is invalid")))
+
+
+def field_path(loc: Sequence[int | str]) -> str:
+    """``turns[0].steps`` for pydantic's ``('turns', 0, 'steps')``."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def problems(exc: ValidationError) -> list[tuple[tuple[int | str, ...], str]]:
+    """Each failing field's location and what is wrong with it, in plain words.
+
+    A :class:`~dsh.core.FieldError` raised by a dataclass's ``__post_init__`` is placed at its field
+    (pydantic places it at the dataclass itself).
+    """
+    out = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        error = (err.get("ctx") or {}).get("error")
+        if err.get("type") == "value_error" and isinstance(error, FieldError):
+            loc = (*loc, error.field)
+        out.append((loc, plain_error(err)))
+    return out
+
+
+def format_validation_error(exc: ValidationError, prefix: str = "") -> str:
+    """Render a pydantic error as one plain sentence per failing field, naming each field."""
+    parts = []
+    kinds = [err.get("type") for err in exc.errors()]
+    for (loc, message), kind in zip(problems(exc), kinds, strict=True):
+        path = field_path((*((prefix,) if prefix else ()), *loc))
+        if not path and kind in _MAPPING_TYPES:
+            parts.append("the top level must be a mapping of fields")
+        else:
+            parts.append(f"field '{path or '<root>'}' {message}")
+    return "; ".join(parts)
+
+
+_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
+
+
+def _unknown_fields(cls: type[Any], raw: object) -> list[Any]:
+    if not isinstance(raw, Mapping) or "extra" in getattr(cls, "__pydantic_config__", {}):
+        return []
+    known = {f.name for f in dataclasses.fields(cls) if f.init}
+    return [{"type": "extra_forbidden", "loc": (str(k),), "input": v} for k, v in raw.items() if k not in known]
+
+
+def validate_dataclass(cls: type[Any], raw: object) -> Any:
+    """Validate ``raw`` into the dataclass ``cls``; unknown top-level fields are errors too.
+
+    pydantic ignores unknown fields of a plain dataclass unless the class says otherwise
+    (``__pydantic_config__ = {"extra": "forbid"}``, how nested dataclasses forbid them), so unless
+    it says, the top level is checked here: a misspelt field is never silently dropped. Raises
+    ``ValidationError``.
+    """
+    adapter = _ADAPTERS.get(cls)
+    if adapter is None:
+        adapter = _ADAPTERS[cls] = TypeAdapter(cls)
+    unknown = _unknown_fields(cls, raw)
+    try:
+        value = adapter.validate_python(raw)
+    except ValidationError as exc:
+        if not unknown:
+            raise
+        found: list[Any] = [
+            {"type": e["type"], "loc": e["loc"], "input": e["input"], **({"ctx": e["ctx"]} if "ctx" in e else {})}
+            for e in exc.errors()
+        ]
+        raise ValidationError.from_exception_data(exc.title, [*found, *unknown]) from None
+    if unknown:
+        raise ValidationError.from_exception_data(cls.__name__, unknown)
+    return value
+
+
+def validate_config(name: str, config_cls: type[Any], raw: object) -> Any:
+    """Validate a plugin's raw config against its ``Config`` (a pydantic model or a dataclass).
+
+    Raise :class:`~dsh.core.PluginError` naming each failing field (``config.port``).
+    """
+    try:
+        if issubclass(config_cls, BaseModel):
+            return config_cls.model_validate(raw)
+        return validate_dataclass(config_cls, raw)
+    except ValidationError as exc:
+        detail = format_validation_error(exc, "config")
+    raise PluginError(f"plugin '{name}' has invalid config: {detail}", plugin=name) from None

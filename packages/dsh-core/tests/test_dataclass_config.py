@@ -1,0 +1,97 @@
+"""A plugin ``Config`` may be a stdlib dataclass: empty configs skip pydantic, others are validated by it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass, field
+
+import pytest
+
+from dsh.core import Context, FiberState, FieldError, Plugin
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerConfig:
+    port: int = 8080
+    tags: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not 0 < self.port < 65536:
+            raise FieldError("port", "must be between 1 and 65535")
+
+
+@dataclass(frozen=True, kw_only=True)
+class NeedsPath:
+    path: str
+
+
+def _load(config_cls: type, raw: object) -> tuple[FiberState, str | None, object]:
+    got: list[object] = []
+    fiber = Context.root().plugin(Plugin(name="server", apply=lambda ctx, cfg: got.append(cfg), Config=config_cls), raw)
+    return fiber.state, fiber.error, got[0] if got else None
+
+
+def test_an_empty_config_is_the_defaults() -> None:
+    for raw in (None, {}):
+        assert _load(ServerConfig, raw) == (FiberState.ACTIVE, None, ServerConfig())
+
+
+def test_a_config_is_validated_and_coerced_like_a_pydantic_model() -> None:
+    assert _load(ServerConfig, {"port": "9000", "tags": ["a"]})[2] == ServerConfig(port=9000, tags=["a"])
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"port": "many"}, "field 'config.port' must be a whole number"),
+        ({"port": 0}, "field 'config.port' must be between 1 and 65535"),
+        ({"prot": 1}, "field 'config.prot' is not a known field (check its spelling)"),
+        ({"tags": "a", "x": 1}, "field 'config.tags' must be a list; field 'config.x' is not a known field"),
+        ([1], "field 'config' must be a mapping"),
+    ],
+)
+def test_invalid_configs_fail_naming_each_field(raw: object, message: str) -> None:
+    state, error, _ = _load(ServerConfig, raw)
+    assert state is FiberState.FAILED and error is not None
+    assert error.startswith("plugin 'server' has invalid config: ") and message in error
+
+
+def test_a_required_field_is_named_when_the_config_is_empty() -> None:
+    state, error, _ = _load(NeedsPath, None)
+    assert state is FiberState.FAILED and error == "plugin 'server' has invalid config: field 'config.path' is required"
+
+
+def test_a_config_that_is_neither_a_model_nor_a_dataclass_is_refused() -> None:
+    state, error, _ = _load(dict, None)
+    assert state is FiberState.FAILED and error is not None and "neither a pydantic model nor a dataclass" in error
+
+
+def test_field_error_names_its_field_when_raised_directly() -> None:
+    with pytest.raises(FieldError, match="field 'port' must be between 1 and 65535") as err:
+        ServerConfig(port=-1)
+    assert (err.value.field, err.value.reason) == ("port", "must be between 1 and 65535")
+
+
+def test_the_kernel_and_an_empty_dataclass_config_never_import_pydantic() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        from dataclasses import dataclass
+        from dsh.core import Context, FiberState, Plugin
+
+        @dataclass
+        class Config:
+            port: int = 1
+
+        fiber = Context.root().plugin(Plugin(name="p", apply=lambda ctx, cfg: None, Config=Config), {})
+        assert fiber.state is FiberState.ACTIVE, fiber.error
+        assert "pydantic" not in sys.modules, "pydantic was imported"
+        assert "logging" not in sys.modules, "logging was imported"
+        Context.root().plugin(Plugin(name="p", apply=lambda ctx, cfg: None, Config=Config), {"port": 2})
+        assert "pydantic" in sys.modules
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
