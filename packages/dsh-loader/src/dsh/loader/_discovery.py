@@ -16,7 +16,6 @@ never a rescan.
 from __future__ import annotations
 
 import importlib
-import importlib.metadata as md
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -25,6 +24,7 @@ from typing import Any
 
 from dsh.core import Disposer, contained, describe
 
+from ._discovery_cache import Row, cache_key, read_cache, write_cache
 from ._errors import DiscoveryError
 
 PLUGINS_GROUP = "dsh.plugins"
@@ -133,6 +133,8 @@ class _PathWatch:
 
 
 def _scan() -> _Scan:
+    import importlib.metadata as md  # with email and zipfile: only when the cache cannot answer
+
     scan = _Scan()
     # entry_points() already lets the first distribution of a name on sys.path shadow the
     # rest, as imports do, and reads only entry_points.txt; metadata is read for our items only,
@@ -163,6 +165,26 @@ def _scan() -> _Scan:
     return scan
 
 
+def _rows(scan: _Scan) -> list[Row]:
+    rows: list[Row] = []
+    for bucket in scan.items.values():
+        rows += [("I", i.group, i.name, i.value, i.distribution, i.version) for i in bucket.values()]
+    for group, names in scan.conflicts.items():
+        rows += [("C", group, name, message) for name, message in names.items()]
+    return rows
+
+
+def _from_rows(rows: list[Row]) -> _Scan:
+    scan = _Scan()
+    for row in rows:
+        if row[0] == "I":
+            item = EntryPointItem(*row[1:])
+            scan.items.setdefault(item.group, {})[item.name] = item
+        else:
+            scan.conflicts.setdefault(row[1], {})[row[2]] = row[3]
+    return scan
+
+
 Watcher = Callable[[GroupDiff], None]
 
 
@@ -172,13 +194,29 @@ class Catalog:
     Provided to plugins as the ``catalog`` service. Items are sorted by name in every listing;
     each package names its own group (``dsh.plugins`` here, ``dsh.persistence`` in dsh-session,
     ``dsh.bash_env`` in dsh-bash-env).
+
+    ``cache`` is a file where the scan is kept between processes, keyed by the installed
+    distributions' fingerprint (see ``_discovery_cache``): a process that finds it current skips
+    :mod:`importlib.metadata`. Its folder must be one only this user can write (the caller checks).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, cache: str | os.PathLike[str] | None = None) -> None:
         self._watchers: dict[str, list[Watcher]] = {}
         self._watch = _PathWatch()
+        self._cache = None if cache is None else os.fspath(cache)
+        # The fingerprint is taken before the scan: an install racing the scan moves it, so the
+        # next process rescans rather than trusting what this one half saw.
         self._fingerprint = self._watch.fingerprint(sys.path)
-        self._scan = _scan()
+        rows = None if self._cache is None else read_cache(self._cache, cache_key(self._fingerprint))
+        if rows is not None:
+            self._scan = _from_rows(rows)
+        else:
+            self._scan = _scan()
+            self._save()
+
+    def _save(self) -> None:
+        if self._cache is not None:
+            write_cache(self._cache, cache_key(self._fingerprint), _rows(self._scan))
 
     def groups(self) -> list[str]:
         """Every ``dsh.*`` group with at least one installed entry point, sorted."""
@@ -236,6 +274,7 @@ class Catalog:
         new = _scan()
         self._fingerprint = fingerprint
         old, self._scan = self._scan, new
+        self._save()
         diffs = []
         for group in sorted({*old.items, *new.items}):
             before, after = old.items.get(group, {}), new.items.get(group, {})

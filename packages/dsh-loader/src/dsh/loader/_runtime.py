@@ -8,6 +8,7 @@ from types import TracebackType
 from typing import Any
 
 from dsh.core import DSH_HOME, Context, DshError, Fiber, FiberState, ServiceKey, contained, describe
+from dsh.paths import ensure_private_dir
 from dsh.session import PERSISTENCE_GROUP
 
 from ._deployment import Deployment, resolve_home
@@ -129,6 +130,24 @@ class Runtime:
                     fiber.error = str(exc)
 
 
+DISCOVERY_CACHE = "discovery.cache"
+"""The discovery cache's name in ``<home>/run`` (the home's private folder of run-time state)."""
+
+
+def discovery_cache(home: Path) -> Path | None:
+    """Where the catalog of ``home`` keeps its scan: ``<home>/run/discovery.cache``, or None.
+
+    None when the home does not exist (composition creates no home) or ``run`` cannot be made
+    private and trusted: discovery then scans every time, which is slower and still correct.
+    """
+    if not home.is_dir():
+        return None
+    try:
+        return ensure_private_dir(home / "run", "dsh run folder") / DISCOVERY_CACHE
+    except OSError:
+        return None
+
+
 def compose(
     deployment: Deployment,
     *,
@@ -143,7 +162,7 @@ def compose(
     loaded at the root before the persistence backend and the entries.
     """
     home = resolve_home(deployment, env)
-    runtime = Runtime(deployment, source, home, catalog or Catalog())
+    runtime = Runtime(deployment, source, home, catalog or Catalog(cache=discovery_cache(home)))
     root = runtime.ctx
     root.provide(DSH_HOME, home)
     root.provide(CATALOG, runtime.catalog)

@@ -1,0 +1,81 @@
+"""The on-disk discovery cache: what the last scan found, keyed by the installed distributions.
+
+A cold command would otherwise import :mod:`importlib.metadata` (with ``email`` and ``zipfile``)
+and parse every distribution only to learn what it learnt last time. The key is the interpreter,
+``sys.path`` and the fingerprint of every distribution metadata entry on it (the one
+:class:`~dsh.loader.Catalog.refresh` compares), computed with ``os.scandir``/``stat`` alone: any
+install, uninstall or reinstall moves it, and the next command rescans.
+
+The file is never trusted: it is read only when it is a regular file (never through a symbolic
+link) owned by this user and private (0600), and it must parse completely, up to its end line.
+Anything else (damaged, foreign, unreadable) is ignored and rewritten; failing to write it is
+never fatal. It is written whole under a random temporary name and renamed into place, so a
+reader sees the old file or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import sys
+
+_MAGIC = "dsh discovery cache 1"
+_END = "end"
+
+Row = tuple[str, ...]
+"""``("I", group, name, value, distribution, version)`` or ``("C", group, name, message)``."""
+
+
+def cache_key(fingerprint: tuple[tuple[str, object], ...]) -> str:
+    """One line naming the interpreter, ``sys.path`` and every metadata entry on it, in a stable order."""
+    stable = [(entry, tuple(sorted(seen)) if isinstance(seen, frozenset) else seen) for entry, seen in fingerprint]
+    text = repr((sys.executable, sys.version, sys.implementation.cache_tag, stable))
+    return text.replace("\n", "\\n")
+
+
+def read_cache(path: str, key: str) -> list[Row] | None:
+    """The rows cached under ``key``, or None when the file is absent, stale, foreign or damaged."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+            return None
+        with os.fdopen(fd, "r", encoding="utf-8", closefd=False) as handle:
+            text = handle.read()
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+    lines = text.split("\n")
+    if len(lines) < 4 or lines[0] != _MAGIC or lines[1] != key or lines[-2:] != [_END, ""]:
+        return None
+    rows = [tuple(line.split("\t")) for line in lines[2:-2]]
+    if any(not ((row[0] == "I" and len(row) == 6) or (row[0] == "C" and len(row) == 4)) for row in rows):
+        return None
+    return rows
+
+
+def write_cache(path: str, key: str, rows: list[Row]) -> None:
+    """Replace the cache with ``rows`` under ``key``; do nothing when a field cannot be written plainly."""
+    if any("\t" in part or "\n" in part for row in rows for part in row):
+        return  # an entry point no file line can hold unambiguously: scan each time instead
+    text = "\n".join([_MAGIC, key, *("\t".join(row) for row in rows), _END, ""])
+    folder = os.path.dirname(path)
+    temp = os.path.join(folder, f".discovery-{os.urandom(8).hex()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(temp, flags, 0o600)
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            os.fchmod(handle.fileno(), 0o600)
+            handle.write(text)
+        os.replace(temp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
