@@ -10,7 +10,7 @@ from dsh.core import Context, FieldError, Plugin, plugin_home
 from dsh.loader import EntryPointItem, follow_group
 from dsh.session import SESSION_PERSISTENCE, SessionPersistence, ToolExecution
 
-from ._registry import BASH_ENV, DEFAULT_RESOLVE_TIMEOUT, BashEnvRegistry, as_contributor
+from ._registry import BASH_ENV, BUILTIN_DISTRIBUTION, DEFAULT_RESOLVE_TIMEOUT, BashEnvRegistry, as_contributor
 
 SESSION_JSONL_KEY = DSH_ENV_PREFIX + "SESSION_JSONL"
 
@@ -75,7 +75,13 @@ def _contributor_plugin(item: EntryPointItem) -> Plugin:
 
 def _apply(ctx: Context, config: BashEnvConfig) -> None:
     home = plugin_home(ctx, config.dsh_home)
-    registry = BashEnvRegistry(home, resolve_timeout=config.resolve_timeout)
+    # Loaded through its entry point, this plugin's origin names dsh-bash-env's version: listing
+    # the built-in keys then needs no importlib.metadata.
+    origin = ctx.fiber.origin
+    version = (
+        origin.version if isinstance(origin, EntryPointItem) and origin.distribution == BUILTIN_DISTRIBUTION else None
+    )
+    registry = BashEnvRegistry(home, resolve_timeout=config.resolve_timeout, version=version)
     ctx.provide(BASH_ENV, registry)
     ctx.require(BASH_ENV).register(PersistenceTranslator(ctx), builtin=True)
     if not config.entry_points:

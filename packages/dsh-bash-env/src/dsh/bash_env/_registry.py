@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import builtins
 import concurrent.futures
-import importlib.metadata as md
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -183,10 +182,14 @@ class BashEnvRegistry(Service):
     a plugin registers is an effect of that plugin's fiber.
     """
 
-    def __init__(self, home: str | Path, *, resolve_timeout: float = DEFAULT_RESOLVE_TIMEOUT) -> None:
+    def __init__(
+        self, home: str | Path, *, resolve_timeout: float = DEFAULT_RESOLVE_TIMEOUT, version: str | None = None
+    ) -> None:
         if not resolve_timeout > 0:
             raise ValueError(f"resolve_timeout must be a positive number of seconds, not {resolve_timeout!r}")
         self._state = _State(str(Path(home).absolute()), resolve_timeout)
+        self._version = version
+        """dsh-bash-env's version as discovery found it (None: ask importlib.metadata when listing)."""
 
     @property
     def resolve_timeout(self) -> float:
@@ -374,7 +377,7 @@ class BashEnvRegistry(Service):
 
     def list(self) -> builtins.list[VariableInfo]:
         """Every declared key (built-ins included, marked), sorted by key, without running resolvers."""
-        version = _own_version()
+        version = self._version or _own_version()
         rows = [
             VariableInfo(key, desc, BUILTIN_OWNER, BUILTIN_DISTRIBUTION, version, True)
             for key, desc in _BUILTIN_DESCRIPTIONS.items()
@@ -400,6 +403,8 @@ def _who(entry: _Entry) -> str:
 
 
 def _own_version() -> str | None:
+    import importlib.metadata as md  # only when discovery did not say (bash-env loaded as module:attr)
+
     try:
         return md.version(BUILTIN_DISTRIBUTION)
     except md.PackageNotFoundError:
