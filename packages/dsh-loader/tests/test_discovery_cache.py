@@ -138,3 +138,20 @@ def test_a_symlinked_cache_is_not_followed(site: Path, cache: Path, tmp_path: Pa
 def test_an_unwritable_cache_folder_is_not_fatal(site: Path, tmp_path: Path) -> None:
     _install(site, "still-found")
     assert ("still-found", "still-found", "1.0") in _names(Catalog(cache=tmp_path / "absent" / "discovery.cache"))
+
+
+def test_two_search_paths_sharing_a_home_keep_their_own_keys(
+    site: Path, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _install(site, "in-both")
+    other = tmp_path / "other-site"
+    make_dist(other, "only-other", "1.0", {PLUGINS_GROUP: {"only-other": "only_other_mod:plugin"}})
+    Catalog(cache=cache)
+    with monkeypatch.context() as patch:
+        patch.syspath_prepend(str(other))
+        Catalog(cache=cache)
+    with monkeypatch.context() as patch:
+        _without_metadata(patch)
+        assert "only-other" not in [n for n, _, _ in _names(Catalog(cache=cache))]
+        patch.syspath_prepend(str(other))
+        assert "only-other" in [n for n, _, _ in _names(Catalog(cache=cache))]

@@ -20,8 +20,12 @@ import os
 import stat
 import sys
 
-_MAGIC = "dsh discovery cache 1"
+_MAGIC = "dsh discovery cache 2"
+_KEY = "key "
 _END = "end"
+KEEP = 8
+"""Keys kept in one file, newest first: interpreters, virtual environments or ``sys.path``
+variants (``python -m`` puts the working directory first) sharing a home do not evict each other."""
 
 Row = tuple[str, ...]
 """``("I", group, name, value, distribution, version)`` or ``("C", group, name, message)``."""
@@ -34,8 +38,8 @@ def cache_key(fingerprint: tuple[tuple[str, object], ...]) -> str:
     return text.replace("\n", "\\n")
 
 
-def read_cache(path: str, key: str) -> list[Row] | None:
-    """The rows cached under ``key``, or None when the file is absent, stale, foreign or damaged."""
+def _read_trusted(path: str) -> list[str] | None:
+    """The file's lines when it is ours, private, not a link and complete; else None."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     except OSError:
@@ -51,19 +55,42 @@ def read_cache(path: str, key: str) -> list[Row] | None:
     finally:
         os.close(fd)
     lines = text.split("\n")
-    if len(lines) < 4 or lines[0] != _MAGIC or lines[1] != key or lines[-2:] != [_END, ""]:
+    if len(lines) < 3 or lines[0] != _MAGIC or lines[-2:] != [_END, ""]:
         return None
-    rows = [tuple(line.split("\t")) for line in lines[2:-2]]
-    if any(not ((row[0] == "I" and len(row) == 6) or (row[0] == "C" and len(row) == 4)) for row in rows):
-        return None
-    return rows
+    return lines[1:-2]
+
+
+def _sections(lines: list[str]) -> dict[str, list[Row]] | None:
+    out: dict[str, list[Row]] = {}
+    rows: list[Row] | None = None
+    for line in lines:
+        if line.startswith(_KEY):
+            rows = out[line[len(_KEY) :]] = []
+            continue
+        row = tuple(line.split("\t"))
+        if rows is None or not ((row[0] == "I" and len(row) == 6) or (row[0] == "C" and len(row) == 4)):
+            return None
+        rows.append(row)
+    return out
+
+
+def read_cache(path: str, key: str) -> list[Row] | None:
+    """The rows cached under ``key``, or None when the file is absent, stale, foreign or damaged."""
+    lines = _read_trusted(path)
+    sections = None if lines is None else _sections(lines)
+    return None if sections is None else sections.get(key)
 
 
 def write_cache(path: str, key: str, rows: list[Row]) -> None:
-    """Replace the cache with ``rows`` under ``key``; do nothing when a field cannot be written plainly."""
+    """Put ``rows`` under ``key`` first, keeping the newest other keys; skip what no line can hold plainly."""
     if any("\t" in part or "\n" in part for row in rows for part in row):
         return  # an entry point no file line can hold unambiguously: scan each time instead
-    text = "\n".join([_MAGIC, key, *("\t".join(row) for row in rows), _END, ""])
+    lines = _read_trusted(path)
+    older = (None if lines is None else _sections(lines)) or {}
+    older.pop(key, None)
+    kept = [(key, rows), *list(older.items())[: KEEP - 1]]
+    body = [line for k, section in kept for line in (_KEY + k, *("\t".join(row) for row in section))]
+    text = "\n".join([_MAGIC, *body, _END, ""])
     folder = os.path.dirname(path)
     temp = os.path.join(folder, f".discovery-{os.urandom(8).hex()}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
