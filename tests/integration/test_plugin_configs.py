@@ -1,0 +1,79 @@
+"""Every dsh plugin's Config (stdlib dataclasses) accepts and refuses what its pydantic model did."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dsh.agent._deployment_env import DeploymentEnvConfig
+from dsh.bash import LocalExecutorConfig
+from dsh.bash_env import BashEnvConfig
+from dsh.core import Context, FiberState, Plugin
+from dsh.hooks import HooksConfig
+from dsh.persistence.jsonl import JsonlConfig
+from dsh.persistence.postgres import PostgresConfig
+from dsh.persistence.sqlite import SqliteConfig
+from dsh.skills import SkillsConfig
+from dsh.tool_bash import ShellToolConfig
+
+EVERY = [
+    BashEnvConfig,
+    LocalExecutorConfig,
+    ShellToolConfig,
+    JsonlConfig,
+    SqliteConfig,
+    PostgresConfig,
+    HooksConfig,
+    SkillsConfig,
+]
+
+
+def _validate(config_cls: type, raw: object) -> tuple[Any, str | None]:
+    got: list[Any] = []
+    fiber = Context.root().plugin(Plugin(name="p", apply=lambda ctx, cfg: got.append(cfg), Config=config_cls), raw)
+    if fiber.state is FiberState.FAILED:
+        return None, fiber.error
+    return got[0], None
+
+
+@pytest.mark.parametrize("config_cls", EVERY)
+def test_an_empty_config_is_the_defaults_and_a_misspelt_field_is_named(config_cls: type) -> None:
+    assert _validate(config_cls, None) == (config_cls(), None)
+    assert _validate(config_cls, {}) == (config_cls(), None)
+    _, error = _validate(config_cls, {"dsh_hom": "/x"})
+    assert error == "plugin 'p' has invalid config: field 'config.dsh_hom' is not a known field (check its spelling)"
+
+
+@pytest.mark.parametrize(
+    ("config_cls", "raw", "message"),
+    [
+        (BashEnvConfig, {"resolve_timeout": 0}, "field 'config.resolve_timeout' must be greater than 0"),
+        (BashEnvConfig, {"exclude": "x"}, "field 'config.exclude' must be a list"),
+        (ShellToolConfig, {"default_timeout": -1}, "field 'config.default_timeout' must be greater than 0"),
+        (ShellToolConfig, {"max_timeout": "soon"}, "field 'config.max_timeout' must be a number"),
+        (LocalExecutorConfig, {"max_output": 1.5}, "field 'config.max_output' must be a whole number"),
+        (JsonlConfig, {"fsync": "maybe"}, "field 'config.fsync' must be true or false"),
+        (SqliteConfig, {"synchronous": "EXTRA"}, "field 'config.synchronous' must be one of 'FULL', 'NORMAL' or 'OFF'"),
+        (PostgresConfig, {"schema": "Public"}, "field 'config.schema' must be a plain lower-case SQL identifier"),
+        (PostgresConfig, {"pool_min_size": -1}, "field 'config.pool_min_size' must be at least 0"),
+        (PostgresConfig, {"pool_max_size": 0}, "field 'config.pool_max_size' must be at least 1"),
+        (PostgresConfig, {"statement_timeout": 0}, "field 'config.statement_timeout' must be greater than 0"),
+        (PostgresConfig, {"connect_timeout": -2}, "field 'config.connect_timeout' must be greater than 0"),
+        (HooksConfig, {"ask": "maybe"}, "field 'config.ask' must be one of 'deny' or 'allow'"),
+        (SkillsConfig, {"entry_points": "no way"}, "field 'config.entry_points' must be true or false"),
+        (DeploymentEnvConfig, {}, "field 'config.path' is required"),
+    ],
+)
+def test_invalid_values_are_refused_naming_the_field(config_cls: type, raw: object, message: str) -> None:
+    _, error = _validate(config_cls, raw)
+    assert error is not None and error.startswith("plugin 'p' has invalid config: ") and message in error
+
+
+def test_valid_values_are_coerced_as_before() -> None:
+    config, _ = _validate(ShellToolConfig, {"default_timeout": "5", "max_timeout": 60})
+    assert config == ShellToolConfig(default_timeout=5.0, max_timeout=60.0)
+    config, _ = _validate(PostgresConfig, {"schema": "fleet_1", "statement_timeout": None})
+    assert (config.schema, config.statement_timeout) == ("fleet_1", None)
+    config, _ = _validate(HooksConfig, {"claude": {"hooks": {}}, "codex": "/etc/codex.json"})
+    assert config.claude == {"hooks": {}} and config.codex == "/etc/codex.json"
