@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from dsh.agent._wire import HEADER, PROTOCOL, recv_frame
+from dsh.agent._wire import PROTOCOL, frame, recv_frame
 
 OTHER_UID = 65534
 """The second uid the tests act as (``nobody``)."""
@@ -88,19 +88,17 @@ def connect(path: Path) -> socket.socket:
     return sock
 
 
-def frame(body: bytes) -> bytes:
-    return HEADER.pack(len(body)) + body
-
-
 def request(command: str, cwd: Path, env: dict[str, str] | None = None, **fields: Any) -> dict[str, Any]:
-    """A well-formed exec request."""
+    """A well-formed exec request for the built-in deployment (``command`` is one word: a shell line)."""
     return {
         "protocol": PROTOCOL,
-        "command": command,
+        "argv": [command],
         "cwd": str(cwd),
         "env": env if env is not None else {"PATH": os.environ["PATH"]},
         "session": None,
         "timeout": None,
+        "deployment": None,
+        "json": False,
         **fields,
     }
 

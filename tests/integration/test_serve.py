@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh.agent._args import socket_path
+from dsh.agent._wire import socket_path
 from tests.helpers import dsh
 
 pytestmark = pytest.mark.integration
@@ -102,6 +102,6 @@ def test_a_dead_servers_socket_falls_back_and_is_reclaimed(server: Server, home:
 
 
 def test_socket_is_private(server: Server, home: Path) -> None:
-    assert server.path == socket_path(None, {"DSH_HOME": str(home)})
+    assert str(server.path) == socket_path(None, {"DSH_HOME": str(home)})
     assert oct(server.path.stat().st_mode & 0o777) == "0o600"
     assert oct(server.path.parent.stat().st_mode & 0o777) == "0o700"

@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh.agent._args import socket_path
-from dsh.agent._wire import HEADER, MAX_FRAME, recv_frame
+from dsh.agent._wire import MAX_FRAME, recv_frame, socket_path
 from tests.helpers import dsh
 from tests.integration.serve_support import (
     OTHER_UID,
@@ -53,17 +52,22 @@ def server(home: Path) -> Iterator[ServeProcess]:
 
 def test_bad_requests_get_error_answers_and_the_server_stays_up(server: ServeProcess, tmp_path: Path) -> None:
     cases: dict[str, bytes | dict[str, object]] = {
-        "exceeds the maximum of 8388608 bytes": HEADER.pack(MAX_FRAME + 1),
+        "exceeds the maximum of 8388608 bytes": (MAX_FRAME + 1).to_bytes(4, "big"),
         "not UTF-8 JSON": frame(b"{not json"),
         "a JSON object is expected, not list": frame(b"[1, 2]"),
         "a JSON object is expected, not int": frame(b"42"),
         "a JSON object is expected, not null": frame(b"null"),
         "'env' must be the client's non-empty environment": request("echo hi", tmp_path, env={}),
         "'env' must map strings to strings": request("echo hi", tmp_path, env={"A": 1}),  # type: ignore[dict-item]
-        "'command' must be a non-blank string": request(" ", tmp_path),
+        "'argv' must not be a blank command": request(" ", tmp_path),
+        "'argv' must be a non-empty list of strings": request("x", tmp_path, argv=[]),
+        "'json' must be true or false": request("x", tmp_path, json="yes"),
+        "serves the built-in deployment, not /elsewhere.yaml; run with --no-server": request(
+            "x", tmp_path, deployment="/elsewhere.yaml"
+        ),
         "'cwd' must be an absolute path": request("true", Path("relative")),
         "'timeout' must be a positive number": request("true", tmp_path, timeout=-1),
-        "speaks protocol 2, the client 1": request("true", tmp_path, protocol=1),
+        "speaks protocol 3, the client 2": request("true", tmp_path, protocol=2),
     }
     for expected, message in cases.items():
         answer = ask(server.path, message)
@@ -85,7 +89,7 @@ def test_bad_requests_get_error_answers_and_the_server_stays_up(server: ServePro
 def test_idle_and_half_open_connections_are_closed(server: ServeProcess, tmp_path: Path) -> None:
     held = [connect(server.path) for _ in range(50)]
     half = connect(server.path)
-    half.sendall(HEADER.pack(100) + b"{")
+    half.sendall((100).to_bytes(4, "big") + b"{")
     for sock in [*held, half]:
         with sock:
             answer = recv_frame(sock)
@@ -158,7 +162,7 @@ def test_a_thousand_execs_keep_open_files_and_memory_flat(home: Path, tmp_path: 
     try:
         counts: dict[int, tuple[int, int]] = {}
         for n in range(1, 1001):
-            answer = ask(server.path, request("true", tmp_path))
+            answer = ask(server.path, request("true", tmp_path, deployment=str(deployment)))
             assert answer is not None and answer["ok"] and answer["result"]["exit_code"] == 0, answer
             if n in (100, 1000):
                 counts[n] = (open_fds(server.pid), rss_kib(server.pid))
@@ -184,7 +188,7 @@ def test_a_second_process_resumes_a_served_session(server: ServeProcess, home: P
 @needs_root
 def test_a_server_of_another_uid_gets_nothing(home: Path, tmp_path: Path) -> None:
     """A socket at the right path, owned by us, but whose listener runs as another uid (SO_PEERCRED)."""
-    path = socket_path(None, {"DSH_HOME": str(home)})
+    path = Path(socket_path(None, {"DSH_HOME": str(home)}))
     home.mkdir(mode=0o700)
     path.parent.mkdir(mode=0o700)
     ready_r, ready_w = os.pipe()
@@ -227,7 +231,7 @@ def test_a_server_of_another_uid_gets_nothing(home: Path, tmp_path: Path) -> Non
 
 @needs_root
 def test_a_socket_planted_by_another_uid_is_ignored(home: Path, tmp_path: Path) -> None:
-    path = socket_path(None, {"DSH_HOME": str(home)})
+    path = Path(socket_path(None, {"DSH_HOME": str(home)}))
     home.mkdir(mode=0o700)
     path.parent.mkdir(mode=0o700)
     planted = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -295,7 +299,7 @@ def test_system_exit_from_plugin_code_fails_the_exec_not_the_server(home: Path, 
     server = ServeProcess(home, "--deployment", str(deployment))
     try:
         for _ in range(2):
-            answer = ask(server.path, request("echo hi", tmp_path))
+            answer = ask(server.path, request("echo hi", tmp_path, deployment=str(deployment)))
             assert answer == {"ok": False, "error": "the exec failed: SystemExit: 7"}
         assert server.proc.poll() is None
     finally:

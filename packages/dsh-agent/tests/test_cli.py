@@ -95,7 +95,10 @@ def test_errors_are_one_line_unless_debug(tmp_path: Path) -> None:
     deployment.write_text("plugins:\n  - {id: x, config: 3}\n")
     bad = dsh("plugins", "--deployment", str(deployment), home=tmp_path / "h")
     assert bad.returncode == 1 and "entry 'x' (plugins[0]), field 'config'" in bad.stderr
-    assert dsh("exec", home=tmp_path / "h").stderr == "dsh: dsh exec needs a command after --\n"
+    for empty in (["exec"], ["exec", "--"], ["exec", "--json", "--", " "]):
+        usage = dsh(*empty, home=tmp_path / "h")  # a usage error (2), as argparse reports them: not 125
+        assert usage.returncode == 2 and usage.stdout == "", usage
+        assert usage.stderr.startswith("usage: dsh exec ") and "error: a command is needed after --" in usage.stderr
 
 
 def test_default_deployment_fires_hooks_from_the_home(tmp_path: Path) -> None:

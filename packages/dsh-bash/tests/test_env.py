@@ -77,7 +77,7 @@ def test_channel_violations_name_key_and_channel(env: dict[str, str], dsh_env: d
 
 
 def test_argv_is_non_interactive() -> None:
-    assert shell_argv("bash", "ls") == ("bash", "--noprofile", "--norc", "-c", "ls")
+    assert shell_argv("bash", "ls") == ("bash", "--noprofile", "--norc", "-c", "--", "ls")
     assert shell_argv("pwsh", "ls") == ("pwsh", "-NoLogo", "-NoProfile", "-NonInteractive", "-Command", "ls")
 
 

@@ -5,8 +5,6 @@ Exports resolve lazily, so ``python -m dsh.agent`` and the ``dsh`` script import
 
 from __future__ import annotations
 
-import importlib
-
 TYPE_CHECKING = False  # not `typing`: importing it is a measurable part of a served `dsh exec`
 if TYPE_CHECKING:
     from typing import Any
@@ -70,4 +68,6 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'dsh.agent' has no attribute {name!r}")
+    import importlib  # here, not at the top: the served `dsh exec` client never needs it
+
     return getattr(importlib.import_module(module, __name__), name)

@@ -11,11 +11,12 @@ from typing import Any
 
 from dsh.core import DshError
 
-from ._args import command_line, exec_notices, exec_status
 from ._exec import exec_command
+from ._exec_argv import command_line
 from ._output import print_json
 from ._runtime import open_runtime
 from ._serve import serve
+from ._status import exec_notices, exec_status, interrupted_reason
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """Signals that interrupt ``dsh exec`` and ``dsh run``: the command's group is killed, the turn flushed."""
@@ -45,11 +46,7 @@ def interruptible(main: Coroutine[Any, Any, int]) -> int:
             return work.result()
         if not work.cancelled() and work.exception() is not None:
             print(f"dsh: {work.exception()}", file=sys.stderr)
-        print(
-            f"dsh: interrupted by {caught[0].name}: a running command's process group was killed "
-            "and the turn recorded as interrupted",
-            file=sys.stderr,
-        )
+        print(f"dsh: {interrupted_reason(caught[0].name)}", file=sys.stderr)
         return 128 + caught[0].value
 
     return asyncio.run(runner())

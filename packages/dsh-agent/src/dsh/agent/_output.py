@@ -7,6 +7,11 @@ import sys
 from typing import Any
 
 
+def json_text(value: Any) -> str:
+    """``value`` as every ``--json`` output prints it: indented, non-ASCII kept as is, one final newline."""
+    return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+
+
 def print_json(value: Any) -> None:
-    """Print ``value`` as indented JSON, non-ASCII kept as is."""
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+    """Print ``value`` as :func:`json_text` writes it."""
+    sys.stdout.write(json_text(value))

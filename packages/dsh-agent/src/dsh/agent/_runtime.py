@@ -22,7 +22,7 @@ from dsh.loader import (
 from dsh.paths import check_trusted, ensure_private_dir, resolve_dsh_home
 from dsh.session import sessions_plugin, tools_plugin
 
-from ._args import DeploymentChoice, choose_deployment
+from ._choice import DeploymentChoice, choose_deployment
 from ._loop import HOOKS, spawn_plugin
 
 BUILTINS = (tools_plugin, sessions_plugin, spawn_plugin)

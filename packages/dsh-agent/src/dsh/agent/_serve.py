@@ -8,21 +8,21 @@ every turn. What it saves is the start-up: interpreter, imports, models, distrib
 Guarantees (see the package README): the socket lives in a private ``run/`` directory and is 0600;
 only clients of the server's own uid are served (``SO_PEERCRED``); messages are framed and bounded
 (:mod:`._wire`); a connection that sends nothing, or stops half-way through a request, is closed
-after the idle timeout; a request without an environment is an error, never the server's own; on
-SIGTERM, SIGINT or SIGHUP the server stops accepting, kills the commands in flight (their process
-groups), lets their turns flush, answers their clients, removes its socket and exits.
+after the idle timeout; a request without an environment is an error, never the server's own; a
+client's forwarded SIGINT, SIGTERM or SIGHUP kills its command's process group and records the turn
+as interrupted by that signal; on SIGTERM, SIGINT or SIGHUP to the server it stops accepting, kills
+the commands in flight (their process groups), lets their turns flush (interrupted by its signal),
+answers their clients, removes its socket and exits.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import os
 import signal
 import socket
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +31,23 @@ from dsh.core import DshError, EscapedError, describe
 from dsh.loader import Runtime
 from dsh.paths import ensure_private_dir
 
-from ._args import socket_path
 from ._exec import exec_command
+from ._output import json_text
 from ._runtime import warnings
-from ._wire import HEADER, PROTOCOL, WireError, decode, encode, frame_length, peer_uid
+from ._serve_request import Request, hung_up, request_from
+from ._status import FAILURE_EXIT, INTERRUPTS, failure_document, interrupted_reason
+from ._wire import HEADER_SIZE, WireError, decode, encode, frame_length, peer_uid, socket_path
 
 DEFAULT_IDLE_TIMEOUT = 10.0
 """Seconds a connection may take to deliver a whole request (or to take its answer)."""
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+HANGUP_POLL = 0.25
+"""Seconds between checks whether a client that half-closed its connection has gone entirely."""
+
+CLIENT_GONE = "the client went away"
+"""What a turn is recorded as interrupted by when its client closed the connection."""
 
 
 def _log(message: str) -> None:
@@ -60,39 +68,13 @@ def _claim(path: Path) -> None:
             probe.close()
 
 
-def _request_fields(request: Mapping[str, Any]) -> tuple[str, dict[str, str], str, str | None, float | None]:
-    """Validate a request; raise :class:`WireError` naming the first field at fault."""
-    if request.get("protocol") != PROTOCOL:
-        raise WireError(f"this dsh server speaks protocol {PROTOCOL}, the client {request.get('protocol')!r}")
-    command = request.get("command")
-    if not isinstance(command, str) or not command.strip():
-        raise WireError("malformed request: 'command' must be a non-blank string")
-    env = request.get("env")
-    if not isinstance(env, dict) or not env:
-        # Never fall back to the server's own environment: it is not the caller's.
-        raise WireError("malformed request: 'env' must be the client's non-empty environment")
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
-        raise WireError("malformed request: 'env' must map strings to strings")
-    cwd = request.get("cwd")
-    if not isinstance(cwd, str) or not os.path.isabs(cwd):
-        raise WireError("malformed request: 'cwd' must be an absolute path")
-    session = request.get("session")
-    if session is not None and not isinstance(session, str):
-        raise WireError("malformed request: 'session' must be a string or null")
-    timeout = request.get("timeout")
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout) or timeout <= 0
-    ):
-        raise WireError("malformed request: 'timeout' must be a positive number of seconds or null")
-    return command, env, cwd, session, None if timeout is None else float(timeout)
-
-
 class Server:
     """The connections of one ``dsh serve`` and the commands they run."""
 
-    def __init__(self, runtime: Runtime, path: Path, idle_timeout: float) -> None:
+    def __init__(self, runtime: Runtime, path: Path, idle_timeout: float, deployment: str | None = None) -> None:
         self.runtime = runtime
         self.path = path
+        self.deployment = deployment
         self.idle_timeout = idle_timeout
         self.stopping: str | None = None
         self.connections: set[asyncio.Task[None]] = set()
@@ -109,7 +91,7 @@ class Server:
 
     async def _read(self, reader: asyncio.StreamReader) -> dict[str, Any]:
         try:
-            header = await asyncio.wait_for(reader.readexactly(HEADER.size), self.idle_timeout)
+            header = await asyncio.wait_for(reader.readexactly(HEADER_SIZE), self.idle_timeout)
             body = await asyncio.wait_for(reader.readexactly(frame_length(header)), self.idle_timeout)
         except TimeoutError:
             raise WireError(f"no complete request within {self.idle_timeout:g} s; closing the connection") from None
@@ -142,7 +124,7 @@ class Server:
         assert task is not None
         self.reading.add(task)
         try:
-            command, env, cwd, session, timeout = _request_fields(await self._read(reader))
+            request = request_from(await self._read(reader), self.deployment)
         except WireError as exc:
             await self._send(writer, {"ok": False, "error": str(exc)})
             return
@@ -151,43 +133,99 @@ class Server:
         if self.stopping:
             await self._send(writer, {"ok": False, "error": "this dsh server is stopping", "exit_code": 1})
             return
-        token = AMBIENT_ENV.set(env)
+        token = AMBIENT_ENV.set(request.env)
         try:
             # The task copies this context, so the command sees the client's environment.
-            work = asyncio.ensure_future(self._run(command, cwd, session, timeout))
+            work = asyncio.ensure_future(self._run(request))
         finally:
             AMBIENT_ENV.reset(token)
         self.work.add(work)
         work.add_done_callback(self.work.discard)
-        hangup = asyncio.ensure_future(reader.read(1))
+        watch = asyncio.ensure_future(self._watch(reader, writer.get_extra_info("socket")))
         try:
-            await asyncio.wait({work, hangup}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({work, watch}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            hangup.cancel()
+            if not watch.done():
+                watch.cancel()
         if not work.done():
-            work.cancel()  # the client went away: kill its command's process group
+            kind, detail = watch.result()
+            work.cancel(detail if kind == "interrupt" else CLIENT_GONE if kind == "gone" else "a malformed message")
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await work
-            return
+            if kind == "gone":
+                return  # nobody is left to answer
+            if kind == "malformed":
+                error = f"{detail}; the command's process group was killed and the turn recorded as interrupted"
+                await self._send(writer, self._failure(request, error))
+                return
         if work.cancelled():
-            code = 128 + signal.Signals[self.stopping].value if self.stopping else 1
-            answer = {
-                "ok": False,
-                "exit_code": code,
-                "error": f"dsh serve received {self.stopping} while the command ran; its process group was "
-                "killed and the turn recorded as it stood",
-            }
+            answer = self._cancelled(request, watch)
         elif (error := work.exception()) is not None:
             detail = str(error) if isinstance(error, DshError) else f"the exec failed: {describe(error)}"
-            answer = {"ok": False, "error": detail}
+            answer = self._failure(request, detail)
         else:
             answer = work.result()
         await self._send(writer, answer)
 
-    async def _run(self, command: str, cwd: str, session: str | None, timeout: float | None) -> dict[str, Any]:
+    def _failure(self, request: Request, error: str) -> dict[str, Any]:
+        """The answer of an exec dsh could not run (or record); with ``--json``, its document too."""
+        answer: dict[str, Any] = {"ok": False, "error": error}
+        if request.json:
+            answer["document"] = json_text(failure_document(error))
+        return answer
+
+    def _cancelled(self, request: Request, watch: asyncio.Task[tuple[str, str]]) -> dict[str, Any]:
+        """The answer of an exec stopped by its client's signal, or by the server's own stop."""
+        if watch.done() and not watch.cancelled() and watch.result()[0] == "interrupt":
+            name = watch.result()[1]
+            return {
+                "ok": False,
+                "interrupted": name,
+                "exit_code": 128 + signal.Signals[name].value,
+                "error": interrupted_reason(name),
+            }
+        code = 128 + signal.Signals[self.stopping].value if self.stopping else FAILURE_EXIT
+        return {
+            "ok": False,
+            "exit_code": code,
+            "error": f"dsh serve received {self.stopping} while the command ran; its process group was "
+            "killed and the turn recorded as it stood",
+        }
+
+    async def _watch(self, reader: asyncio.StreamReader, sock: Any) -> tuple[str, str]:
+        """What the client does while its command runs: ``("interrupt", SIGNAL)``, ``("gone", "")`` or
+        ``("malformed", why)``. A half-close (the client shut its sending side and waits for the
+        answer) is neither: the command goes on until the client closes entirely."""
+        try:
+            header = await reader.readexactly(HEADER_SIZE)
+            body = await asyncio.wait_for(reader.readexactly(frame_length(header)), self.idle_timeout)
+            message = decode(body)
+        except asyncio.IncompleteReadError as exc:
+            if exc.partial:
+                return "malformed", f"malformed request: {len(exc.partial)} stray bytes followed the request"
+            while not hung_up(sock):
+                await asyncio.sleep(HANGUP_POLL)
+            return "gone", ""
+        except TimeoutError:
+            return (
+                "malformed",
+                f"malformed request: an incomplete message followed the request for {self.idle_timeout:g} s",
+            )
+        except WireError as exc:
+            return "malformed", f"{exc} (after the request)"
+        except OSError:
+            return "gone", ""
+        name = message.get("interrupt")
+        if set(message) == {"interrupt"} and name in INTERRUPTS:
+            return "interrupt", str(name)
+        return "malformed", 'malformed request: only {"interrupt": "SIGINT"|"SIGTERM"|"SIGHUP"} may follow the request'
+
+    async def _run(self, request: Request) -> dict[str, Any]:
         runtime = self.runtime
         try:
-            outcome = await exec_command(runtime, command, session_id=session, cwd=cwd, timeout=timeout)
+            outcome = await exec_command(
+                runtime, request.command, session_id=request.session, cwd=request.cwd, timeout=request.timeout
+            )
         except (Exception, asyncio.CancelledError):
             raise
         except BaseException as exc:
@@ -195,18 +233,17 @@ class Server:
             # exec's failure, not the server's. A real Ctrl-C reaches serve() as a signal, never here.
             raise EscapedError(exc) from exc
         _log(f"exec in session {outcome.session_id} exited {outcome.exit_code}")
-        return {
-            "ok": True,
-            "result": outcome.as_json(),
-            "warnings": warnings(runtime),
-            "notices": list(outcome.notices),
-        }
+        result = outcome.as_json()
+        answer = {"ok": True, "result": result, "warnings": warnings(runtime), "notices": list(outcome.notices)}
+        if request.json:
+            answer["document"] = json_text(result)
+        return answer
 
     async def stop(self, name: str) -> None:
         """Stop accepting, kill what runs, answer its clients and wait for every connection to end."""
         self.stopping = name
         for work in list(self.work):
-            work.cancel()
+            work.cancel(name)  # the turn is recorded as interrupted by the server's signal
         for reading in list(self.reading):
             reading.cancel()  # nothing asked yet: nobody to answer
         if self.connections:
@@ -215,9 +252,9 @@ class Server:
 
 async def serve(runtime: Runtime, deployment: str | None, *, idle_timeout: float = DEFAULT_IDLE_TIMEOUT) -> int:
     """Listen until SIGTERM, SIGINT or SIGHUP; then stop as :meth:`Server.stop` says and remove the socket."""
-    path = socket_path(deployment)
+    path = Path(socket_path(deployment))
     _claim(path)
-    server = Server(runtime, path, idle_timeout)
+    server = Server(runtime, path, idle_timeout, deployment)
     listener = await asyncio.start_unix_server(server.handle, path=str(path))
     os.chmod(path, 0o600)
     inode = path.stat().st_ino

@@ -1,55 +1,100 @@
-"""The wire format between ``dsh exec`` and ``dsh serve`` (standard library only).
+"""Where and how ``dsh exec`` and ``dsh serve`` talk (standard library only, cheap to import).
 
-Every message, either way, is one frame: a 4-byte big-endian length, then that many bytes of a
-UTF-8 JSON object. A frame longer than :data:`MAX_FRAME` is refused before it is read. Each side
-checks the other's uid with ``SO_PEERCRED`` before it sends anything.
+:func:`socket_path` is the one rule naming the socket of a deployment's server. Every message,
+either way, is one frame: a 4-byte big-endian length, then that many bytes of a UTF-8 JSON object.
+A frame longer than :data:`MAX_FRAME` is refused before it is read. Each side checks the other's
+uid with ``SO_PEERCRED`` before it sends anything. Lone surrogates (undecodable bytes of an
+environment or argv, as Python holds them) travel as ``\\udcXX`` escapes, so both ends agree on
+them byte for byte.
+
+A connection carries one request, then at most one interrupt (``{"interrupt": "SIGINT"}``, sent
+when the client gets SIGINT, SIGTERM or SIGHUP), then the one answer.
 """
 
 from __future__ import annotations
 
-import json
-import socket
-import struct
+import os
+import sys
+import zlib
+
+from dsh.paths import home_text
+
+try:
+    # The C module under `socket`: socket.py adds enum and selectors, about a third of a served
+    # `dsh exec`'s own start-up, for conveniences the client does not use.
+    import _socket as sockets
+except ImportError:  # pragma: no cover - an interpreter without it
+    import socket as sockets  # type: ignore[no-redef]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
+    from _socket import socket as Socket
+    from collections.abc import Mapping
     from typing import Any
 
-PROTOCOL = 2
+PROTOCOL = 3
 """Version of the framed protocol; a server answers a client of another version with an error."""
 
 MAX_FRAME = 8 * 1024 * 1024
 """Largest frame either side accepts: 8 MiB, four times Linux's limit on a command's argv plus environment."""
 
-HEADER = struct.Struct(">I")
+HEADER_SIZE = 4
+"""Bytes of a frame's length prefix (big-endian)."""
 
 
 class WireError(Exception):
     """A frame is oversized, truncated or not a JSON object."""
 
 
-def encode(message: dict[str, Any]) -> bytes:
-    """One frame holding ``message``; raise :class:`WireError` when it would pass :data:`MAX_FRAME`."""
-    body = json.dumps(message, ensure_ascii=False).encode("utf-8", "surrogateescape")
+def socket_path(deployment: str | None, env: Mapping[str, str] | None = None) -> str:
+    """Where ``dsh serve`` listens for a deployment (the built-in one when None): the one rule.
+
+    Placed under the home of the environment (``$DSH_HOME``, else ``~/.dsh``), not a home the
+    deployment file may name, so a client finds it without reading the file. The name is a 64-bit
+    digest of the deployment's absolute path (two checksums, cheap to import); the server also
+    checks the deployment each request names, so even a collision could never run a command under
+    another deployment.
+    """
+    key = (os.path.abspath(deployment) if deployment else "<default>").encode("utf-8", "surrogateescape")
+    home = home_text(None, os.environ if env is None else env)
+    return os.path.join(home, "run", f"dsh-{zlib.crc32(key):08x}{zlib.adler32(key):08x}.sock")
+
+
+def frame(body: bytes) -> bytes:
+    """``body`` behind its length; raise :class:`WireError` when it would pass :data:`MAX_FRAME`."""
     if len(body) > MAX_FRAME:
         raise WireError(f"a message of {len(body)} bytes exceeds the maximum of {MAX_FRAME} bytes")
-    return HEADER.pack(len(body)) + body
+    return len(body).to_bytes(HEADER_SIZE, "big") + body
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """One frame holding ``message`` (the server's encoder: :mod:`json`, fast on large outputs)."""
+    import json
+
+    # A lone surrogate can only stand inside a string, where backslashreplace writes its JSON escape.
+    return frame(json.dumps(message, ensure_ascii=False).encode("utf-8", "backslashreplace"))
 
 
 def frame_length(header: bytes) -> int:
     """The body length a header announces; raise :class:`WireError` past :data:`MAX_FRAME`."""
-    (length,) = HEADER.unpack(header)
+    length = int.from_bytes(header, "big")
     if length > MAX_FRAME:
         raise WireError(f"a message of {length} bytes exceeds the maximum of {MAX_FRAME} bytes (8 MiB)")
-    return int(length)
+    return length
 
 
 def decode(body: bytes) -> dict[str, Any]:
-    """The JSON object in a frame's body; raise :class:`WireError` naming what is wrong."""
+    """The JSON object in a frame's body (the server's strict parser); raise :class:`WireError` naming what is wrong."""
+    import json
+
     try:
         message = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise WireError(f"malformed request: not UTF-8 JSON ({exc})") from None
+    return _object(message)
+
+
+def _object(message: object) -> dict[str, Any]:
     if not isinstance(message, dict):
         kind = "null" if message is None else type(message).__name__
         raise WireError(f"malformed request: a JSON object is expected, not {kind}")
@@ -58,15 +103,26 @@ def decode(body: bytes) -> dict[str, Any]:
 
 def peer_uid(sock: Any) -> int | None:
     """The uid of the process at the other end of a connected Unix socket (None where the OS has no SO_PEERCRED)."""
-    option = getattr(socket, "SO_PEERCRED", None)
+    option = getattr(sockets, "SO_PEERCRED", None)
     if option is None:  # pragma: no cover - not Linux
         return None
-    creds = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", creds)
-    return int(uid)
+    creds = sock.getsockopt(sockets.SOL_SOCKET, option, 12)  # struct ucred: pid, uid, gid as C ints
+    return int.from_bytes(creds[4:8], sys.byteorder, signed=True)
 
 
-def recv_exactly(sock: socket.socket, size: int) -> bytes:
+def connect(path: str, timeout: float) -> Socket:
+    """A blocking Unix stream socket connected to ``path``; sends and receives time out after ``timeout``."""
+    sock = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect(path)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def recv_exactly(sock: Socket, size: int) -> bytes:
     """Read ``size`` bytes from a blocking socket; raise :class:`WireError` if it closes first."""
     chunks: list[bytes] = []
     remaining = size
@@ -79,10 +135,16 @@ def recv_exactly(sock: socket.socket, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def recv_frame(sock: socket.socket) -> dict[str, Any] | None:
-    """One message from a blocking socket; None when the peer closed before sending one."""
-    first = sock.recv(HEADER.size)
+def recv_frame(sock: Socket) -> dict[str, Any] | None:
+    """One message from a blocking socket (the client's reader); None when the peer closed before sending one."""
+    from ._json_lite import loads
+
+    first = sock.recv(HEADER_SIZE)
     if not first:
         return None
-    header = first + recv_exactly(sock, HEADER.size - len(first))
-    return decode(recv_exactly(sock, frame_length(header)))
+    header = first + recv_exactly(sock, HEADER_SIZE - len(first))
+    body = recv_exactly(sock, frame_length(header))
+    try:
+        return _object(loads(body.decode("utf-8")))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise WireError(f"malformed message: not UTF-8 JSON ({exc})") from None

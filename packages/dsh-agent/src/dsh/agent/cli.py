@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from dsh.core import DshError
 from dsh.session import SessionLockedError, SessionNotFoundError
 
-from ._args import FAILURE_EXIT, build_parser, choose_deployment
+from ._choice import choose_deployment, relative_home
+from ._status import FAILURE_EXIT, failure_document
 
 
 def _own_session_hint(args: argparse.Namespace, exc: BaseException) -> str:
@@ -42,6 +43,9 @@ def dispatch(args: argparse.Namespace) -> int:
     # The command reports failures itself (boot report, warnings); --debug adds the library's log.
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.CRITICAL, format="dsh: %(name)s: %(message)s")
     try:
+        refused = relative_home()
+        if refused is not None:
+            raise DshError(refused)
         args.choice = choose_deployment(getattr(args, "deployment", None))
         if args.verb in ("exec", "serve", "run"):
             from ._exec_cmd import exec_verb, interruptible, serve_verb
@@ -75,7 +79,13 @@ def dispatch(args: argparse.Namespace) -> int:
     except (DshError, OSError) as exc:
         if args.debug:
             traceback.print_exc()
-        print(f"dsh: {exc}{_own_session_hint(args, exc)}", file=sys.stderr)
+        message = f"{exc}{_own_session_hint(args, exc)}"
+        print(f"dsh: {message}", file=sys.stderr)
+        if getattr(args, "json", False):
+            # A --json caller reads stdout: it gets a document saying what failed, never nothing.
+            from ._output import print_json
+
+            print_json(failure_document(message) if args.verb == "exec" else {"error": message})
         # `dsh exec` keeps 0-124 and 126+ for the command, as `timeout` and `env` do.
         return FAILURE_EXIT if args.verb == "exec" else 1
     except KeyboardInterrupt:
@@ -84,4 +94,6 @@ def dispatch(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``dsh`` in this process (never through ``dsh serve``); return the exit status."""
-    return dispatch(build_parser().parse_args(argv))
+    from ._parser import parse
+
+    return dispatch(parse(argv))

@@ -82,7 +82,8 @@ def shell_argv(shell: Shell, command: str) -> tuple[str, ...]:
     """The non-interactive argv for ``command``: no profile or rc files, no pwsh logo."""
     if shell == "pwsh":
         return ("pwsh", "-NoLogo", "-NoProfile", "-NonInteractive", "-Command", command)
-    return ("bash", "--noprofile", "--norc", "-c", command)
+    # `--` ends bash's options, so a command line starting with `-` is run, never read as an option.
+    return ("bash", "--noprofile", "--norc", "-c", "--", command)
 
 
 class Executor(Protocol):

@@ -11,11 +11,14 @@ trust rule every consumer of the home applies (see ``_trust``).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from pathlib import Path
 
 from ._errors import UntrustedPathError
 from ._trust import check_trusted, create_private_file, ensure_private_dir
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # neither typing nor pathlib at import: a served `dsh exec` reads the home before anything else
+    from collections.abc import Mapping
+    from pathlib import Path
 
 __all__ = [
     "DEFAULT_HOME",
@@ -24,6 +27,7 @@ __all__ = [
     "check_trusted",
     "create_private_file",
     "ensure_private_dir",
+    "home_text",
     "resolve_dsh_home",
 ]
 
@@ -43,6 +47,16 @@ def resolve_dsh_home(
     ``env`` defaults to :data:`os.environ`. ``~`` expands against the ``HOME`` of ``env``
     when it has one, so a caller resolving for another environment gets that user's home.
     """
+    import pathlib
+
+    return pathlib.Path(home_text(configured, env))
+
+
+def home_text(
+    configured: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> str:
+    """:func:`resolve_dsh_home` as a string, for callers that must not pay for :mod:`pathlib`."""
     environ = os.environ if env is None else env
     raw: str | None = None
     if configured is not None and str(configured).strip():
@@ -55,4 +69,4 @@ def resolve_dsh_home(
         raw = user_home + raw[1:]
     else:
         raw = os.path.expanduser(raw)
-    return Path(os.path.abspath(raw))
+    return os.path.abspath(raw)

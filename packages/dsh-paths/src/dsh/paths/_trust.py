@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 
 from ._errors import UntrustedPathError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pathlib only where a Path is returned: the served `dsh exec` checks its home without it
+    from pathlib import Path
 
 __all__ = ["check_trusted", "create_private_file", "ensure_private_dir"]
 
@@ -49,7 +52,7 @@ def check_trusted(path: str | os.PathLike[str], what: str = "") -> None:
             f"refusing {label}: it is writable by group or others (mode {stat.S_IMODE(info.st_mode):04o}); "
             f"run `chmod {private} {os.fspath(path)}`",
         )
-    for folder in Path(os.path.realpath(path)).parents:
+    for folder in _folders_above(os.path.realpath(path)):
         above = os.stat(folder)
         if not _owner_ok(above.st_uid):
             raise UntrustedPathError(
@@ -65,12 +68,24 @@ def check_trusted(path: str | os.PathLike[str], what: str = "") -> None:
             )
 
 
+def _folders_above(real: str) -> list[str]:
+    """Every folder above the absolute path ``real``, nearest first, up to ``/``."""
+    folders = []
+    folder = real
+    while (parent := os.path.dirname(folder)) != folder:
+        folders.append(parent)
+        folder = parent
+    return folders
+
+
 def ensure_private_dir(path: str | os.PathLike[str], what: str = "") -> Path:
     """Create ``path`` and any missing parents as 0700 directories (whatever the umask); check it.
 
     Existing directories are not changed; the last one is then checked with :func:`check_trusted`.
     """
-    target = Path(os.path.abspath(path))
+    import pathlib
+
+    target = pathlib.Path(os.path.abspath(path))
     missing: list[Path] = []
     probe = target
     while not probe.exists():

@@ -1,31 +1,18 @@
-"""The ``dsh`` command line: its parser and the wire format of ``dsh serve`` (standard library only).
+"""The full parser of the ``dsh`` command line: every verb, its help and examples, and usage errors (exit 2).
 
-Kept free of dsh's heavier imports so a ``dsh exec`` served by ``dsh serve`` starts fast.
+Standard library only. The served ``dsh exec`` reads its plain form with ``_exec_argv`` instead and
+comes here for anything else, so help, errors and their exit status are this module's alone.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import math
-import os
-import shlex
 import sys
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
-from dsh.paths import resolve_dsh_home
+from ._exec_argv import command_line, seconds
+from ._status import BLOCKED_EXIT, FAILURE_EXIT, TIMEOUT_EXIT
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
-    from typing import Any
-
-TIMEOUT_EXIT = 124
-"""Exit status of ``dsh exec`` when a timeout killed the command (the executor reports it so)."""
-FAILURE_EXIT = 125
-"""Exit status of ``dsh exec`` when dsh itself failed, before the command ran or while recording it."""
-BLOCKED_EXIT = 126
-"""Exit status of ``dsh exec`` when a hook blocked the command (it never ran)."""
 DEFAULT_TIMEOUT_TEXT = "120 s"
 MAX_TIMEOUT_TEXT = "600 s"
 
@@ -61,31 +48,10 @@ exit status:
 
 def positive_seconds(text: str) -> float:
     """``--timeout`` and ``--idle-timeout``: a positive, finite number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
+    value = seconds(text)
+    if value is None:
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text!r}")
     return value
-
-
-def exec_status(result: Mapping[str, Any]) -> int:
-    """``dsh exec``'s exit status for its ``--json`` document (in-process or served)."""
-    return FAILURE_EXIT if result.get("error") else int(result["exit_code"])
-
-
-def exec_notices(result: Mapping[str, Any]) -> list[str]:
-    """The lines ``dsh exec`` writes to stderr after the command's own output."""
-    lines = []
-    if result.get("timed_out"):
-        after = f" after {result['timeout']:g} s" if isinstance(result.get("timeout"), int | float) else ""
-        lines.append(
-            f"dsh: the command timed out{after} and its process group was killed; allow longer with --timeout SECONDS"
-        )
-    if result.get("error"):
-        lines.append(f"dsh: the command ran, but {result['error']}")
-    return lines
 
 
 def installed_versions() -> list[tuple[str, str]]:
@@ -116,6 +82,11 @@ def _examples(*lines: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every ``dsh`` verb."""
+    return _build()[0]
+
+
+def _build() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The parser of every verb, and ``exec``'s own (for its usage errors)."""
     raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
         prog="dsh",
@@ -150,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
         # SUPPRESS keeps `dsh --debug VERB` working: the sub-parser must not reset it to False.
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
 
-    p = sub.add_parser(
+    exec_parser = p = sub.add_parser(
         "exec",
         help="run COMMAND as the model's bash tool would, as one turn",
         epilog=EXEC_EPILOG,
@@ -290,65 +261,18 @@ def build_parser() -> argparse.ArgumentParser:
         "dsh skills --json",
     )
     common(p)
-    return parser
+    return parser, exec_parser
 
 
-def command_line(words: Sequence[str]) -> str:
-    """The shell command line of ``dsh exec -- WORDS``.
-
-    One word is a command line as typed; several are argv words, quoted so the shell sees them as
-    given (so ``dsh exec -- dsh exec -- 'echo $X'`` expands ``$X`` in the inner shell).
-    """
-    words = list(words)
-    if words and words[0] == "--":
-        words = words[1:]
-    if not words:
-        return ""
-    return words[0] if len(words) == 1 else shlex.join(words)
-
-
-DEPLOYMENT_ENV = "DSH_DEPLOYMENT"
-"""Environment variable naming the deployment file when ``--deployment`` is not given."""
-
-
-class DeploymentChoice:
-    """Which deployment a command uses and why: ``path`` is None for the built-in one."""
-
-    # A plain class: dataclasses costs the served client's start-up several milliseconds.
-    __slots__ = ("path", "reason")
-
-    def __init__(self, path: str | None, reason: str) -> None:
-        self.path = path
-        self.reason = reason
-
-    def __repr__(self) -> str:
-        return f"DeploymentChoice({self.path!r}, {self.reason!r})"
-
-
-def choose_deployment(flag: str | None, env: Mapping[str, str] | None = None) -> DeploymentChoice:
-    """The one rule every command follows to pick its deployment.
-
-    ``--deployment FILE``, else ``$DSH_DEPLOYMENT``, else ``<DSH_HOME>/deployment.yaml`` when it
-    exists, else the built-in default.
-    """
-    env = os.environ if env is None else env
-    if flag:
-        return DeploymentChoice(os.path.abspath(flag), "given with --deployment")
-    named = env.get(DEPLOYMENT_ENV, "").strip()
-    if named:
-        return DeploymentChoice(os.path.abspath(os.path.expanduser(named)), f"named by ${DEPLOYMENT_ENV}")
-    in_home = resolve_dsh_home(None, env) / "deployment.yaml"
-    if in_home.is_file():
-        return DeploymentChoice(str(in_home), "found in DSH_HOME")
-    return DeploymentChoice(None, f"built-in default: no --deployment, no ${DEPLOYMENT_ENV}, no {in_home}")
-
-
-def socket_path(deployment: str | None, env: Mapping[str, str] | None = None) -> Path:
-    """Where ``dsh serve`` listens for a deployment (the built-in one when None): the one rule.
-
-    Placed under the home of the environment (``$DSH_HOME``, else ``~/.dsh``), not a home the
-    deployment file may name, so a client finds it without reading the file.
-    """
-    key = os.path.abspath(deployment) if deployment else "<default>"
-    home = resolve_dsh_home(None, os.environ if env is None else env)
-    return home / "run" / f"dsh-{hashlib.sha256(key.encode()).hexdigest()[:16]}.sock"
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse a ``dsh`` command line; exit 2 with the usage on an invalid one (argparse's way)."""
+    parser, exec_parser = _build()
+    args = parser.parse_args(argv)
+    if args.verb == "exec":
+        if not command_line(args.command).strip():
+            exec_parser.error("a command is needed after --, for example: dsh exec -- 'echo $DSH_SESSION_ID'")
+        if args.cwd is not None and args.session is not None:
+            exec_parser.error(
+                "--cwd applies to a new session; a resumed session (--session) runs in its own recorded directory"
+            )
+    return args

@@ -1,0 +1,63 @@
+"""Which deployment a ``dsh`` command uses, and why (standard library only, cheap to import).
+
+The one rule every command and the serve socket follow: ``--deployment FILE``, else
+``$DSH_DEPLOYMENT``, else ``<DSH_HOME>/deployment.yaml`` when it exists, else the built-in one.
+"""
+
+from __future__ import annotations
+
+import os
+
+from dsh.paths import HOME_ENV, home_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
+    from collections.abc import Mapping
+
+DEPLOYMENT_ENV = "DSH_DEPLOYMENT"
+"""Environment variable naming the deployment file when ``--deployment`` is not given."""
+
+
+class DeploymentChoice:
+    """Which deployment a command uses and why: ``path`` is None for the built-in one."""
+
+    # A plain class: dataclasses costs the served client's start-up several milliseconds.
+    __slots__ = ("path", "reason")
+
+    def __init__(self, path: str | None, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"DeploymentChoice({self.path!r}, {self.reason!r})"
+
+
+def choose_deployment(flag: str | None, env: Mapping[str, str] | None = None) -> DeploymentChoice:
+    """The one rule every command follows to pick its deployment.
+
+    ``--deployment FILE``, else ``$DSH_DEPLOYMENT``, else ``<DSH_HOME>/deployment.yaml`` when it
+    exists, else the built-in default.
+    """
+    env = os.environ if env is None else env
+    if flag:
+        return DeploymentChoice(os.path.abspath(flag), "given with --deployment")
+    named = env.get(DEPLOYMENT_ENV, "").strip()
+    if named:
+        return DeploymentChoice(os.path.abspath(os.path.expanduser(named)), f"named by ${DEPLOYMENT_ENV}")
+    in_home = os.path.join(home_text(None, env), "deployment.yaml")
+    if os.path.isfile(in_home):
+        return DeploymentChoice(in_home, "found in DSH_HOME")
+    return DeploymentChoice(None, f"built-in default: no --deployment, no ${DEPLOYMENT_ENV}, no {in_home}")
+
+
+def relative_home(env: Mapping[str, str] | None = None) -> str | None:
+    """Why ``$DSH_HOME`` cannot be used, when it is relative; None when it is absolute, ``~``-based or unset.
+
+    The ``dsh`` command refuses a relative home rather than resolving it against the working
+    directory: every command, a served client and its server must agree on one home wherever
+    they run, and a home that moves with ``cd`` would silently split sessions and sockets.
+    """
+    raw = (os.environ if env is None else env).get(HOME_ENV, "")
+    if not raw.strip() or os.path.isabs(raw) or raw.startswith("~"):
+        return None
+    return f'${HOME_ENV} is the relative path {raw!r}; set it to an absolute path (for example DSH_HOME="$PWD/{raw}")'

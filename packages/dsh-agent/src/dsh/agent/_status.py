@@ -1,0 +1,64 @@
+"""What ``dsh exec`` reports besides the command's output: its exit statuses and the stderr lines about them.
+
+Standard library only and import-free, so the served client (``_client``) and the in-process verb
+share one owner of each status and sentence.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
+    from collections.abc import Mapping
+    from typing import Any
+
+USAGE_EXIT = 2
+"""Exit status of every verb when the ``dsh`` command line is invalid (argparse's)."""
+TIMEOUT_EXIT = 124
+"""Exit status of ``dsh exec`` when a timeout killed the command (the executor reports it so)."""
+FAILURE_EXIT = 125
+"""Exit status of ``dsh exec`` when dsh itself failed, before the command ran or while recording it."""
+BLOCKED_EXIT = 126
+"""Exit status of ``dsh exec`` when a hook blocked the command (it never ran)."""
+
+INTERRUPTS = ("SIGINT", "SIGTERM", "SIGHUP")
+"""Signals that interrupt ``dsh exec`` and ``dsh run``: the command's group is killed, the turn flushed."""
+
+
+def exec_status(result: Mapping[str, Any]) -> int:
+    """``dsh exec``'s exit status for its ``--json`` document (in-process or served)."""
+    return FAILURE_EXIT if result.get("error") else int(result["exit_code"])
+
+
+def exec_notices(result: Mapping[str, Any]) -> list[str]:
+    """The lines ``dsh exec`` writes to stderr after the command's own output."""
+    lines = []
+    if result.get("timed_out"):
+        after = f" after {result['timeout']:g} s" if isinstance(result.get("timeout"), int | float) else ""
+        lines.append(
+            f"dsh: the command timed out{after} and its process group was killed; allow longer with --timeout SECONDS"
+        )
+    if result.get("error"):
+        lines.append(f"dsh: the command ran, but {result['error']}")
+    return lines
+
+
+def interrupted_reason(signal_name: str) -> str:
+    """Why ``dsh exec`` or ``dsh run`` stopped on a signal: the one sentence, in-process or served."""
+    return (
+        f"interrupted by {signal_name}: a running command's process group was killed "
+        "and the turn recorded as interrupted"
+    )
+
+
+def failure_document(error: str) -> dict[str, Any]:
+    """The ``dsh exec --json`` document when dsh failed before the command ran: every key, nothing ran."""
+    return {
+        "session_id": None,
+        "location": None,
+        "exit_code": None,
+        "stdout": "",
+        "stderr": "",
+        "timed_out": False,
+        "timeout": None,
+        "error": error,
+    }
