@@ -39,3 +39,18 @@ def test_sqlite_deployment_has_no_transcript_variable(tmp_path: Path) -> None:
     )
     assert out["location"] is None and out["stdout"] == "unset\n"
     assert (tmp_path / "h" / "sessions.sqlite3").exists()
+
+
+def test_locate_on_sqlite_prints_nothing_on_stdout_and_exits_1(tmp_path: Path) -> None:
+    deployment = tmp_path / "d.yaml"
+    deployment.write_text("persistence: {backend: sqlite}\n")
+    home = tmp_path / "h"
+    made = json.loads(dsh("exec", "--json", "--deployment", str(deployment), "--", "true", home=home).stdout)
+    located = dsh("sessions", "locate", made["session_id"], "--deployment", str(deployment), home=home)
+    assert located.returncode == 1 and located.stdout == "", located
+    assert located.stderr == (
+        f"dsh: session {made['session_id']} has no transcript file: the sqlite backend keeps it in its database "
+        "(`dsh sessions show` reads it)\n"
+    )
+    as_json = dsh("sessions", "locate", made["session_id"], "--deployment", str(deployment), "--json", home=home)
+    assert as_json.returncode == 0 and json.loads(as_json.stdout)["location"] is None

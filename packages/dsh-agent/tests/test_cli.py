@@ -254,3 +254,45 @@ def test_a_reader_that_goes_away_ends_the_output_quietly(tmp_path: Path) -> None
     proc.stdout.close()  # as `| head -0` would: every write now fails with EPIPE
     stderr = proc.stderr.read().decode()
     assert proc.wait(60) == 141 and stderr == ""
+
+
+def test_a_one_word_command_starting_with_a_dash_is_run_not_read_as_a_bash_option(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "-hello"
+    tool.write_text('#!/bin/sh\necho ran "$@"\n')
+    tool.chmod(0o755)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    proc = dsh("exec", "--", "-hello there", home=tmp_path / "h", env=env)
+    assert proc.returncode == 0 and proc.stdout == "ran there\n", proc.stderr
+
+
+def test_json_callers_get_a_document_on_failures_before_the_command_ran(tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    proc = dsh("exec", "--json", "--no-server", "--session", "nope", "--", "true", home=home)
+    assert proc.returncode == 125
+    document = json.loads(proc.stdout)
+    assert document["exit_code"] is None and document["session_id"] is None
+    assert document["error"] == f"no session nope under {home / 'sessions'}"
+    assert proc.stderr == f"dsh: {document['error']}\n"
+    other = dsh("sessions", "show", "nope", "--json", home=home)
+    assert other.returncode == 1 and json.loads(other.stdout) == {"error": document["error"]}
+
+
+def test_cwd_with_session_is_a_usage_error(tmp_path: Path) -> None:
+    proc = dsh("exec", "--cwd", str(tmp_path), "--session", "s1", "--", "true", home=tmp_path / "h")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "error: --cwd applies to a new session; a resumed session (--session) runs in its own" in proc.stderr
+
+
+def test_a_relative_dsh_home_is_refused_in_one_sentence(tmp_path: Path) -> None:
+    for argv, status in ((["exec", "--", "true"], 125), (["env"], 1), (["sessions", "list", "--json"], 1)):
+        proc = dsh(*argv, home=tmp_path / "unused", env={"DSH_HOME": "rel/home"}, cwd=tmp_path)
+        assert proc.returncode == status, proc.stderr
+        sentence = (
+            "$DSH_HOME is the relative path 'rel/home'; set it to an absolute path "
+            '(for example DSH_HOME="$PWD/rel/home")'
+        )
+        assert proc.stderr == f"dsh: {sentence}\n"
+        assert proc.stdout == ("" if "--json" not in argv else json.dumps({"error": sentence}, indent=2) + "\n")
+    assert not (tmp_path / "rel").exists(), "nothing was created under the working directory"

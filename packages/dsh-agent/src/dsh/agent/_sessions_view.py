@@ -56,7 +56,14 @@ def sessions_verb(args: argparse.Namespace) -> int:
             if args.json:
                 print_json({"session_id": session.id, "location": location})
             elif location is None:
-                print(f"session {session.id} has no local transcript file")
+                # Stdout stays empty, so `tail -f "$(dsh sessions locate ID)"` never gets a sentence as a path.
+                backend = runtime.deployment.persistence.backend
+                print(
+                    f"dsh: session {session.id} has no transcript file: the {backend} backend keeps it in its "
+                    "database (`dsh sessions show` reads it)",
+                    file=sys.stderr,
+                )
+                return 1
             else:
                 print(location["path"])
             return 0

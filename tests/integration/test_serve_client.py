@@ -1,0 +1,206 @@
+"""The served ``dsh exec`` client against a real ``dsh serve``: signals, exact bytes, the connection's
+end states, and what the client imports."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import dsh
+from tests.integration.serve_support import (
+    ServeProcess,
+    ask,
+    clean_env,
+    connect,
+    frame,
+    group_alive,
+    request,
+)
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def server(home: Path) -> Iterator[ServeProcess]:
+    running = ServeProcess(home)
+    yield running
+    running.stop()
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[bytes] | None = None) -> int:
+    for _ in range(600):
+        if path.exists() and path.read_text().strip():
+            return int(path.read_text())
+        if proc is not None and proc.poll() is not None:
+            pytest.fail(f"the client ended early ({proc.returncode}): {proc.communicate()}")
+        time.sleep(0.02)
+    pytest.fail(f"{path} never appeared")
+
+
+def _wait_gone(pgid: int) -> None:
+    for _ in range(200):
+        if not group_alive(pgid):
+            return
+        time.sleep(0.05)
+    pytest.fail(f"process group {pgid} outlived its turn")
+
+
+def _only_events(home: Path) -> list[dict[str, object]]:
+    (session,) = json.loads(dsh("sessions", "list", "--json", home=home).stdout)["sessions"]
+    shown = dsh("sessions", "show", session["id"], "--json", home=home)
+    events: list[dict[str, object]] = json.loads(shown.stdout)["events"]
+    return events
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_to_the_client_is_forwarded_killed_recorded_and_reported_as_in_process(
+    server: ServeProcess, home: Path, tmp_path: Path, sig: signal.Signals
+) -> None:
+    pidfile = tmp_path / "pid"
+    client = subprocess.Popen(
+        [sys.executable, "-m", "dsh.agent", "exec", "--", f"sleep 300 & echo $$ > {pidfile}; wait"],
+        env=clean_env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    pgid = _wait_for(pidfile, client)
+    client.send_signal(sig)
+    out, err = client.communicate(timeout=60)
+    assert client.returncode == 128 + sig.value, err
+    # The very line the in-process `dsh exec` prints (test_durability), and no traceback.
+    assert err.decode() == (
+        f"dsh: interrupted by {sig.name}: a running command's process group was killed "
+        "and the turn recorded as interrupted\n"
+    )
+    assert out == b""
+    _wait_gone(pgid)
+    events = _only_events(home)
+    assert [e["type"] for e in events] == ["turn/start", "tool/call", "tool/result", "turn/end"]
+    assert events[-1]["data"]["interrupted"] == sig.name  # type: ignore[index]
+    assert events[2]["data"]["is_error"] is True  # type: ignore[index]
+    _, log = server.stop()
+    assert "exec in session" not in log, "the turn was served and interrupted, never completed"
+
+
+def test_undecodable_environment_and_argv_bytes_reach_the_command_exactly(
+    server: ServeProcess, home: Path, tmp_path: Path
+) -> None:
+    env = {os.fsencode(k): os.fsencode(v) for k, v in clean_env(home).items()}
+    env[b"WEIRD"] = b"caf\xe9\xff"
+    hexdump = b"printf %s \"$WEIRD\" | od -An -tx1; printf %s '\xfe\x80' | od -An -tx1"
+    served = subprocess.run(
+        [sys.executable.encode(), b"-m", b"dsh.agent", b"exec", b"--json", b"--", hexdump],
+        env=env,  # type: ignore[arg-type]  # bytes keys and values: POSIX takes them as they are
+        capture_output=True,
+        check=False,
+    )
+    assert served.returncode == 0, served.stderr
+    document = json.loads(served.stdout)
+    assert document["stdout"].split() == ["63", "61", "66", "e9", "ff", "fe", "80"]
+    argv = subprocess.run(
+        [sys.executable.encode(), b"-m", b"dsh.agent", b"exec", b"--", b"printf", b"%s", b"\xfe\x80"],
+        env=env,  # type: ignore[arg-type]
+        capture_output=True,
+        check=False,
+    )
+    assert argv.returncode == 0, argv.stderr
+    assert argv.stdout == "\ufffd\ufffd".encode(), "several words: the exact bytes, decoded with replacement as always"
+    _, log = server.stop()
+    assert log.count("exited 0") == 2, f"both were served, not run in the client: {log}"
+
+
+def test_a_half_closed_request_is_answered(server: ServeProcess, tmp_path: Path) -> None:
+    with connect(server.path) as sock:
+        sock.sendall(frame(json.dumps(request("sleep 0.3; echo answered", tmp_path)).encode()))
+        sock.shutdown(socket.SHUT_WR)  # as `nc -N` does: the request is complete, the answer awaited
+        from dsh.agent._wire import recv_frame
+
+        answer = recv_frame(sock)
+    assert answer is not None and answer["ok"], answer
+    assert answer["result"]["stdout"] == "answered\n"
+
+
+@pytest.mark.parametrize(
+    ("trailing", "why"),
+    [
+        (b"garbage!", "exceeds the maximum"),
+        (frame(b'{"interrupt": "SIGKILL"}'), 'only {"interrupt": "SIGINT"|"SIGTERM"|"SIGHUP"} may follow'),
+        (b"ab", "2 stray bytes followed the request"),
+    ],
+)
+def test_bytes_after_the_request_stop_the_command_and_get_an_error_answer(
+    server: ServeProcess, tmp_path: Path, trailing: bytes, why: str
+) -> None:
+    pidfile = tmp_path / "pid"
+    with connect(server.path) as sock:
+        sock.sendall(frame(json.dumps(request(f"echo $$ > {pidfile}; sleep 300", tmp_path)).encode()))
+        pgid = _wait_for(pidfile)
+        sock.sendall(trailing)
+        if trailing == b"ab":
+            sock.shutdown(socket.SHUT_WR)  # two bytes of a header, then nothing more
+        from dsh.agent._wire import recv_frame
+
+        answer = recv_frame(sock)
+    assert answer is not None and answer["ok"] is False, answer
+    assert why in answer["error"] and "process group was killed" in answer["error"], answer
+    _wait_gone(pgid)
+
+
+def test_a_client_that_goes_away_has_its_command_killed(server: ServeProcess, home: Path, tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    sock = connect(server.path)
+    sock.sendall(frame(json.dumps(request(f"echo $$ > {pidfile}; sleep 300", tmp_path)).encode()))
+    pgid = _wait_for(pidfile)
+    sock.shutdown(socket.SHUT_WR)  # half-closed: still waiting for the answer, so the command goes on
+    time.sleep(0.6)
+    assert group_alive(pgid)
+    sock.close()  # now gone entirely
+    _wait_gone(pgid)
+    assert _only_events(home)[-1]["data"]["interrupted"] == "the client went away"  # type: ignore[index]
+    answer = ask(server.path, request("echo still serving", tmp_path))
+    assert answer is not None and answer["result"]["stdout"] == "still serving\n"
+
+
+def test_the_served_client_imports_only_what_it_needs(server: ServeProcess, home: Path) -> None:
+    probe = (
+        "import sys\n"
+        "from dsh.agent._client import main\n"
+        "code = main(['exec', '--json', '--', 'true'])\n"
+        "sys.stdout.flush()\n"
+        "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n"
+        "sys.exit(code)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], env=clean_env(home), capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0 and json.loads(proc.stdout)["exit_code"] == 0, proc.stderr
+    loaded = set(proc.stderr.split())
+    heavy = {"argparse", "json", "re", "pathlib", "hashlib", "shlex", "socket", "enum", "typing", "asyncio"}
+    heavy |= {"pydantic", "yaml", "importlib.metadata", "dsh.core", "dsh.loader", "dsh.agent.cli"}
+    assert not loaded & heavy, f"the served client imported {sorted(loaded & heavy)}"
+    _, log = server.stop()
+    assert "exited 0" in log, "it was served"
+
+
+def test_served_failures_before_the_run_print_the_in_process_json_document(server: ServeProcess, home: Path) -> None:
+    served = dsh("exec", "--json", "--session", "nope", "--", "true", home=home)
+    local = dsh("exec", "--json", "--no-server", "--session", "nope", "--", "true", home=home)
+    assert served.returncode == local.returncode == 125
+    assert served.stdout == local.stdout and json.loads(served.stdout)["error"].startswith("no session nope")
+    assert served.stderr == local.stderr
+    _, log = server.stop()
+    assert "exec in session" not in log
