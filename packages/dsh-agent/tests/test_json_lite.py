@@ -40,5 +40,5 @@ def test_a_long_string_with_many_escapes_is_read_in_one_pass() -> None:
 
 @pytest.mark.parametrize("bad", ['{"a": 1', '{"a" 1}', "[1 2]", '"\\x"', '"\\u12"', "nul", "1 2", '"open'])
 def test_malformed_documents_are_errors(bad: str) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="offset"):
         loads(bad)

@@ -22,17 +22,18 @@ from ._json_lite import dumps
 from ._status import FAILURE_EXIT, INTERRUPTS, exec_notices, exec_status, failure_document
 from ._wire import PROTOCOL, WireError, connect, frame, peer_uid, recv_frame, socket_path
 
-try:
-    import _signal as signals  # the C module under `signal`, which adds enum: see `_wire.sockets`
-except ImportError:  # pragma: no cover - an interpreter without it
-    import signal as signals  # type: ignore[no-redef]
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
     import argparse
+    import signal as signals
     from _socket import socket as Socket
     from collections.abc import Sequence
     from typing import Any
+else:
+    try:
+        import _signal as signals  # the C module under `signal`, which adds enum: see `_wire.sockets`
+    except ImportError:  # pragma: no cover - an interpreter without it
+        import signal as signals
 
 CONNECT_TIMEOUT = 10.0
 """Seconds to connect and hand the request over; the answer is awaited as long as the command runs."""

@@ -155,8 +155,8 @@ class Server:
             if kind == "gone":
                 return  # nobody is left to answer
             if kind == "malformed":
-                error = f"{detail}; the command's process group was killed and the turn recorded as interrupted"
-                await self._send(writer, self._failure(request, error))
+                why = f"{detail}; the command's process group was killed and the turn recorded as interrupted"
+                await self._send(writer, self._failure(request, why))
                 return
         if work.cancelled():
             answer = self._cancelled(request, watch)
