@@ -254,6 +254,7 @@ async def serve(runtime: Runtime, deployment: str | None, *, idle_timeout: float
     """Listen until SIGTERM, SIGINT or SIGHUP; then stop as :meth:`Server.stop` says and remove the socket."""
     path = Path(socket_path(deployment))
     _claim(path)
+    _watch_children_with_pidfds()
     server = Server(runtime, path, idle_timeout, deployment)
     listener = await asyncio.start_unix_server(server.handle, path=str(path))
     os.chmod(path, 0o600)
@@ -281,6 +282,23 @@ async def serve(runtime: Runtime, deployment: str | None, *, idle_timeout: float
         listener.close()
         _release(path, inode)
     return 0
+
+
+def _watch_children_with_pidfds() -> None:
+    """On Python 3.11, learn of each command's exit through a pidfd on the loop, not a new thread.
+
+    3.11's default child watcher starts a thread per child process, about a millisecond and a half
+    of every served turn (measured); 3.12 and later already use pidfds wherever the kernel has them.
+    """
+    if sys.version_info >= (3, 12) or not hasattr(os, "pidfd_open"):
+        return
+    try:
+        os.close(os.pidfd_open(os.getpid()))  # the kernel may lack it (before Linux 5.3) or refuse it
+    except OSError:
+        return
+    watcher = asyncio.PidfdChildWatcher()
+    watcher.attach_loop(asyncio.get_running_loop())
+    asyncio.set_child_watcher(watcher)
 
 
 def _release(path: Path, inode: int) -> None:
