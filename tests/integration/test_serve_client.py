@@ -204,3 +204,22 @@ def test_served_failures_before_the_run_print_the_in_process_json_document(serve
     assert served.stderr == local.stderr
     _, log = server.stop()
     assert "exec in session" not in log
+
+
+def test_a_reader_that_went_away_ends_a_served_exec_quietly_with_141(server: ServeProcess, home: Path) -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # as `dsh exec -- ... | true` once `true` has exited
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "dsh.agent", "exec", "--", "echo hi"],
+            env=clean_env(home),
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert (proc.returncode, proc.stderr) == (141, "")
+    _, log = server.stop()
+    assert "exited 0" in log, "it was served"

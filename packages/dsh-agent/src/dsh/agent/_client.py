@@ -265,12 +265,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run() -> None:
     """The ``dsh`` console script."""
-    code = main()
+    code = 0
     try:
+        code = main()
         sys.stdout.flush()
     except BrokenPipeError:
-        # The reader went away before the last of the output (`dsh env | head -1`): end quietly,
-        # with the status a shell tool killed by SIGPIPE has, not an "Exception ignored" line.
+        # The reader went away before the last of the output (`dsh env | head -1`, a served exec
+        # piped into `true`): end quietly, with the status a shell tool killed by SIGPIPE has, not a
+        # traceback or an "Exception ignored" line.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = code or 141
     # Everything the command built lives until exit: freezing it spares the interpreter's
