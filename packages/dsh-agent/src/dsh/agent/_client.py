@@ -1,246 +1,23 @@
-"""Entry point of the ``dsh`` command, with the fast path of ``dsh exec`` through ``dsh serve``.
+"""Entry point of the ``dsh`` command: the served fast path of ``dsh exec`` first, then everything else.
 
-Until it knows a server listens, it imports only the standard library's cheapest modules and
-dsh's own import-free ones (``_exec_argv``, ``_choice``, ``_wire``, ``_json_lite``, ``_status``):
-no argparse, pathlib, hashlib, re or json. Any command line the small exec parser does not
-recognise goes to the full parser (``_parser``), and every verb without a listening server runs in
-this process (``cli``).
+A plain ``dsh exec [OPTIONS] -- COMMAND...`` is read by the small parser (``_exec_argv``) and sent to
+a listening ``dsh serve`` (``_served``) without importing argparse or any of dsh's heavier modules.
+Any other line goes to the full parser (``_parser``), and every verb without a listening server runs
+in this process (``cli``).
 """
 
 from __future__ import annotations
 
 import gc
 import os
-import stat
 import sys
 
-from dsh.paths import UntrustedPathError, check_trusted
-
-from ._choice import choose_deployment, relative_home
-from ._exec_argv import ExecArgs, command_words, parse_exec
-from ._json_lite import dumps
-from ._status import FAILURE_EXIT, INTERRUPTS, exec_notices, exec_status, failure_document
-from ._wire import PROTOCOL, WireError, connect, frame, peer_uid, recv_frame, socket_path
+from ._exec_argv import parse_exec
+from ._served import served_exec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
-    import argparse
-    import signal as signals
-    from _socket import socket as Socket
     from collections.abc import Sequence
-    from typing import Any
-else:
-    try:
-        import _signal as signals  # the C module under `signal`, which adds enum: see `_wire.sockets`
-    except ImportError:  # pragma: no cover - an interpreter without it
-        import signal as signals
-
-CONNECT_TIMEOUT = 10.0
-"""Seconds to connect and hand the request over; the answer is awaited as long as the command runs."""
-
-
-def _warn(message: str) -> None:
-    print(f"dsh: warning: {message}", file=sys.stderr)
-
-
-def _connect(path: str) -> Socket | None:
-    """A connection to our own user's server at ``path``; None (with a warning if suspicious) otherwise.
-
-    Nothing is sent before the run directory, the socket's owner and the peer's uid are checked.
-    """
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return None  # no server (or no usable home): the in-process path says what is wrong
-    run_dir = os.path.dirname(path)
-    try:
-        check_trusted(os.path.dirname(run_dir))
-    except (UntrustedPathError, OSError):
-        return None  # the in-process path refuses such a home with the one-line fix
-    try:
-        check_trusted(run_dir, "dsh serve's run directory")
-    except UntrustedPathError as exc:
-        _warn(f"{exc}; running in this process")
-        return None
-    if not stat.S_ISSOCK(info.st_mode) or info.st_uid != os.geteuid():
-        _warn(f"ignoring {path}: not a socket owned by you (uid {os.geteuid()}); running in this process")
-        return None
-    try:
-        sock = connect(path, CONNECT_TIMEOUT)
-    except OSError:
-        return None  # a socket left by a server that is gone: run in this process
-    try:
-        uid = peer_uid(sock)
-    except OSError:
-        sock.close()
-        return None
-    if uid is not None and uid != os.geteuid():
-        sock.close()
-        _warn(
-            f"ignoring the dsh server at {path}: it runs as uid {uid}, not as you (uid {os.geteuid()}); "
-            "running in this process"
-        )
-        return None
-    return sock
-
-
-class _Interrupted(Exception):
-    """A signal came before the request was sent: nothing runs, nothing is asked."""
-
-
-class _Interrupts:
-    """SIGINT, SIGTERM and SIGHUP while served: forwarded once to the server, which kills and records.
-
-    Until the request is on its way a signal aborts the exec (nothing ran); while it is being sent
-    the signal waits for the send to finish; after that it is sent at once as an interrupt frame.
-    """
-
-    def __init__(self) -> None:
-        self.sock: Socket | None = None
-        self.state = "connecting"
-        self.caught: str | None = None
-        self.previous: dict[int, Any] = {}
-
-    def __enter__(self) -> _Interrupts:
-        for name in INTERRUPTS:
-            number = getattr(signals, name)
-            self.previous[number] = signals.signal(number, self._on_signal)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for number, handler in self.previous.items():
-            signals.signal(number, handler)
-
-    def _on_signal(self, number: int, _frame: object) -> None:
-        if self.caught is not None:
-            return  # a second signal while the first is handled is ignored, as in-process
-        self.caught = next(name for name in INTERRUPTS if getattr(signals, name) == number)
-        if self.state == "connecting":
-            raise _Interrupted
-        if self.state == "sent":
-            self.forward()
-
-    def sent(self) -> None:
-        """The request is out: forward a signal that came while it was sent."""
-        self.state = "sent"
-        if self.caught is not None:
-            self.forward()
-
-    def forward(self) -> None:
-        if self.sock is None:
-            return
-        try:  # noqa: SIM105 - contextlib is a measurable import for the served client
-            self.sock.sendall(frame(dumps({"interrupt": self.caught})))
-        except OSError:
-            pass  # the server is gone or answered already: the answer (or its absence) says so
-
-
-def _write(text: str, stream: Any) -> None:
-    stream.write(text)
-    stream.flush()
-
-
-def _fail(args: ExecArgs | argparse.Namespace, message: str) -> int:
-    """dsh's own failure of a served exec: one line, the ``--json`` document, status 125."""
-    print(f"dsh: {message}", file=sys.stderr)
-    if args.json:
-        _write(dumps(failure_document(message)).decode("utf-8") + "\n", sys.stdout)
-    return FAILURE_EXIT
-
-
-def _served_exec(args: ExecArgs | argparse.Namespace) -> int | None:
-    """Run ``dsh exec`` through a listening ``dsh serve``; None when there is none to ask."""
-    if relative_home() is not None:
-        return None  # the in-process path refuses it in one sentence
-    choice = choose_deployment(args.deployment)
-    path = socket_path(choice.path)
-    request = {
-        "protocol": PROTOCOL,
-        "argv": command_words(args.command),
-        "cwd": os.path.abspath(args.cwd) if args.cwd else os.getcwd(),
-        "env": dict(os.environ),
-        "session": args.session,
-        "timeout": args.timeout,
-        "deployment": choice.path,
-        "json": bool(args.json),
-    }
-    try:
-        message = frame(dumps(request))
-    except WireError as exc:
-        _warn(f"not using dsh serve: {exc}; running in this process")
-        return None
-    interrupts = _Interrupts()
-    try:
-        with interrupts:
-            sock = _connect(path)
-            if sock is None:
-                return None
-            try:
-                answer = _exchange(args, sock, message, interrupts, path)
-            finally:
-                sock.close()
-    except _Interrupted:
-        assert interrupts.caught is not None
-        return _interrupted(interrupts.caught)
-    if isinstance(answer, int):
-        return answer
-    if answer is None:
-        return _fail(args, f"the dsh server at {path} closed the connection before answering")
-    return _report(args, answer, interrupts.caught)
-
-
-def _exchange(
-    args: ExecArgs | argparse.Namespace, sock: Socket, message: bytes, interrupts: _Interrupts, path: str
-) -> dict[str, Any] | int | None:
-    """Send the request and wait for the answer (forwarding a signal meanwhile); an int is a failure's status."""
-    interrupts.sock = sock
-    interrupts.state = "sending"
-    try:
-        sock.sendall(message)
-    except BrokenPipeError:
-        pass  # the server refused the request and closed: its answer says why
-    except OSError as exc:
-        return _fail(args, f"cannot send to the dsh server at {path}: {exc.strerror or exc}")
-    interrupts.sent()
-    sock.settimeout(None)  # the command may legitimately run for as long as its timeout allows
-    try:
-        return recv_frame(sock)
-    except (OSError, WireError) as exc:
-        return _fail(args, f"the dsh server at {path} sent no valid answer: {exc}")
-
-
-def _interrupted(name: str) -> int:
-    from ._status import interrupted_reason
-
-    print(f"dsh: {interrupted_reason(name)}", file=sys.stderr)
-    return 128 + int(getattr(signals, name))
-
-
-def _report(args: ExecArgs | argparse.Namespace, answer: dict[str, Any], caught: str | None) -> int:
-    """Print a server's answer as the in-process ``dsh exec`` prints its outcome; return the exit status."""
-    for warning in answer.get("warnings", []):
-        _warn(str(warning))
-    for line in answer.get("notices", []):
-        print(line, file=sys.stderr)
-    document = answer.get("document")
-    if not answer.get("ok"):
-        print(f"dsh: {answer.get('error')}", file=sys.stderr)
-        if args.json and isinstance(document, str):
-            _write(document, sys.stdout)
-        # dsh exec keeps 0-124 and 126+ for the command: its own failures are 125, served or not.
-        code = answer.get("exit_code", FAILURE_EXIT)
-        return code if isinstance(code, int) else FAILURE_EXIT
-    result = answer["result"]
-    if args.json and isinstance(document, str):
-        _write(document, sys.stdout)
-    else:
-        _write(result["stdout"], sys.stdout)
-        _write(result["stderr"], sys.stderr)
-    for line in exec_notices(result):
-        print(line, file=sys.stderr)
-    if caught is not None:  # the command ended before the interrupt reached the server
-        return _interrupted(caught)
-    return exec_status(result)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -248,14 +25,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     plain = parse_exec(words)
     if plain is not None:
-        code = _served_exec(plain)
+        code = served_exec(plain)
         if code is not None:
             return code
     from ._parser import parse
 
     args = parse(words)
     if plain is None and args.verb == "exec" and not args.debug and not args.no_server:
-        code = _served_exec(args)
+        code = served_exec(args)
         if code is not None:
             return code
     from .cli import dispatch

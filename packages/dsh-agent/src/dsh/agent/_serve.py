@@ -34,20 +34,14 @@ from dsh.paths import ensure_private_dir
 from ._exec import exec_command
 from ._output import json_text
 from ._runtime import warnings
-from ._serve_request import Request, hung_up, request_from
-from ._status import FAILURE_EXIT, INTERRUPTS, failure_document, interrupted_reason
+from ._serve_protocol import CLIENT_GONE, Request, failure_answer, interrupted_answer, request_from, watch_client
+from ._status import FAILURE_EXIT
 from ._wire import HEADER_SIZE, WireError, decode, encode, frame_length, peer_uid, socket_path
 
 DEFAULT_IDLE_TIMEOUT = 10.0
 """Seconds a connection may take to deliver a whole request (or to take its answer)."""
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-
-HANGUP_POLL = 0.25
-"""Seconds between checks whether a client that half-closed its connection has gone entirely."""
-
-CLIENT_GONE = "the client went away"
-"""What a turn is recorded as interrupted by when its client closed the connection."""
 
 
 def _log(message: str) -> None:
@@ -141,7 +135,7 @@ class Server:
             AMBIENT_ENV.reset(token)
         self.work.add(work)
         work.add_done_callback(self.work.discard)
-        watch = asyncio.ensure_future(self._watch(reader, writer.get_extra_info("socket")))
+        watch = asyncio.ensure_future(watch_client(reader, writer.get_extra_info("socket"), self.idle_timeout))
         try:
             await asyncio.wait({work, watch}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -156,34 +150,20 @@ class Server:
                 return  # nobody is left to answer
             if kind == "malformed":
                 why = f"{detail}; the command's process group was killed and the turn recorded as interrupted"
-                await self._send(writer, self._failure(request, why))
+                await self._send(writer, failure_answer(request, why))
                 return
         if work.cancelled():
-            answer = self._cancelled(request, watch)
+            interrupt = watch.result() if watch.done() and not watch.cancelled() else None
+            answer = interrupted_answer(interrupt[1]) if interrupt and interrupt[0] == "interrupt" else self._stopped()
         elif (error := work.exception()) is not None:
             detail = str(error) if isinstance(error, DshError) else f"the exec failed: {describe(error)}"
-            answer = self._failure(request, detail)
+            answer = failure_answer(request, detail)
         else:
             answer = work.result()
         await self._send(writer, answer)
 
-    def _failure(self, request: Request, error: str) -> dict[str, Any]:
-        """The answer of an exec dsh could not run (or record); with ``--json``, its document too."""
-        answer: dict[str, Any] = {"ok": False, "error": error}
-        if request.json:
-            answer["document"] = json_text(failure_document(error))
-        return answer
-
-    def _cancelled(self, request: Request, watch: asyncio.Task[tuple[str, str]]) -> dict[str, Any]:
-        """The answer of an exec stopped by its client's signal, or by the server's own stop."""
-        if watch.done() and not watch.cancelled() and watch.result()[0] == "interrupt":
-            name = watch.result()[1]
-            return {
-                "ok": False,
-                "interrupted": name,
-                "exit_code": 128 + signal.Signals[name].value,
-                "error": interrupted_reason(name),
-            }
+    def _stopped(self) -> dict[str, Any]:
+        """The answer of an exec stopped by this server's own stop (or cancelled for no known reason)."""
         code = 128 + signal.Signals[self.stopping].value if self.stopping else FAILURE_EXIT
         return {
             "ok": False,
@@ -191,34 +171,6 @@ class Server:
             "error": f"dsh serve received {self.stopping} while the command ran; its process group was "
             "killed and the turn recorded as it stood",
         }
-
-    async def _watch(self, reader: asyncio.StreamReader, sock: Any) -> tuple[str, str]:
-        """What the client does while its command runs: ``("interrupt", SIGNAL)``, ``("gone", "")`` or
-        ``("malformed", why)``. A half-close (the client shut its sending side and waits for the
-        answer) is neither: the command goes on until the client closes entirely."""
-        try:
-            header = await reader.readexactly(HEADER_SIZE)
-            body = await asyncio.wait_for(reader.readexactly(frame_length(header)), self.idle_timeout)
-            message = decode(body)
-        except asyncio.IncompleteReadError as exc:
-            if exc.partial:
-                return "malformed", f"malformed request: {len(exc.partial)} stray bytes followed the request"
-            while not hung_up(sock):
-                await asyncio.sleep(HANGUP_POLL)
-            return "gone", ""
-        except TimeoutError:
-            return (
-                "malformed",
-                f"malformed request: an incomplete message followed the request for {self.idle_timeout:g} s",
-            )
-        except WireError as exc:
-            return "malformed", f"{exc} (after the request)"
-        except OSError:
-            return "gone", ""
-        name = message.get("interrupt")
-        if set(message) == {"interrupt"} and name in INTERRUPTS:
-            return "interrupt", str(name)
-        return "malformed", 'malformed request: only {"interrupt": "SIGINT"|"SIGTERM"|"SIGHUP"} may follow the request'
 
     async def _run(self, request: Request) -> dict[str, Any]:
         runtime = self.runtime

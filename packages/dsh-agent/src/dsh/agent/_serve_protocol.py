@@ -1,15 +1,26 @@
-"""A served ``dsh exec`` request, checked field by field, and how the server sees its client hang up."""
+"""What a served ``dsh exec`` connection says, seen from the server: the request checked field by
+field, what may follow it while the command runs, and the shapes of the answers."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 import select
+import signal
 from collections.abc import Mapping
 from typing import Any
 
 from ._exec_argv import command_line
-from ._wire import PROTOCOL, WireError
+from ._output import json_text
+from ._status import INTERRUPTS, failure_document, interrupted_reason
+from ._wire import HEADER_SIZE, PROTOCOL, WireError, decode, frame_length
+
+HANGUP_POLL = 0.25
+"""Seconds between checks whether a client that half-closed its connection has gone entirely."""
+
+CLIENT_GONE = "the client went away"
+"""What a turn is recorded as interrupted by when its client closed the connection."""
 
 
 class Request:
@@ -76,3 +87,47 @@ def hung_up(sock: Any) -> bool:
     poller = select.poll()
     poller.register(sock.fileno(), select.POLLHUP)
     return bool(poller.poll(0))
+
+
+async def watch_client(reader: asyncio.StreamReader, sock: Any, idle_timeout: float) -> tuple[str, str]:
+    """What the client does while its command runs: ``("interrupt", SIGNAL)``, ``("gone", "")`` or
+    ``("malformed", why)``. A half-close (the client shut its sending side and waits for the
+    answer) is neither: the command goes on until the client closes entirely."""
+    try:
+        header = await reader.readexactly(HEADER_SIZE)
+        body = await asyncio.wait_for(reader.readexactly(frame_length(header)), idle_timeout)
+        message = decode(body)
+    except asyncio.IncompleteReadError as exc:
+        if exc.partial:
+            return "malformed", f"malformed request: {len(exc.partial)} stray bytes followed the request"
+        while not hung_up(sock):
+            await asyncio.sleep(HANGUP_POLL)
+        return "gone", ""
+    except TimeoutError:
+        return "malformed", f"malformed request: an incomplete message followed the request for {idle_timeout:g} s"
+    except WireError as exc:
+        return "malformed", f"{exc} (after the request)"
+    except OSError:
+        return "gone", ""
+    name = message.get("interrupt")
+    if set(message) == {"interrupt"} and name in INTERRUPTS:
+        return "interrupt", str(name)
+    return "malformed", 'malformed request: only {"interrupt": "SIGINT"|"SIGTERM"|"SIGHUP"} may follow the request'
+
+
+def failure_answer(request: Request, error: str) -> dict[str, Any]:
+    """The answer of an exec dsh could not run (or record); with ``--json``, its document too."""
+    answer: dict[str, Any] = {"ok": False, "error": error}
+    if request.json:
+        answer["document"] = json_text(failure_document(error))
+    return answer
+
+
+def interrupted_answer(name: str) -> dict[str, Any]:
+    """The answer of an exec its client interrupted with signal ``name``: the in-process line and status."""
+    return {
+        "ok": False,
+        "interrupted": name,
+        "exit_code": 128 + signal.Signals[name].value,
+        "error": interrupted_reason(name),
+    }
