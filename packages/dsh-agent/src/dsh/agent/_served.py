@@ -100,7 +100,10 @@ class _Interrupts:
     def __enter__(self) -> _Interrupts:
         for name in INTERRUPTS:
             number = getattr(signals, name)
-            self.previous[number] = signals.signal(number, self._on_signal)
+            try:
+                self.previous[number] = signals.signal(number, self._on_signal)
+            except ValueError:  # not the main thread (an embedding caller): its signals stay its own
+                break
         return self
 
     def __exit__(self, *exc: object) -> None:
