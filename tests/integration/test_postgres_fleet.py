@@ -80,7 +80,8 @@ def test_two_hosts_see_and_resume_each_others_sessions(tmp_path: Path, postgres_
     turn_ids = [e["data"]["turn_id"] for e in events if e["type"] == "turn/start"]
     assert len(turn_ids) == 2 and len(set(turn_ids)) == 2
     located = dsh("sessions", "locate", out["session_id"], "--deployment", str(host_a), home=tmp_path / "home-a")
-    assert "has no local transcript file" in located.stdout
+    assert located.returncode == 1 and located.stdout == "", "no file: nothing a script could take for a path"
+    assert "has no transcript file: the postgres backend keeps it in its database" in located.stderr
     assert not (tmp_path / "home-a" / "sessions").exists() and not (tmp_path / "home-b" / "sessions").exists()
 
 

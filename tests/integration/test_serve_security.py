@@ -140,6 +140,7 @@ def test_sigterm_mid_command_kills_flushes_answers_and_removes_the_socket(
         shown = json.loads(dsh("sessions", "show", session["id"], "--json", home=home).stdout)
         types = [e["type"] for e in shown["events"]]
         assert "tool/call" in types and types[-1] == "turn/end", types
+        assert shown["events"][-1]["data"]["interrupted"] == "SIGTERM", "the server's signal, not 'cancelled'"
 
 
 def _deployment(tmp_path: Path) -> Path:

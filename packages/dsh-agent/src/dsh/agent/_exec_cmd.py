@@ -16,9 +16,10 @@ from ._exec_argv import command_line
 from ._output import print_json
 from ._runtime import open_runtime
 from ._serve import serve
+from ._status import INTERRUPTS as INTERRUPT_NAMES
 from ._status import exec_notices, exec_status, interrupted_reason
 
-INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+INTERRUPTS = tuple(signal.Signals[name] for name in INTERRUPT_NAMES)
 """Signals that interrupt ``dsh exec`` and ``dsh run``: the command's group is killed, the turn flushed."""
 
 
