@@ -16,7 +16,7 @@ from dsh.paths import UntrustedPathError, check_trusted
 from ._choice import choose_deployment, relative_home
 from ._exec_argv import ExecArgs, command_words
 from ._json_lite import dumps
-from ._status import FAILURE_EXIT, INTERRUPTS, exec_notices, exec_status, failure_document
+from ._status import FAILURE_EXIT, INTERRUPTS, exec_notices, exec_status, failure_document, interrupted_reason
 from ._wire import PROTOCOL, WireError, connect, frame, peer_uid, recv_frame, socket_path
 
 TYPE_CHECKING = False
@@ -143,8 +143,13 @@ def _fail(args: ExecArgs | argparse.Namespace, message: str) -> int:
     """dsh's own failure of a served exec: one line, the ``--json`` document, status 125."""
     print(f"dsh: {message}", file=sys.stderr)
     if args.json:
-        _write(dumps(failure_document(message)).decode("utf-8") + "\n", sys.stdout)
+        _write(_document(message), sys.stdout)
     return FAILURE_EXIT
+
+
+def _document(error: str) -> str:
+    """The ``--json`` failure document when the server sent none (compact: this client has no json module)."""
+    return dumps(failure_document(error)).decode("utf-8") + "\n"
 
 
 def served_exec(args: ExecArgs | argparse.Namespace) -> int | None:
@@ -209,8 +214,6 @@ def _exchange(
 
 
 def _interrupted(name: str) -> int:
-    from ._status import interrupted_reason
-
     print(f"dsh: {interrupted_reason(name)}", file=sys.stderr)
     return 128 + int(getattr(signals, name))
 
@@ -223,9 +226,10 @@ def _report(args: ExecArgs | argparse.Namespace, answer: dict[str, Any], caught:
         print(line, file=sys.stderr)
     document = answer.get("document")
     if not answer.get("ok"):
-        print(f"dsh: {answer.get('error')}", file=sys.stderr)
-        if args.json and isinstance(document, str):
-            _write(document, sys.stdout)
+        error = str(answer.get("error"))
+        print(f"dsh: {error}", file=sys.stderr)
+        if args.json and "interrupted" not in answer:  # interrupted: stdout stays empty, as in-process
+            _write(document if isinstance(document, str) else _document(error), sys.stdout)
         # dsh exec keeps 0-124 and 126+ for the command: its own failures are 125, served or not.
         code = answer.get("exit_code", FAILURE_EXIT)
         return code if isinstance(code, int) else FAILURE_EXIT
