@@ -35,7 +35,7 @@ def _full(argv: list[str]) -> object:
         return exc.code
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(LINES)
 def test_whenever_the_small_parser_answers_the_full_parser_agrees(argv: list[str]) -> None:
     small = parse_exec(argv)
