@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 from dsh.paths import resolve_dsh_home
@@ -31,3 +33,13 @@ def test_resolution_creates_nothing(tmp_path: Path) -> None:
     resolve_dsh_home(None, {"DSH_HOME": str(target)})
     assert not target.exists()
     assert os.listdir(tmp_path) == []
+
+
+def test_home_text_is_the_same_rule_and_the_import_costs_no_pathlib(tmp_path: Path) -> None:
+    from dsh.paths import home_text
+
+    for configured, env in ((None, {"DSH_HOME": str(tmp_path)}), ("~/x", {"HOME": str(tmp_path)}), (None, {})):
+        assert home_text(configured, env) == str(resolve_dsh_home(configured, env))
+    probe = "import sys; import dsh.paths; print('pathlib' in sys.modules, 'typing' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out == "False False\n", "the served dsh exec reads its home through dsh.paths: keep it light"
