@@ -503,13 +503,14 @@ def test_a_finished_session_leaves_nothing_behind_in_the_runner(tmp_path: Path) 
         runner = runtime.ctx.require(HOOKS)
         agent = _drive(runtime, tmp_path, [ModelStep(text="done")])
         assert runner.session_env(agent.session.header) == {}
-        assert not runner._done_once and not any(runner._env_dir.iterdir()) if runner._env_dir else True
+        assert not runner._done_once
+        assert [p.name for p in (tmp_path / "home" / "run").glob("hook-env-*/*")] == []
     finally:
         runtime.close()
 
 
 def test_a_settings_file_without_hooks_is_no_hooks_and_no_warning(tmp_path: Path) -> None:
-    from dsh.hooks import load_hook_table
+    from dsh.hooks._load import load_hook_table
 
     settings = tmp_path / "settings.json"
     settings.write_text(json.dumps({"model": "opus", "permissions": {"allow": ["Bash(ls *)"]}}))
@@ -521,7 +522,7 @@ def test_a_settings_file_without_hooks_is_no_hooks_and_no_warning(tmp_path: Path
 
 @pytest.mark.parametrize("timeout", [float("nan"), float("inf"), -1, 0])
 def test_a_timeout_that_is_not_a_positive_finite_number_is_a_warning(timeout: float) -> None:
-    from dsh.hooks import load_hook_table
+    from dsh.hooks._load import load_hook_table
 
     table = load_hook_table(
         "claude", {"PreToolUse": [{"hooks": [{"type": "command", "command": "exit 2", "timeout": timeout}]}]}

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from dsh.hooks._config import load_hook_table, matcher_matches
-from dsh.hooks._outcome import interpret
+from dsh.hooks._decision import interpret
+from dsh.hooks._load import load_hook_table
 from dsh.hooks._payload import HookFacts, build_payload, dsh_tool_input, peer_tool_input
 from dsh.hooks._rules import parse_rule, rule_matches
+from dsh.hooks._table import matcher_matches
 
 SCHEMA_FILES = {
     "SessionStart": "session-start",

@@ -129,9 +129,7 @@ class Agent:
         """
         if not outcome.reports and not outcome.warnings:
             return outcome
-        from dsh.hooks import reports_as_data
-
-        data: dict[str, Any] = {"event": event, "reports": reports_as_data(outcome.reports)}
+        data: dict[str, Any] = {"event": event, "reports": [r.as_data() for r in outcome.reports]}
         if outcome.warnings:
             data["warnings"] = list(outcome.warnings)
         self.session.record("hook/result", **data)

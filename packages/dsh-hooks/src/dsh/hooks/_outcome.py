@@ -1,23 +1,16 @@
-"""What hooks decided: one report per hook run, merged per event, read in each dialect's terms."""
+"""What hooks decided: one report per hook run (:class:`HookReport`) merged per event into the verdict
+(:class:`HookOutcome`), and the lines for the user (:class:`Notice`).
+
+How a finished hook's exit code and output become a report is :mod:`._decision`.
+"""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._config import Dialect
-from ._payload import dsh_tool_input
-
-CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit"})
-"""Events whose plain (non-JSON) stdout is context for the model, in both dialects."""
-
-BLOCKING_EVENTS = frozenset(
-    {"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop", "SubagentStop"}
-)
-"""Events where exit 2 or ``decision: "block"`` acts (after a call: its reason is added to the result
-the model reads); elsewhere exit 2 is only reported to the user."""
+from ._table import Dialect
 
 
 @dataclass(frozen=True)
@@ -49,6 +42,30 @@ class HookReport:
     finished: int = 0
     """Completion order among the hooks of one event (a later ``updatedInput`` wins)."""
 
+    def as_data(self) -> dict[str, Any]:
+        """This report as plain data for a transcript's ``hook/result`` event."""
+        row: dict[str, Any] = {
+            "dialect": self.dialect,
+            "event": self.event,
+            "command": self.command,
+            "exit_code": self.exit_code,
+            "blocked": self.blocked,
+            "stop": self.stop,
+            "reason": self.reason,
+            "error": self.error,
+        }
+        extras = {
+            "stop_reason": self.stop_reason,
+            "decision": self.decision,
+            "updated_input": None if self.updated_input is None else dict(self.updated_input),
+            "additional_context": self.additional_context,
+            "system_message": self.system_message,
+            "timed_out": self.timed_out or None,
+            "background": self.background or None,
+        }
+        row.update({k: v for k, v in extras.items() if v is not None})
+        return row
+
 
 @dataclass(frozen=True)
 class Notice:
@@ -56,78 +73,6 @@ class Notice:
 
     kind: Literal["message", "warning"]
     text: str
-
-
-def _read_json(stdout: str) -> Mapping[str, Any] | None:
-    text = stdout.strip()
-    if not text.startswith("{"):
-        return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    return value if isinstance(value, Mapping) else None
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value.strip() else None
-
-
-def interpret(
-    dialect: Dialect,
-    event: str,
-    command: str,
-    exit_code: int,
-    stdout: str,
-    stderr: str,
-    tool: str | None = None,
-) -> HookReport:
-    """Read a finished hook's exit code and output the way its dialect does."""
-    base = HookReport(dialect, event, command, exit_code, stdout, stderr)
-    if exit_code == 2:
-        why = stderr.strip()
-        if dialect == "codex" and not why:
-            return replace(base, error="exited 2 without a reason on stderr; Codex does not block on that")
-        if event not in BLOCKING_EVENTS:
-            return replace(base, error=f"exited 2 ({event} cannot block): {why[:500]}")
-        return replace(base, blocked=True, reason=why or f"blocked by hook: {command}")
-    if exit_code != 0:
-        return replace(base, error=f"exited with status {exit_code}: {stderr.strip()[:500]}".rstrip(": "))
-    output = _read_json(stdout)
-    if output is None:
-        text = stdout.strip()
-        if dialect == "codex" and text.startswith("{"):
-            # Codex fails a hook whose stdout looks like JSON but is not; Claude Code reads it as text.
-            return replace(base, error=f"printed invalid JSON on stdout: {text[:200]}")
-        return replace(base, additional_context=text) if text and event in CONTEXT_EVENTS else base
-    raw_specific = output.get("hookSpecificOutput")
-    specific: Mapping[str, Any] = raw_specific if isinstance(raw_specific, Mapping) else {}
-    decision: Literal["allow", "deny", "ask"] | None = None
-    permission = specific.get("permissionDecision")
-    if permission in ("allow", "deny", "ask"):
-        decision = permission
-    elif output.get("decision") == "approve" and event == "PreToolUse":
-        decision = "allow"
-    blocked = decision == "deny" or (output.get("decision") == "block" and event in BLOCKING_EVENTS)
-    reason = None
-    if blocked or decision == "ask":
-        reason = _text(specific.get("permissionDecisionReason")) or _text(output.get("reason"))
-    stop = output.get("continue") is False
-    updated = specific.get("updatedInput")
-    updated_input = None
-    if isinstance(updated, Mapping) and event == "PreToolUse" and not blocked and tool is not None:
-        updated_input = dsh_tool_input(dialect, tool, updated)
-    return replace(
-        base,
-        blocked=blocked,
-        reason=reason,
-        stop=stop,
-        stop_reason=_text(output.get("stopReason")) if stop else None,
-        decision=decision,
-        updated_input=updated_input,
-        additional_context=_text(specific.get("additionalContext")),
-        system_message=_text(output.get("systemMessage")),
-    )
 
 
 @dataclass(frozen=True)
@@ -212,31 +157,3 @@ class HookOutcome:
     def merged(self, other: HookOutcome) -> HookOutcome:
         """Both outcomes' reports and warnings."""
         return HookOutcome(self.reports + other.reports, self.ask, self.warnings + other.warnings)
-
-
-def reports_as_data(reports: Sequence[HookReport]) -> list[dict[str, Any]]:
-    """Reports as plain data for a transcript event."""
-    rows = []
-    for r in reports:
-        row: dict[str, Any] = {
-            "dialect": r.dialect,
-            "event": r.event,
-            "command": r.command,
-            "exit_code": r.exit_code,
-            "blocked": r.blocked,
-            "stop": r.stop,
-            "reason": r.reason,
-            "error": r.error,
-        }
-        extras = {
-            "stop_reason": r.stop_reason,
-            "decision": r.decision,
-            "updated_input": None if r.updated_input is None else dict(r.updated_input),
-            "additional_context": r.additional_context,
-            "system_message": r.system_message,
-            "timed_out": r.timed_out or None,
-            "background": r.background or None,
-        }
-        row.update({k: v for k, v in extras.items() if v is not None})
-        rows.append(row)
-    return rows

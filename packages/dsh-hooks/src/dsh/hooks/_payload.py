@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._config import Dialect
+from ._table import Dialect
 
 TOOL_NAMES: Mapping[Dialect, Mapping[str, str]] = {
     "claude": {

@@ -1,4 +1,4 @@
-"""Hook configuration in the peers' own formats (Claude Code ``settings.json``, Codex ``hooks.json``).
+"""Reading hook configuration in the peers' own formats (Claude Code ``settings.json``, Codex ``hooks.json``).
 
 Loading never fails on what a peer accepts: a handler type dsh cannot run (``http``, ``prompt``,
 ``agent``, ``mcp_tool``), a field dsh does not know, an unknown event or an invalid matcher is a
@@ -11,20 +11,15 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from dsh.paths import UntrustedPathError, check_trusted
 
 from ._errors import HookConfigError
-
-Dialect = Literal["claude", "codex"]
-
-DEFAULT_TIMEOUT = 600.0
-"""Seconds a command hook may run when its ``timeout`` is absent (both peers: 600)."""
+from ._rules import parse_rule
+from ._table import DEFAULT_TIMEOUT, Dialect, HookCommand, HookTable, MatcherGroup, invalid_matcher
 
 # The events each peer documents. Hooks of events dsh never emits load quietly (the README lists
 # them); a name outside these lists is most likely a typo and gets a warning.
@@ -101,98 +96,7 @@ _COMMAND_FIELDS: Mapping[Dialect, frozenset[str]] = {
     | {"statusMessage", "status_message"},
 }
 _GROUP_FIELDS = frozenset({"matcher", "hooks"})
-
-_EXACT_MATCHER = re.compile(r"[A-Za-z0-9_|]+")
-
-
-@dataclass(frozen=True)
-class HookCommand:
-    """One command hook, normalised from either dialect."""
-
-    command: str
-    args: tuple[str, ...] | None = None
-    """Exec form: ``command`` is resolved on PATH and run with these arguments, no shell."""
-    timeout: float = DEFAULT_TIMEOUT
-    shell: Literal["bash", "powershell"] = "bash"
-    condition: str | None = None
-    """The Claude Code ``if`` rule (``Bash(git *)``), checked on tool events only."""
-    run_async: bool = False
-    """``async``: runs in the background; it never blocks or decides."""
-    once: bool = False
-    """Runs once per session, then is skipped."""
-    source: str = ""
-    """Where the hook was configured (file path, or ``<dialect> hooks (inline)``)."""
-
-    @property
-    def label(self) -> str:
-        """How reports and warnings name the hook."""
-        return self.command if self.args is None else " ".join([self.command, *self.args])
-
-    @property
-    def identity(self) -> tuple[Any, ...]:
-        """What makes two Claude Code command hooks the same hook (it runs them once)."""
-        return (self.command, self.args, self.shell)
-
-
-@dataclass(frozen=True)
-class MatcherGroup:
-    """Hooks that run when ``matcher`` matches the event's subject."""
-
-    matcher: str | None
-    hooks: tuple[HookCommand, ...]
-    dialect: Dialect = "claude"
-
-    def matches(self, subjects: Sequence[str] | str | None) -> bool:
-        """Whether this group applies to an event whose subject is one of ``subjects``."""
-        return matcher_matches(self.dialect, self.matcher, subjects)
-
-
-@dataclass(frozen=True)
-class HookTable:
-    """Event name -> matcher groups of one dialect, as under the ``hooks`` key of the peer's file."""
-
-    dialect: Dialect = "claude"
-    events: Mapping[str, tuple[MatcherGroup, ...]] = field(default_factory=dict)
-    source: str = ""
-    disabled: bool = False
-    """``disableAllHooks: true``: the file's hooks load but never run."""
-    warnings: tuple[str, ...] = ()
-    """What was skipped or ignored while loading, one line each."""
-
-    def groups(self, event: str) -> tuple[MatcherGroup, ...]:
-        """The groups configured for ``event`` (none when the table is disabled)."""
-        return () if self.disabled else self.events.get(event, ())
-
-
-def matcher_matches(dialect: Dialect, matcher: str | None, subjects: Sequence[str] | str | None) -> bool:
-    """Match as the peer does.
-
-    ``None``, ``""`` and ``"*"`` match everything, as does an event without a subject. Claude Code
-    treats a matcher of only letters, digits, ``_`` and ``|`` as a list of exact names and anything
-    else as an unanchored regular expression; Codex treats every matcher as an unanchored regular
-    expression. An invalid expression never matches.
-    """
-    if not matcher or matcher == "*" or subjects is None:
-        return True
-    values = [subjects] if isinstance(subjects, str) else list(subjects)
-    if dialect == "claude" and _EXACT_MATCHER.fullmatch(matcher):
-        names = matcher.split("|")
-        return any(value in names for value in values)
-    try:
-        pattern = re.compile(matcher)
-    except re.error:
-        return False
-    return any(pattern.search(value) is not None for value in values)
-
-
-def _invalid_matcher(dialect: Dialect, matcher: str) -> str | None:
-    if not matcher or matcher == "*" or (dialect == "claude" and _EXACT_MATCHER.fullmatch(matcher)):
-        return None
-    try:
-        re.compile(matcher)
-    except re.error as exc:
-        return str(exc)
-    return None
+_PEER: Mapping[Dialect, str] = {"claude": "Claude Code", "codex": "Codex"}
 
 
 def read_hook_file(path: Path, where: str, what: str = "hooks file") -> Any:
@@ -262,9 +166,6 @@ def _parse_table(dialect: Dialect, raw: Mapping[str, Any], where: str) -> HookTa
     return HookTable(dialect, events, where, disabled, tuple(warnings))
 
 
-_PEER: Mapping[Dialect, str] = {"claude": "Claude Code", "codex": "Codex"}
-
-
 def _parse_group(dialect: Dialect, event: str, item: Any, where: str, warnings: list[str]) -> MatcherGroup | None:
     if not isinstance(item, Mapping):
         warnings.append(f"{where}: event '{event}': a matcher group must be an object; skipped")
@@ -277,7 +178,7 @@ def _parse_group(dialect: Dialect, event: str, item: Any, where: str, warnings: 
         warnings.append(f"{where}: event '{event}': matcher must be a string, not {matcher!r}; group skipped")
         return None
     if matcher is not None:
-        error = _invalid_matcher(dialect, matcher)
+        error = invalid_matcher(dialect, matcher)
         if error is not None:
             warnings.append(f"{where}: event '{event}': invalid matcher {matcher!r} ({error}); it never matches")
     handlers = item.get("hooks", [])
@@ -334,12 +235,9 @@ def _parse_handler(dialect: Dialect, event: str, raw: Any, where: str, warnings:
         bad(f'\'shell\' must be "bash" or "powershell", not {shell!r}')
         return None
     condition = raw.get("if")
-    if condition is not None:
-        from ._rules import parse_rule
-
-        if not isinstance(condition, str) or parse_rule(condition) is None:
-            bad(f"'if' must be a permission rule such as \"Bash(git *)\", not {condition!r}")
-            return None
+    if condition is not None and (not isinstance(condition, str) or parse_rule(condition) is None):
+        bad(f"'if' must be a permission rule such as \"Bash(git *)\", not {condition!r}")
+        return None
     return HookCommand(
         command,
         args=None if args is None else tuple(args),

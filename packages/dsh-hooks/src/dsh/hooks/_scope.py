@@ -1,0 +1,26 @@
+"""Where a hook event fires: the session whose identity payloads carry, and the agent inside it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dsh.session import SessionHeader
+
+
+@dataclass(frozen=True)
+class HookScope:
+    """Where an event fires: the session whose identity payloads carry, and the agent inside it."""
+
+    header: SessionHeader
+    turn_id: str | None = None
+    agent_id: str | None = None
+    """Set inside a subagent (the subagent's session id), with ``agent_type``."""
+    agent_type: str | None = None
+    parent: HookScope | None = None
+    """The spawning agent's scope, inside a subagent: ``SubagentStop`` carries its identity."""
+
+    def agent_fields(self) -> dict[str, Any]:
+        """``agent_id`` and ``agent_type`` when inside a subagent, else nothing."""
+        return {} if self.agent_id is None else {"agent_id": self.agent_id, "agent_type": self.agent_type}

@@ -1,0 +1,293 @@
+"""The ``hooks`` service: which hooks an event runs, running them, and merging what they decided.
+
+The agent loop talks to :class:`HookRunner` through one method per lifecycle point
+(``session_start``, ``user_prompt``, ``pre_tool``, ``post_tool``, ``stop``, ``subagent_start``,
+``session_end``); the runner picks each dialect's event (``PostToolUseFailure`` for Claude Code,
+``PostToolUse`` for Codex; ``Stop`` for the main agent, ``SubagentStop`` inside a subagent), the
+hooks that match, and merges what they decided into a :class:`HookOutcome`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Literal
+
+from dsh.bash import Executor, LocalExecutor
+from dsh.core import DSH_HOME, Context
+from dsh.session import SESSION_PERSISTENCE, SessionHeader
+
+from ._envfile import EnvFiles
+from ._outcome import HookOutcome, HookReport
+from ._payload import HookFacts, build_payload, tool_subjects
+from ._process import run_hook
+from ._scope import HookScope
+from ._select import select_hooks
+from ._table import Dialect, HookCommand, HookTable
+
+log = logging.getLogger("dsh.hooks")
+
+DIALECTS: tuple[Dialect, ...] = ("claude", "codex")
+
+
+class HookRunner:
+    """The ``hooks`` service: fires lifecycle events at the configured hooks of both dialects."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        tables: Mapping[Dialect, HookTable],
+        *,
+        model: str = "dsh-scripted",
+        permission_mode: str = "default",
+        ask: Literal["deny", "allow"] = "deny",
+        executor: Executor | None = None,
+    ) -> None:
+        self._ctx = ctx
+        self.tables = dict(tables)
+        self.model = model
+        self.permission_mode = permission_mode
+        self.ask = ask
+        self.executor: Executor = executor or LocalExecutor(credential_pattern=None)
+        self._done_once: set[tuple[str, Dialect, str, HookCommand]] = set()
+        self._env_files = EnvFiles(ctx.get(DSH_HOME))
+        self._background: set[asyncio.Task[HookReport]] = set()
+        self._order = itertools.count(1)
+
+    # -- configuration ------------------------------------------------------------------------
+
+    @property
+    def warnings(self) -> list[str]:
+        """Everything skipped or ignored while loading the hook files, one line each."""
+        return [w for table in self.tables.values() for w in table.warnings]
+
+    def close(self) -> None:
+        """Remove the ``CLAUDE_ENV_FILE`` folder; background hooks still running are cancelled."""
+        for task in self._background:
+            with contextlib.suppress(RuntimeError):  # its event loop may already be closed
+                task.cancel()
+        self._background.clear()
+        self._env_files.close()
+
+    def _transcript_path(self, header: SessionHeader) -> str | None:
+        """The transcript path from the current persistence's ``locate()``; never creates anything."""
+        backend = self._ctx.get(SESSION_PERSISTENCE)
+        location = None if backend is None else backend.locate(header)
+        return None if location is None else location.path
+
+    def session_env(self, header: SessionHeader) -> Mapping[str, str]:
+        """What SessionStart hooks exported through their env file for this session (or its parent)."""
+        return self._env_files.exports(header.id, header.parent_session)
+
+    # -- machinery ----------------------------------------------------------------------------
+
+    def _facts(self, event: str, scope: HookScope, fields: Mapping[str, Any] | None = None) -> HookFacts:
+        """The dialect-neutral facts of an event in ``scope``'s session."""
+        header = scope.header
+        return HookFacts(
+            event=event,
+            session_id=header.id,
+            cwd=header.cwd,
+            transcript_path=self._transcript_path(header),
+            model=self.model,
+            permission_mode=self.permission_mode,
+            turn_id=scope.turn_id,
+            fields=dict(fields or {}),
+        )
+
+    # -- lifecycle points the agent loop calls ------------------------------------------------
+
+    async def session_start(self, header: SessionHeader, source: str) -> HookOutcome:
+        """``SessionStart`` (``startup``, ``resume``, ``fork``) with an env file for each hook.
+
+        Claude Code hooks get ``CLAUDE_ENV_FILE``; Codex hooks get ``CODEX_ENV_FILE`` and, as Codex
+        does, the ``CLAUDE_ENV_FILE`` alias. Each hook writes its own file; they are sourced in order.
+        """
+        env_files: list[Path] = []
+
+        def env_for(dialect: Dialect, index: int) -> dict[str, str]:
+            path = self._env_files.new_file(header.id, f"{dialect}-{index}")
+            env_files.append(path)
+            names = ("CLAUDE_ENV_FILE",) if dialect == "claude" else ("CODEX_ENV_FILE", "CLAUDE_ENV_FILE")
+            return {name: str(path) for name in names}
+
+        outcome = await self._fire(
+            {"claude": "SessionStart", "codex": "SessionStart"},
+            HookScope(header),
+            {"source": source},
+            subject=lambda d: source,
+            extra_env=env_for,
+        )
+        if env_files:
+            warnings = await self._env_files.load(self.executor, header.id, header.cwd, env_files)
+            outcome = replace(outcome, warnings=outcome.warnings + tuple(warnings))
+        return outcome
+
+    async def user_prompt(self, scope: HookScope, prompt: str) -> HookOutcome:
+        """``UserPromptSubmit`` (the main agent's turns only)."""
+        return await self._fire(
+            {"claude": "UserPromptSubmit", "codex": "UserPromptSubmit"},
+            scope,
+            {**scope.agent_fields(), "prompt": prompt},
+        )
+
+    async def pre_tool(self, scope: HookScope, tool: str, arguments: Mapping[str, Any], call_id: str) -> HookOutcome:
+        """``PreToolUse``: may block, deny, ask, rewrite the input (``updated_input``) or stop."""
+        fields = {**scope.agent_fields(), "tool_name": tool, "tool_input": dict(arguments), "tool_use_id": call_id}
+        return await self._fire(
+            {"claude": "PreToolUse", "codex": "PreToolUse"},
+            scope,
+            fields,
+            subject=lambda d: tool_subjects(d, tool),
+            tool=tool,
+            tool_input=arguments,
+        )
+
+    async def post_tool(
+        self,
+        scope: HookScope,
+        tool: str,
+        arguments: Mapping[str, Any],
+        call_id: str,
+        response: Mapping[str, Any],
+        error: str | None = None,
+    ) -> HookOutcome:
+        """``PostToolUse``, or for a failed call Claude Code's ``PostToolUseFailure`` (Codex has none)."""
+        fields: dict[str, Any] = {
+            **scope.agent_fields(),
+            "tool_name": tool,
+            "tool_input": dict(arguments),
+            "tool_use_id": call_id,
+            "tool_response": dict(response),
+        }
+        if error is not None:
+            fields.update(error=error, is_interrupt=False)
+        return await self._fire(
+            {"claude": "PostToolUseFailure" if error is not None else "PostToolUse", "codex": "PostToolUse"},
+            scope,
+            fields,
+            subject=lambda d: tool_subjects(d, tool),
+            tool=tool,
+            tool_input=arguments,
+        )
+
+    async def stop(self, scope: HookScope, *, stop_hook_active: bool, last_message: str | None) -> HookOutcome:
+        """``Stop`` for the main agent; inside a subagent ``SubagentStop``, carrying the parent's identity."""
+        fields = {"stop_hook_active": stop_hook_active, "last_assistant_message": last_message}
+        if scope.parent is None:
+            return await self._fire({"claude": "Stop", "codex": "Stop"}, scope, fields)
+        location = self._transcript_path(scope.header)
+        fields.update(agent_id=scope.agent_id, agent_type=scope.agent_type, agent_transcript_path=location)
+        return await self._fire(
+            {"claude": "SubagentStop", "codex": "SubagentStop"},
+            scope.parent,
+            fields,
+            subject=lambda d: scope.agent_type or "",
+        )
+
+    async def subagent_start(self, scope: HookScope, agent_id: str, agent_type: str) -> HookOutcome:
+        """``SubagentStart``, fired in the spawning agent's ``scope``."""
+        return await self._fire(
+            {"claude": "SubagentStart", "codex": "SubagentStart"},
+            scope,
+            {"agent_id": agent_id, "agent_type": agent_type},
+            subject=lambda d: agent_type,
+        )
+
+    async def session_end(self, header: SessionHeader, reason: str = "other") -> HookOutcome:
+        """``SessionEnd`` when a session's run ends; background hooks are waited for first.
+
+        The session's exports, env files and ``once`` marks are dropped afterwards, so a long-lived
+        runner (``dsh serve``) does not grow with the sessions it has seen; a resumed session starts
+        afresh with its SessionStart hooks, as a new run of the peer does.
+        """
+        finished = await self.background(wait=True)
+        outcome = await self._fire(
+            {"claude": "SessionEnd", "codex": "SessionEnd"},
+            HookScope(header),
+            {"reason": reason},
+            subject=lambda d: reason,
+        )
+        self._forget(header.id)
+        return finished.merged(outcome)
+
+    def _forget(self, session_id: str) -> None:
+        self._done_once = {key for key in self._done_once if key[0] != session_id}
+        self._env_files.forget(session_id)
+
+    async def background(self, *, wait: bool = False) -> HookOutcome:
+        """Reports of ``async`` hooks that finished (with ``wait``, of all of them)."""
+        tasks = set(self._background)
+        if wait and tasks:
+            await asyncio.wait(tasks)
+        done = [t for t in tasks if t.done() and not t.cancelled()]
+        self._background.difference_update(done)
+        return HookOutcome(tuple(t.result() for t in done), self.ask)
+
+    async def _fire(
+        self,
+        events: Mapping[Dialect, str | None],
+        scope: HookScope,
+        fields: Mapping[str, Any],
+        *,
+        subject: Callable[[Dialect], Sequence[str] | str | None] = lambda d: None,
+        tool: str | None = None,
+        tool_input: Mapping[str, Any] | None = None,
+        extra_env: Callable[[Dialect, int], dict[str, str]] | None = None,
+    ) -> HookOutcome:
+        jobs: list[Coroutine[Any, Any, HookReport]] = []
+        for dialect in DIALECTS:
+            event = events.get(dialect)
+            if event is None:
+                continue
+            table = self.tables.get(dialect)
+            if table is None:
+                continue
+            hooks = select_hooks(
+                table,
+                event,
+                subject(dialect),
+                tool=tool,
+                tool_input=tool_input,
+                done=lambda hook: (scope.header.id, dialect, event, hook) in self._done_once,  # noqa: B023 (used at once)
+            )
+            if not hooks:
+                continue
+            payload = json.dumps(build_payload(dialect, self._facts(event, scope, fields)))
+            for index, hook in enumerate(hooks):
+                if hook.once:
+                    self._done_once.add((scope.header.id, dialect, event, hook))
+                env = {"CLAUDE_PROJECT_DIR": scope.header.cwd} if dialect == "claude" else {}
+                if extra_env is not None:
+                    env.update(extra_env(dialect, index))
+                job = self._run(dialect, event, hook, payload, scope.header.cwd, env, tool)
+                if hook.run_async:
+                    self._background.add(asyncio.ensure_future(job))
+                else:
+                    jobs.append(job)
+        if not jobs:
+            return HookOutcome(ask=self.ask)
+        reports = tuple(await asyncio.gather(*jobs))
+        for report in reports:
+            if report.error is not None:
+                log.warning("%s %s hook (%s) failed: %s", report.dialect, report.event, report.command, report.error)
+        return HookOutcome(reports, self.ask)
+
+    async def _run(
+        self,
+        dialect: Dialect,
+        event: str,
+        hook: HookCommand,
+        payload: str,
+        cwd: str,
+        env: Mapping[str, str],
+        tool: str | None,
+    ) -> HookReport:
+        report = await run_hook(self.executor, dialect, event, hook, payload, cwd, env, tool)
+        return replace(report, background=hook.run_async, finished=next(self._order))

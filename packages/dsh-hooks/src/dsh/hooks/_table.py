@@ -1,0 +1,110 @@
+"""A loaded hook table: command hooks grouped by event and matcher, and how a matcher matches.
+
+Both dialects load into the same types (:mod:`._load` reads the peers' files); the runner asks a
+table which groups an event has and each group whether it applies to the event's subject.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Dialect = Literal["claude", "codex"]
+
+DEFAULT_TIMEOUT = 600.0
+"""Seconds a command hook may run when its ``timeout`` is absent (both peers: 600)."""
+
+_EXACT_MATCHER = re.compile(r"[A-Za-z0-9_|]+")
+
+
+@dataclass(frozen=True)
+class HookCommand:
+    """One command hook, normalised from either dialect."""
+
+    command: str
+    args: tuple[str, ...] | None = None
+    """Exec form: ``command`` is resolved on PATH and run with these arguments, no shell."""
+    timeout: float = DEFAULT_TIMEOUT
+    shell: Literal["bash", "powershell"] = "bash"
+    condition: str | None = None
+    """The Claude Code ``if`` rule (``Bash(git *)``), checked on tool events only."""
+    run_async: bool = False
+    """``async``: runs in the background; it never blocks or decides."""
+    once: bool = False
+    """Runs once per session, then is skipped."""
+    source: str = ""
+    """Where the hook was configured (file path, or ``<dialect> hooks (inline)``)."""
+
+    @property
+    def label(self) -> str:
+        """How reports and warnings name the hook."""
+        return self.command if self.args is None else " ".join([self.command, *self.args])
+
+    @property
+    def identity(self) -> tuple[Any, ...]:
+        """What makes two Claude Code command hooks the same hook (it runs them once)."""
+        return (self.command, self.args, self.shell)
+
+
+@dataclass(frozen=True)
+class MatcherGroup:
+    """Hooks that run when ``matcher`` matches the event's subject."""
+
+    matcher: str | None
+    hooks: tuple[HookCommand, ...]
+    dialect: Dialect = "claude"
+
+    def matches(self, subjects: Sequence[str] | str | None) -> bool:
+        """Whether this group applies to an event whose subject is one of ``subjects``."""
+        return matcher_matches(self.dialect, self.matcher, subjects)
+
+
+@dataclass(frozen=True)
+class HookTable:
+    """Event name -> matcher groups of one dialect, as under the ``hooks`` key of the peer's file."""
+
+    dialect: Dialect = "claude"
+    events: Mapping[str, tuple[MatcherGroup, ...]] = field(default_factory=dict)
+    source: str = ""
+    disabled: bool = False
+    """``disableAllHooks: true``: the file's hooks load but never run."""
+    warnings: tuple[str, ...] = ()
+    """What was skipped or ignored while loading, one line each."""
+
+    def groups(self, event: str) -> tuple[MatcherGroup, ...]:
+        """The groups configured for ``event`` (none when the table is disabled)."""
+        return () if self.disabled else self.events.get(event, ())
+
+
+def matcher_matches(dialect: Dialect, matcher: str | None, subjects: Sequence[str] | str | None) -> bool:
+    """Match as the peer does.
+
+    ``None``, ``""`` and ``"*"`` match everything, as does an event without a subject. Claude Code
+    treats a matcher of only letters, digits, ``_`` and ``|`` as a list of exact names and anything
+    else as an unanchored regular expression; Codex treats every matcher as an unanchored regular
+    expression. An invalid expression never matches.
+    """
+    if not matcher or matcher == "*" or subjects is None:
+        return True
+    values = [subjects] if isinstance(subjects, str) else list(subjects)
+    if dialect == "claude" and _EXACT_MATCHER.fullmatch(matcher):
+        names = matcher.split("|")
+        return any(value in names for value in values)
+    try:
+        pattern = re.compile(matcher)
+    except re.error:
+        return False
+    return any(pattern.search(value) is not None for value in values)
+
+
+def invalid_matcher(dialect: Dialect, matcher: str) -> str | None:
+    """Why ``matcher`` can never match (the regular expression's error), or None when it is valid."""
+    if not matcher or matcher == "*" or (dialect == "claude" and _EXACT_MATCHER.fullmatch(matcher)):
+        return None
+    try:
+        re.compile(matcher)
+    except re.error as exc:
+        return str(exc)
+    return None
