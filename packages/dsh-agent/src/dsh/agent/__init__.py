@@ -12,7 +12,6 @@ if TYPE_CHECKING:
     from ._loop import (
         SPAWN_DESCRIPTION,
         Agent,
-        HookVerdict,
         SpawnTool,
         TranscriptNotSaved,
         TurnResult,
@@ -24,7 +23,6 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "SPAWN_DESCRIPTION": "._loop",
     "Agent": "._loop",
-    "HookVerdict": "._loop",
     "SpawnTool": "._loop",
     "TranscriptNotSaved": "._loop",
     "TurnResult": "._loop",
@@ -47,7 +45,6 @@ __all__ = [
     "DEFAULT_SOURCE",
     "SPAWN_DESCRIPTION",
     "Agent",
-    "HookVerdict",
     "Model",
     "ModelStep",
     "Script",

@@ -96,7 +96,7 @@ async def exec_command(
         if started.stop:
             # A SessionStart hook said "continue": false: the command does not run.
             await agent.end()
-            why = f"stopped by a SessionStart hook: {started.reason}\n"
+            why = f"stopped by a SessionStart hook: {started.stop_reason}\n"
             return ExecOutcome(
                 session.id, location_json(session), BLOCKED_EXIT, "", why, timeout=allowed, notices=tuple(notices)
             )

@@ -12,7 +12,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from dsh.core import Context, DshError, Plugin, ServiceKey
+from dsh.core import Context, DshError, Plugin
+from dsh.hooks import HOOKS
 from dsh.loader import CATALOG
 from dsh.session import SESSIONS, TOOLS, AgentRef, PersistenceError, Session, ToolExecution, ToolResult, ToolSpec
 
@@ -22,8 +23,6 @@ from ._request import REQUEST_EVENT, request_data
 if TYPE_CHECKING:
     from dsh.hooks import HookOutcome, HookRunner, HookScope, Notice
 
-# Named here rather than imported: dsh.hooks is only imported when a deployment loads hooks.
-HOOKS: ServiceKey[HookRunner] = ServiceKey("hooks")
 
 log = logging.getLogger("dsh.agent")
 
@@ -47,15 +46,6 @@ class TranscriptNotSaved(DshError):
 def _interruption(exc: BaseException) -> str:
     """What a cancellation says about why (the signal name when ``dsh`` was interrupted)."""
     return str(exc.args[0]) if exc.args and exc.args[0] else "cancelled"
-
-
-@dataclass(frozen=True)
-class HookVerdict:
-    """What the hooks of one event decided (nothing, when no hooks are loaded)."""
-
-    blocked: bool = False
-    stop: bool = False
-    reason: str = ""
 
 
 @dataclass
@@ -148,13 +138,14 @@ class Agent:
         if hooks is not None:
             self._settle("async", await hooks.background())
 
-    async def start(self, source: str = "startup") -> HookVerdict:
+    async def start(self, source: str = "startup") -> HookOutcome:
         """Fire SessionStart (``startup``, ``resume`` or ``fork``); ``stop`` means the run should not go on."""
         hooks = self._hooks()
         if hooks is None:
-            return HookVerdict()
-        outcome = self._settle("SessionStart", await hooks.session_start(self.session.header, source))
-        return HookVerdict(stop=outcome.stop, reason=outcome.stop_reason if outcome.stop else "")
+            from dsh.hooks import HookOutcome
+
+            return HookOutcome()
+        return self._settle("SessionStart", await hooks.session_start(self.session.header, source))
 
     async def end(self, reason: str = "other") -> None:
         """Fire SessionEnd once the session's run is over (background hooks are waited for first).

@@ -71,7 +71,7 @@ async def run_verb(args: argparse.Namespace) -> int:
                 break  # a hook's "continue": false ends the run, as it ends the peer's session
         await agent.end()
         session.release()  # held since _open_session when no turn ran
-        stopped = started.reason if started.stop else None
+        stopped = started.stop_reason if started.stop else None
         if args.json:
             print_json(
                 {

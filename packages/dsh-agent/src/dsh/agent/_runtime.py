@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from dsh.hooks import HOOKS
 from dsh.loader import (
     Deployment,
     DeploymentError,
@@ -23,7 +24,7 @@ from dsh.paths import check_trusted, ensure_private_dir, resolve_dsh_home
 from dsh.session import sessions_plugin, tools_plugin
 
 from ._choice import DeploymentChoice, choose_deployment
-from ._loop import HOOKS, spawn_plugin
+from ._loop import spawn_plugin
 
 BUILTINS = (tools_plugin, sessions_plugin, spawn_plugin)
 """Loaded at the root of every agent runtime: the tool registry, the session store and ``spawn_agent``."""

@@ -3,19 +3,36 @@
 Existing hook scripts run unchanged: each learns its session from the JSON on its stdin
 (``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name`` and the event's fields).
 The agent loop calls one :class:`HookRunner` method per lifecycle point and acts on the merged
-:class:`HookOutcome`. Importing this package is cheap: the runner (asyncio, the executor) loads
-only when a deployment configures hooks, or when :class:`HookRunner` is first named.
+:class:`HookOutcome`.
+
+Exports resolve lazily: ``from dsh.hooks import HOOKS`` (what a host needs to look the service up)
+loads only the plugin module, and the runner (asyncio, the executor) loads when a deployment
+configures hooks.
 """
 
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
-from ._errors import HookConfigError
-from ._outcome import HookOutcome, HookReport, Notice
+import importlib
+
 from ._runner import HOOKS, HooksConfig, plugin
-from ._scope import HookScope
 
+TYPE_CHECKING = False  # not `typing`: every cold `dsh` command imports this package
 if TYPE_CHECKING:
+    from typing import Any
+
+    from ._errors import HookConfigError
+    from ._outcome import HookOutcome, HookReport, Notice
+    from ._scope import HookScope
     from ._service import HookRunner
+
+_EXPORTS = {
+    "HookConfigError": "._errors",
+    "HookOutcome": "._outcome",
+    "HookReport": "._outcome",
+    "Notice": "._outcome",
+    "HookScope": "._scope",
+    "HookRunner": "._service",
+}
 
 __all__ = [
     "HOOKS",
@@ -31,8 +48,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "HookRunner":
-        from ._service import HookRunner
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dsh.hooks' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
 
-        return HookRunner
-    raise AttributeError(f"module 'dsh.hooks' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

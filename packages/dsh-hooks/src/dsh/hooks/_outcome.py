@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from ._table import Dialect
+if TYPE_CHECKING:
+    from ._table import Dialect
 
 
 @dataclass(frozen=True)
