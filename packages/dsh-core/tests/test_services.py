@@ -3,7 +3,17 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from dsh.core import Context, Disposer, FiberState, Plugin, Service, ServiceConflictError, ServiceKey
+from dsh.core import (
+    Context,
+    Disposer,
+    FiberState,
+    Plugin,
+    RegistrationConflictError,
+    Registry,
+    Service,
+    ServiceConflictError,
+    ServiceKey,
+)
 
 DB: ServiceKey[str] = ServiceKey("db")
 
@@ -108,3 +118,69 @@ def test_registry_methods_attach_effects_to_the_calling_plugin() -> None:
     caller.dispose()
     assert items == ["y"]
     assert other.state is FiberState.ACTIVE
+
+
+class _Names(Service):
+    """A keyed registry service, as the tool and skill registries are."""
+
+    def __init__(self) -> None:
+        self.names: Registry[int] = Registry("widget")
+
+    def add(self, name: str, value: int) -> Disposer:
+        return self.register_keyed(self.names, name, value)
+
+
+NAMES: ServiceKey[_Names] = ServiceKey("names")
+
+
+def _adder(plugin: str, *entries: tuple[str, int]) -> Plugin:
+    def apply(ctx: Context, config: None) -> None:
+        for name, value in entries:
+            ctx.require(NAMES).add(name, value)
+
+    return Plugin(name=plugin, apply=apply, inject=(NAMES,))
+
+
+def test_keyed_registration_belongs_to_the_caller_and_a_duplicate_names_both_plugins() -> None:
+    root = Context.root()
+    service = _Names()
+    root.plugin(Plugin(name="host", apply=lambda ctx, cfg: ctx.provide(NAMES, service)))
+    first = root.plugin(_adder("first", ("b", 2), ("a", 1)))
+    assert list(service.names) == ["a", "b"] and service.names.values() == [1, 2]
+    assert service.names.owner("a") == "first"
+    assert [e.label for e in first.effects] == ["widget b", "widget a"]
+
+    # The second plugin's own earlier entry is rolled back with it; the first keeps its entries.
+    second = root.plugin(_adder("second", ("c", 3), ("a", 9)))
+    assert second.state is FiberState.FAILED
+    assert "widget 'a' is already registered by plugin 'first'; plugin 'second' cannot register it too" in (
+        second.error or ""
+    )
+    assert list(service.names) == ["a", "b"] and service.names.get("a") == 1
+
+    first.dispose()
+    assert len(service.names) == 0 and "a" not in service.names
+    third = root.plugin(_adder("third", ("a", 3)))
+    assert third.state is FiberState.ACTIVE and service.names.owner("a") == "third"
+
+
+def test_keyed_conflict_error_carries_its_subject() -> None:
+    service = _Names()
+    dispose = service.add("a", 1)  # no caller: the host's own registration
+    with pytest.raises(RegistrationConflictError) as err:
+        service.add("a", 2)
+    assert (err.value.kind, err.value.key, err.value.owner, err.value.plugin) == ("widget", "a", None, None)
+    assert str(err.value) == "widget 'a' is already registered by the host; the host cannot register it too"
+    dispose()
+    dispose()  # idempotent
+    service.add("a", 3)
+    assert service.names.get("a") == 3
+
+
+def test_a_stale_disposer_never_removes_a_later_registration() -> None:
+    service = _Names()
+    old = service.add("a", 1)
+    old()
+    service.add("a", 2)
+    old()
+    assert service.names.get("a") == 2

@@ -7,11 +7,11 @@ not import pydantic: :mod:`dsh.core.validation` does, when a config must be vali
 
 from ._contain import EscapedError, contained, describe
 from ._context import Context
-from ._errors import DshError, FieldError, PluginError, ServiceConflictError
+from ._errors import DshError, FieldError, PluginError, RegistrationConflictError, ServiceConflictError
 from ._fiber import Effect, Fiber, FiberState
 from ._home import DSH_HOME, plugin_home
 from ._plugin import Plugin
-from ._services import Disposer, Service, ServiceKey
+from ._services import Disposer, Registry, Service, ServiceKey
 
 __all__ = [
     "DSH_HOME",
@@ -25,6 +25,8 @@ __all__ = [
     "FieldError",
     "Plugin",
     "PluginError",
+    "RegistrationConflictError",
+    "Registry",
     "Service",
     "ServiceConflictError",
     "ServiceKey",

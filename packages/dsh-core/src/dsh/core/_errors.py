@@ -1,9 +1,10 @@
 """Errors the kernel raises. Each carries its subject as attributes, beside a one-sentence message.
 
-DshError                        every error dsh raises on purpose (loaders and packages subclass it)
-├── FieldError                  .field, .reason: a config value out of range (also a ``ValueError``)
-└── PluginError                 .plugin: malformed plugin, invalid config, or a raising ``apply``
-    └── ServiceConflictError    .service, .provider: the service is already provided by another plugin
+DshError                          every error dsh raises on purpose (loaders and packages subclass it)
+├── FieldError                    .field, .reason: a config value out of range (also a ``ValueError``)
+└── PluginError                   .plugin: malformed plugin, invalid config, or a raising ``apply``
+    ├── ServiceConflictError      .service, .provider: the service is already provided by another plugin
+    └── RegistrationConflictError .kind, .key, .owner: the key is taken in a service's registry
 """
 
 from __future__ import annotations
@@ -46,3 +47,16 @@ class FieldError(DshError, ValueError):
         """The field at fault (its name in the config, as a user writes it)."""
         self.reason = reason
         """What is wrong, in plain words (``must be greater than 0``)."""
+
+
+class RegistrationConflictError(PluginError):
+    """A plugin registered a key (a tool name, a skill source) that another registration holds."""
+
+    def __init__(self, message: str, *, plugin: str | None, kind: str, key: str, owner: str | None) -> None:
+        super().__init__(message, plugin=plugin)
+        self.kind = kind
+        """What the registry holds (``tool``, ``skill source``)."""
+        self.key = key
+        """The contested key."""
+        self.owner = owner
+        """Label of the plugin that holds the key (None: the host registered it)."""

@@ -1,14 +1,17 @@
-"""Typed service keys, and the base class that binds a service to each caller."""
+"""Typed service keys, the base class that binds a service to each caller, and keyed registries."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
+
+from ._errors import RegistrationConflictError
 
 if TYPE_CHECKING:
     from ._context import Context
 
 T = TypeVar("T")
+V = TypeVar("V")
 
 Disposer = Callable[[], None]
 """Undoes one effect; calling it again does nothing."""
@@ -67,6 +70,93 @@ class Service:
         if self.caller is not None:
             return self.caller.effect(setup, label=label)
         return setup() or _noop
+
+    def register_keyed(self, registry: Registry[V], key: str, value: V) -> Disposer:
+        """Add ``value`` under ``key`` as an effect of the caller's fiber (label ``<kind> <key>``).
+
+        A key another registration holds raises :class:`RegistrationConflictError` naming both
+        plugins; unloading the caller (or the returned disposer) removes the entry.
+        """
+        claimant = None if self.caller is None else self.caller.fiber.label
+
+        def setup() -> Disposer:
+            entry = registry._add(key, value, claimant)
+            return lambda: registry._discard(key, entry)
+
+        return self.effect(setup, label=f"{registry.kind} {key}")
+
+
+class _Entry(Generic[V]):
+    __slots__ = ("owner", "value")
+
+    def __init__(self, value: V, owner: str | None) -> None:
+        self.value = value
+        self.owner = owner
+
+
+class Registry(Generic[V]):
+    """Values under unique keys, each remembering the plugin that registered it.
+
+    A service keeps one in an attribute (its caller-bound views share it) and adds to it only
+    through :meth:`Service.register_keyed`, so every entry is an effect of its plugin's fiber.
+    Iteration and :meth:`values` go in key order.
+    """
+
+    __slots__ = ("_entries", "kind")
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        """What the values are, as errors and effect labels name them (``tool``, ``skill source``)."""
+        self._entries: dict[str, _Entry[V]] = {}
+
+    def __repr__(self) -> str:
+        return f"<Registry of {self.kind}: {', '.join(self)}>"
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._entries))
+
+    def get(self, key: str) -> V | None:
+        """The value under ``key``, if registered."""
+        entry = self._entries.get(key)
+        return None if entry is None else entry.value
+
+    def owner(self, key: str) -> str | None:
+        """Label of the plugin that registered ``key`` (None when it is free or the host registered it)."""
+        entry = self._entries.get(key)
+        return None if entry is None else entry.owner
+
+    def values(self) -> list[V]:
+        """Every value, in key order."""
+        return [self._entries[key].value for key in sorted(self._entries)]
+
+    def _add(self, key: str, value: V, owner: str | None) -> _Entry[V]:
+        held = self._entries.get(key)
+        if held is not None:
+            raise RegistrationConflictError(
+                f"{self.kind} '{key}' is already registered by {_who(held.owner)}; "
+                f"{_who(owner)} cannot register it too",
+                plugin=owner,
+                kind=self.kind,
+                key=key,
+                owner=held.owner,
+            )
+        entry = _Entry(value, owner)
+        self._entries[key] = entry
+        return entry
+
+    def _discard(self, key: str, entry: _Entry[V]) -> None:
+        if self._entries.get(key) is entry:
+            del self._entries[key]
+
+
+def _who(label: str | None) -> str:
+    return "the host" if label is None else f"plugin '{label}'"
 
 
 def _noop() -> None:

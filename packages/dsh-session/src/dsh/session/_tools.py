@@ -9,9 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from dsh.core import Disposer, Plugin, Service, ServiceKey
+from dsh.core import Disposer, Plugin, Registry, Service, ServiceKey
 
-from ._errors import ToolError
 from ._model import SessionHeader
 
 if TYPE_CHECKING:
@@ -89,24 +88,11 @@ class ToolRegistry(Service):
     """The ``tools`` service; ``register`` is an effect of the calling plugin's fiber."""
 
     def __init__(self) -> None:
-        self._tools: dict[str, Tool] = {}
+        self._tools: Registry[Tool] = Registry("tool")
 
     def register(self, tool: Tool) -> Disposer:
-        """Add ``tool``; a second tool of the same name fails naming it."""
-        name = tool.spec.name
-
-        def setup() -> Disposer:
-            if name in self._tools:
-                raise ToolError(f"a tool named '{name}' is already registered", tool=name)
-            self._tools[name] = tool
-
-            def remove() -> None:
-                if self._tools.get(name) is tool:
-                    del self._tools[name]
-
-            return remove
-
-        return self.effect(setup, label=f"tool {name}")
+        """Add ``tool``; a second tool of the same name fails naming both plugins."""
+        return self.register_keyed(self._tools, tool.spec.name, tool)
 
     def get(self, name: str) -> Tool | None:
         """The tool called ``name``, if registered."""
@@ -114,7 +100,7 @@ class ToolRegistry(Service):
 
     def specs(self) -> list[ToolSpec]:
         """Every registered tool's spec, sorted by name."""
-        return [self._tools[n].spec for n in sorted(self._tools)]
+        return [tool.spec for tool in self._tools.values()]
 
 
 TOOLS: ServiceKey[ToolRegistry] = ServiceKey("tools")

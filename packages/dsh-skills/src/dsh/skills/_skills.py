@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dsh.core import Disposer, Service, ServiceKey
+from dsh.core import Disposer, Registry, Service, ServiceKey
 from dsh.loader import EntryPointItem
 from dsh.paths import UntrustedPathError, check_trusted
 
@@ -163,14 +163,6 @@ def _scan(source: SkillSource, warnings: builtins.list[str]) -> builtins.list[Sk
     return found
 
 
-class _State:
-    __slots__ = ("home", "sources")
-
-    def __init__(self, home: str) -> None:
-        self.home = home
-        self.sources: dict[str, SkillSource] = {}
-
-
 class SkillRegistry(Service):
     """The ``skills`` service: the home's skills plus every registered source, read afresh on each scan.
 
@@ -179,38 +171,27 @@ class SkillRegistry(Service):
     """
 
     def __init__(self, home: str | Path) -> None:
-        self._state = _State(str(Path(home).absolute()))
+        self._home = str(Path(home).absolute())
+        self._sources: Registry[SkillSource] = Registry("skill source")
 
     @property
     def home(self) -> str:
         """The harness home whose ``skills`` folder is scanned first."""
-        return self._state.home
+        return self._home
 
     def register(self, name: str, root: str | os.PathLike[str], *, origin: EntryPointItem | None = None) -> Disposer:
-        """Add a folder of skills under a unique source name; an effect of the caller's fiber."""
-        state = self._state
+        """Add a folder of skills under a unique source name; an effect of the caller's fiber.
+
+        A name another source holds fails naming both plugins (:class:`dsh.core.RegistrationConflictError`).
+        """
         if not name.strip() or name == HOME_SOURCE:
             raise SkillError(f"skill source name {name!r} is blank or reserved", source=name)
-        source = SkillSource(name, os.path.abspath(os.fspath(root)), origin)
-
-        def setup() -> Disposer:
-            if name in state.sources:
-                raise SkillError(f"a skill source named '{name}' is already registered", source=name)
-            state.sources[name] = source
-
-            def remove() -> None:
-                if state.sources.get(name) is source:
-                    del state.sources[name]
-
-            return remove
-
-        return self.effect(setup, label=f"skill source {name}")
+        return self.register_keyed(self._sources, name, SkillSource(name, os.path.abspath(os.fspath(root)), origin))
 
     def sources(self) -> builtins.list[SkillSource]:
         """The home's source first, then registered sources by name."""
-        state = self._state
-        home = SkillSource(HOME_SOURCE, os.path.join(state.home, "skills"))
-        return [home, *(state.sources[n] for n in sorted(state.sources))]
+        home = SkillSource(HOME_SOURCE, os.path.join(self._home, "skills"))
+        return [home, *self._sources.values()]
 
     def discover(self) -> Discovery:
         """Read every source now. A name found twice keeps the first (the home wins) and warns."""
