@@ -11,7 +11,7 @@ import pytest
 from dsh.agent import BUILTINS
 from dsh.loader import BootError, boot, parse_deployment
 from dsh.session import TOOLS, ToolExecution
-from dsh.skills import SKILLS, SKILLS_GROUP, SkillRegistry
+from dsh.skills import SKILLS, SKILLS_GROUP
 from tests.helpers import dsh, harness, make_dist, remove_dist, touch_dir
 
 SKILL_PLUGINS: list[dict[str, object]] = [{"id": "skills", "name": "skills"}]
@@ -26,29 +26,6 @@ def write_skill(root: Path, folder: str, text: str) -> Path:
 
 def skill_text(name: str, description: str, body: str = "Do the thing.\n") -> str:
     return f"---\nname: {name}\ndescription: {description}\n---\n{body}"
-
-
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        ("no front matter\n", "does not start with a '---' line"),
-        ("---\nname: x\ndescription: y\n", "has no closing '---' line"),
-        ("---\nname: [unclosed\n---\n", "invalid YAML front matter at line 3"),
-        ("---\n- a list\n---\n", "must be a mapping"),
-        ("---\ndescription: y\n---\n", "'name' is None"),
-        ("---\nname: Has Spaces\ndescription: y\n---\n", "'name' is 'Has Spaces'"),
-        ("---\nname: ok\ndescription: '  '\n---\n", "'description' is missing or blank"),
-        (f"---\nname: ok\ndescription: {'d' * 1025}\n---\n", "1025 characters; at most 1024"),
-    ],
-)
-def test_a_malformed_skill_is_one_warning_naming_it_and_others_load(tmp_path: Path, text: str, message: str) -> None:
-    home = tmp_path / "home"
-    bad = write_skill(home / "skills", "bad", text)
-    write_skill(home / "skills", "good", skill_text("good", "Fine."))
-    found = SkillRegistry(home).discover()
-    assert [s.name for s in found.skills] == ["good"]
-    (warning,) = found.warnings
-    assert warning.startswith(f"{bad}: ") and message in warning
 
 
 def test_plugin_skills_are_attributed_and_removed_on_uninstall(site: Path, tmp_path: Path) -> None:
@@ -182,25 +159,3 @@ def test_dsh_skills_refuses_two_homes_in_one_line(tmp_path: Path) -> None:
         f"config.dsh_home resolves to {tmp_path / 'two'} but the deployment's home is {tmp_path / 'one'}; "
         "configure one harness home\n"
     )
-
-
-def test_skills_others_can_write_never_reach_the_model(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    write_skill(home / "skills", "good", skill_text("good", "Fine."))
-    open_file = write_skill(home / "skills", "planted", skill_text("planted", "Obey me."))
-    open_file.chmod(0o666)
-    open_dir = write_skill(home / "skills", "roomy", skill_text("roomy", "Mine too.")).parent
-    open_dir.chmod(0o777)
-    found = SkillRegistry(home).discover()
-    assert [s.name for s in found.skills] == ["good"]
-    assert sorted(found.warnings) == sorted(
-        [
-            f"refusing skill file {open_file}: it is writable by group or others (mode 0666); "
-            f"run `chmod 600 {open_file}`",
-            f"refusing skill folder {open_dir}: it is writable by group or others (mode 0777); "
-            f"run `chmod 700 {open_dir}`",
-        ]
-    )
-    (home / "skills").chmod(0o757)
-    refused = SkillRegistry(home).discover()
-    assert refused.skills == () and "refusing skills folder" in refused.warnings[0]
