@@ -139,3 +139,28 @@ def test_a_bad_hooks_file_is_a_plugin_error_carrying_the_file(tmp_path: Path) ->
     with pytest.raises(PluginError, match=rf"claude hooks file {bad}: invalid JSON at line 1") as err:
         load_hook_table("claude", str(bad))
     assert isinstance(err.value, HookConfigError) and err.value.path == str(bad)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("[1, 2]", "must be a JSON object"),
+        ('{"hooks": ["PreToolUse"]}', "'hooks' must be an object of event names, not list"),
+    ],
+)
+def test_a_malformed_hooks_file_error_names_the_file_as_data(tmp_path: Path, content: str, message: str) -> None:
+    from dsh.hooks import HookConfigError
+
+    bad = tmp_path / "hooks.json"
+    bad.write_text(content)
+    with pytest.raises(HookConfigError, match=message) as err:
+        load_hook_table("codex", str(bad))
+    assert (err.value.path, err.value.source) == (str(bad), f"codex hooks file {bad}")
+
+
+def test_a_malformed_inline_table_error_has_no_file() -> None:
+    from dsh.hooks import HookConfigError
+
+    with pytest.raises(HookConfigError, match="'hooks' must be an object of event names, not str") as err:
+        load_hook_table("claude", {"hooks": "PreToolUse"})
+    assert (err.value.path, err.value.source) == (None, "claude hooks (inline)")

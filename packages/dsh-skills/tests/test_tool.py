@@ -13,7 +13,8 @@ import pytest
 from dsh.core import DSH_HOME, Context, FiberState
 from dsh.loader import EntryPointItem
 from dsh.session import TOOLS, ToolExecution, ToolResult, tools_plugin
-from dsh.skills import SKILL_DESCRIPTION, SKILLS, SKILLS_GROUP, SkillError, plugin, skill_root
+from dsh.skills import SKILLS, SKILLS_GROUP, SkillError, plugin
+from dsh.skills._plugin import SKILL_DESCRIPTION, skill_root
 
 
 def _write(root: Path, name: str, description: str, body: str = "Do it.\n") -> Path:

@@ -142,16 +142,18 @@ def load_hook_table(dialect: Dialect, source: Mapping[str, Any] | str | None, ba
         raise HookConfigError(f"{where}: must be a JSON object", source=where, path=file)
     if "hooks" not in raw and any(key in PEER_EVENTS[dialect] for key in raw):
         raw = {"hooks": raw}  # just the hooks object; otherwise a settings file without hooks
-    return _parse_table(dialect, raw, where)
+    return _parse_table(dialect, raw, where, file)
 
 
-def _parse_table(dialect: Dialect, raw: Mapping[str, Any], where: str) -> HookTable:
+def _parse_table(dialect: Dialect, raw: Mapping[str, Any], where: str, file: str | None) -> HookTable:
     warnings: list[str] = []
     disabled = raw.get("disableAllHooks") is True if dialect == "claude" else False
     hooks = raw.get("hooks", {})
     if not isinstance(hooks, Mapping):
         raise HookConfigError(
-            f"{where}: 'hooks' must be an object of event names, not {type(hooks).__name__}", source=where
+            f"{where}: 'hooks' must be an object of event names, not {type(hooks).__name__}",
+            source=where,
+            path=file,
         )
     events: dict[str, tuple[MatcherGroup, ...]] = {}
     for event, groups in hooks.items():
