@@ -1,7 +1,10 @@
 """The skills layer's error, with its subject as attributes.
 
 DshError (dsh.core)
-└── SkillError   .path, .source: a malformed SKILL.md, or a skill source that cannot be registered
+└── SkillError   .path, .source: a malformed SKILL.md, or a skill source name that is blank or reserved
+
+A source name another plugin already registered is dsh.core's ``RegistrationConflictError``
+(``.kind``, ``.key``, ``.owner``), as for every keyed registry.
 """
 
 from __future__ import annotations
