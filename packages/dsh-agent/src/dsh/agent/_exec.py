@@ -92,11 +92,11 @@ async def exec_command(
     # The lock, taken above before anything ran, is kept for the turn and SessionEnd's record after it.
     with session.holding():
         agent = Agent(runtime.ctx, session, ScriptedModel([]), notify=lambda n: notices.append(notice_line(n)))
-        started = await agent.start("resume" if session_id is not None else "startup")
-        if started.stop:
+        stopped = await agent.start("resume" if session_id is not None else "startup")
+        if stopped is not None:
             # A SessionStart hook said "continue": false: the command does not run.
             await agent.end()
-            why = f"stopped by a SessionStart hook: {started.stop_reason}\n"
+            why = f"stopped by a SessionStart hook: {stopped}\n"
             return ExecOutcome(
                 session.id, location_json(session), BLOCKED_EXIT, "", why, timeout=allowed, notices=tuple(notices)
             )

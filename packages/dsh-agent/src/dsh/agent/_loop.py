@@ -138,14 +138,16 @@ class Agent:
         if hooks is not None:
             self._settle("async", await hooks.background())
 
-    async def start(self, source: str = "startup") -> HookOutcome:
-        """Fire SessionStart (``startup``, ``resume`` or ``fork``); ``stop`` means the run should not go on."""
+    async def start(self, source: str = "startup") -> str | None:
+        """Fire SessionStart (``startup``, ``resume`` or ``fork``): why a hook stopped the run, else None.
+
+        A stopped run should not go on (``continue: false``); the reason is the hooks' ``stopReason``.
+        """
         hooks = self._hooks()
         if hooks is None:
-            from dsh.hooks import HookOutcome
-
-            return HookOutcome()
-        return self._settle("SessionStart", await hooks.session_start(self.session.header, source))
+            return None
+        outcome = self._settle("SessionStart", await hooks.session_start(self.session.header, source))
+        return outcome.stop_reason if outcome.stop else None
 
     async def end(self, reason: str = "other") -> None:
         """Fire SessionEnd once the session's run is over (background hooks are waited for first).

@@ -46,12 +46,12 @@ async def run_verb(args: argparse.Namespace) -> int:
             print(f"session {session.id}", flush=True)
         try:
             agent = Agent(runtime.ctx, session, ScriptedModel.from_script(script), notify=notify)
-            started = await agent.start(source)
+            stopped = await agent.start(source)
         except BaseException:
             session.release()
             raise
         turns: list[dict[str, Any]] = []
-        for scripted in [] if started.stop else script.turns:
+        for scripted in [] if stopped is not None else script.turns:
             result = await agent.run_turn(scripted.user)
             turns.append(
                 {
@@ -71,7 +71,6 @@ async def run_verb(args: argparse.Namespace) -> int:
                 break  # a hook's "continue": false ends the run, as it ends the peer's session
         await agent.end()
         session.release()  # held since _open_session when no turn ran
-        stopped = started.stop_reason if started.stop else None
         if args.json:
             print_json(
                 {
