@@ -9,11 +9,16 @@ import sys
 HEAVY = ["asyncio", "yaml", "dsh.bash", "dsh.session", "dsh.hooks._service", "dsh.hooks._load"]
 
 
-def _loaded_after(code: str) -> list[str]:
-    probe = f"import json, sys\n{code}\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+def _loaded_after(code: str, extra: list[str] | None = None) -> list[str]:
+    watched = [*HEAVY, *(extra or [])]
+    probe = f"import json, sys\n{code}\nprint(json.dumps([m for m in {watched!r} if m in sys.modules]))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     loaded: list[str] = json.loads(out)
     return loaded
+
+
+def test_looking_the_service_up_loads_only_its_key() -> None:
+    assert "dsh.hooks._runner" not in _loaded_after("from dsh.hooks import HOOKS", extra=["dsh.hooks._runner"])
 
 
 def test_the_package_and_its_plugin_import_without_the_runner() -> None:

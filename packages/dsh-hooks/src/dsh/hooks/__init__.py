@@ -6,15 +6,15 @@ The agent loop calls one :class:`HookRunner` method per lifecycle point and acts
 :class:`HookOutcome`.
 
 Exports resolve lazily: ``from dsh.hooks import HOOKS`` (what a host needs to look the service up)
-loads only the plugin module, and the runner (asyncio, the executor) loads when a deployment
-configures hooks.
+loads only the key, the entry point's ``plugin`` only the plugin module, and the runner (asyncio,
+the executor) loads when a deployment configures hooks.
 """
 
 from __future__ import annotations
 
 import importlib
 
-from ._runner import HOOKS, HooksConfig, plugin
+from ._key import HOOKS
 
 TYPE_CHECKING = False  # not `typing`: every cold `dsh` command imports this package
 if TYPE_CHECKING:
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from ._errors import HookConfigError
     from ._outcome import HookOutcome, HookReport, Notice
+    from ._runner import HooksConfig, plugin
     from ._scope import HookScope
     from ._service import HookRunner
 
@@ -32,6 +33,8 @@ _EXPORTS = {
     "Notice": "._outcome",
     "HookScope": "._scope",
     "HookRunner": "._service",
+    "HooksConfig": "._runner",
+    "plugin": "._runner",
 }
 
 __all__ = [

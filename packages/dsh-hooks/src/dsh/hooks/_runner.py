@@ -1,4 +1,4 @@
-"""The ``hooks`` plugin: its config, the ``hooks`` service key, and loading the hook runner.
+"""The ``hooks`` plugin: its config, and loading the hook runner into the ``hooks`` service.
 
 Importing this module is cheap: the runner (asyncio, the executor) and the hook-file loader are
 imported only when the plugin is applied, i.e. when a deployment configures hooks.
@@ -9,10 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from dsh.core import DSH_HOME, Context, Plugin, ServiceKey
+from dsh.core import DSH_HOME, Context, Plugin
+
+from ._key import HOOKS
 
 if TYPE_CHECKING:
-    from ._service import HookRunner
     from ._table import Dialect, HookTable
 
 
@@ -32,10 +33,6 @@ class HooksConfig:
     credential_pattern: str | None = None
     """Ambient names to scrub from hooks. Default none: hooks are the user's own scripts and, as in
     the peers, see the user's environment (credentials included). ``DSH_*`` is always removed."""
-
-
-HOOKS: ServiceKey[HookRunner] = ServiceKey("hooks")
-"""The hook runner service."""
 
 
 def _apply(ctx: Context, config: HooksConfig) -> None:
