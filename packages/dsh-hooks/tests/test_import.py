@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-HEAVY = ["asyncio", "yaml", "dsh.bash", "dsh.session", "dsh.hooks._service", "dsh.hooks._load"]
+HEAVY = ["asyncio", "pydantic", "yaml", "logging", "dsh.bash", "dsh.session", "dsh.hooks._service", "dsh.hooks._load"]
 
 
 def _loaded_after(code: str, extra: list[str] | None = None) -> list[str]:
