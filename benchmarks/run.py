@@ -421,7 +421,7 @@ def bench_postgres(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
             with raw.cursor().copy("COPY bench.sessions (id, created_at, header) FROM STDIN") as copy:
                 for n in range(count):
                     h = SessionHeader(id=f"listed-{n:05d}", cwd=f"/work/{n % 37}")
-                    copy.write_row((h.id, h.created_at, h.model_dump_json()))
+                    copy.write_row((h.id, h.created_at, h.to_json()))
         walls = []
         for _ in range(size["list_repeats"]):
             start = time.perf_counter()

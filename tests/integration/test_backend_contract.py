@@ -15,9 +15,9 @@ from dsh.session import (
     SessionEvent,
     SessionLockedError,
     SessionNotFoundError,
-    SessionPersistence,
     SessionStore,
 )
+from dsh.session.persistence import SessionPersistence
 
 
 @pytest.fixture(params=["jsonl", "sqlite", "postgres"])

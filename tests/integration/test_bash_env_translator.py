@@ -8,7 +8,8 @@ from dsh.bash_env import BASH_ENV, plugin
 from dsh.core import DSH_HOME, Context, Plugin
 from dsh.persistence.jsonl import JsonlPersistence
 from dsh.persistence.sqlite import SqlitePersistence
-from dsh.session import SESSION_PERSISTENCE, AgentRef, SessionHeader, ToolExecution
+from dsh.session import AgentRef, SessionHeader, ToolExecution
+from dsh.session.persistence import SESSION_PERSISTENCE
 
 HEADER = SessionHeader(id="sess-1", cwd="/work/project")
 AGENT_CALL = ToolExecution("bash", "c1", agent=AgentRef("main", HEADER), turn_id="sess-1:turn-1")

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from dsh.session import SessionEvent, SessionHeader, SessionPersistence
+from dsh.session import SessionEvent, SessionHeader
+from dsh.session.persistence import SessionPersistence
 
 from .writer import open_backend
 

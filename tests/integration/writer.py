@@ -14,7 +14,8 @@ import sys
 import time
 from typing import Any
 
-from dsh.session import SessionEvent, SessionHeader, SessionLockedError, SessionPersistence
+from dsh.session import SessionEvent, SessionHeader, SessionLockedError
+from dsh.session.persistence import SessionPersistence
 
 
 def open_backend(spec: dict[str, Any]) -> SessionPersistence:

@@ -37,7 +37,7 @@ def test_every_cwd_maps_to_one_directory_inside_the_root(cwd: str) -> None:
 def test_hostile_cwds_are_escaped(cwd: str, tmp_path: Path) -> None:
     backend, store = _store(tmp_path / "root")
     session = store.create()
-    header = session.header.model_copy(update={"cwd": cwd})
+    header = session.header.replace(cwd=cwd)
     location = backend.locate(header)
     assert Path(location.path).resolve().is_relative_to((tmp_path / "root").resolve())
     assert escape_cwd("/a%2Fb") != escape_cwd("/a/b")
@@ -45,11 +45,13 @@ def test_hostile_cwds_are_escaped(cwd: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("bad_id", ["../escape", "a/b", "", ".."])
 def test_locate_validates_the_id_before_building_a_path(tmp_path: Path, bad_id: str) -> None:
-    """A header built without validation (model_construct) still never yields a path outside the root."""
+    """A header built without validation still never yields a path outside the root."""
     from dsh.session import InvalidSessionIdError
 
     backend, _ = _store(tmp_path / "root")
-    header = SessionHeader.model_construct(id=bad_id, cwd="/work")
+    header = object.__new__(SessionHeader)  # skips every check of __init__, as a careless caller could
+    object.__setattr__(header, "id", bad_id)
+    object.__setattr__(header, "cwd", "/work")
     with pytest.raises(InvalidSessionIdError):
         backend.locate(header)
     assert session_path(backend.root, "/work", "ok-1") == backend.locate(SessionHeader(id="ok-1", cwd="/work")).path
@@ -65,7 +67,7 @@ def test_first_flush_publishes_header_with_batch_and_modes(tmp_path: Path) -> No
     lines = path.read_text().splitlines()
     assert json.loads(lines[0]) == {
         "type": HEADER_TYPE,
-        "header": session.header.model_dump(mode="json"),
+        "header": session.header.to_dict(),
         "jsonl": LAYOUT,
     }
     assert [json.loads(line) for line in lines[1:]][-1] == {"type": FLUSH_TYPE, "events": 2}
@@ -123,7 +125,7 @@ WRITER = textwrap.dedent(
     from dsh.persistence.jsonl import JsonlPersistence
     from dsh.session import SessionHeader, SessionEvent
     backend = JsonlPersistence(sys.argv[1])
-    header = SessionHeader.model_validate_json(sys.argv[2])
+    header = SessionHeader.from_json(sys.argv[2])
     mode = sys.argv[3]
     backend.write(header, [SessionEvent(type="turn/start")])
     if mode == "hold":
@@ -142,7 +144,7 @@ WRITER = textwrap.dedent(
 
 def _spawn_writer(root: Path, header: SessionHeader, mode: str) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(root), header.model_dump_json(), mode], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", WRITER, str(root), header.to_json(), mode], stdout=subprocess.PIPE, text=True
     )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
     return proc

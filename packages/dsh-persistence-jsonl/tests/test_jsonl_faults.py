@@ -77,13 +77,14 @@ def test_a_damaged_header_is_reported_and_never_rewritten(tmp_path: Path) -> Non
         (b'{"type":"session/header","header":{"id":"x"', "complete session header"),
         (b"garbage\n", "valid session header (it is not JSON)"),
         (b"{}\n\n", "valid session header (it is not a 'session/header' line)"),
-        (b'{"type":"session/header","header":{"id":"x"}}\n', "valid session header (field cwd: Field required)"),
+        (b'{"type":"session/header","header":{"id":"x"}}\n', "valid session header (field 'cwd' is missing)"),
         (b'{"type":"turn/start","at":1,"data":{}}\n', "valid session header (it is not a 'session/header' line)"),
     ):
         path.write_bytes(damaged)
         with pytest.raises(PersistenceError) as info:
             backend.load(session.id)
         assert str(info.value).startswith(f"{path}: line 1 is not a {reason}"), str(info.value)
+        assert info.value.session_id == session.id
         assert "\n" not in str(info.value)
         session.record("turn/start")
         with pytest.raises(PersistenceError, match=rf"^{path}: line 1"):
@@ -186,7 +187,7 @@ def test_a_file_from_before_flush_markers_loads_and_is_sealed(tmp_path: Path) ->
     header = SessionHeader(id="old", cwd=str(tmp_path))
     path = Path(backend.locate(header).path)
     path.parent.mkdir(parents=True)
-    lines = [{"type": HEADER_TYPE, "header": header.model_dump(mode="json")}]
+    lines = [{"type": HEADER_TYPE, "header": header.to_dict()}]
     lines += [{"type": "message/user", "at": 1.0, "data": {"text": str(i)}} for i in range(3)]
     path.write_bytes(b"".join(json.dumps(line).encode() + b"\n" for line in lines) + b'{"type":"mess')
     loaded = backend.load("old")
@@ -212,7 +213,7 @@ WRITER = textwrap.dedent(
         resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[4]), resource.RLIM_INFINITY))
     from dsh.session import SessionHeader, SessionEvent
     backend = JsonlPersistence(sys.argv[1])
-    header = SessionHeader.model_validate_json(sys.argv[2])
+    header = SessionHeader.from_json(sys.argv[2])
     n = int(sys.argv[3])
     sizes = [40, 300_000, 3, 1_600_000, 900]
     while True:
@@ -236,7 +237,7 @@ def test_sigkill_at_random_points_loses_no_complete_flush(tmp_path: Path) -> Non
     path = backend.locate(header).path
     next_flush, acknowledged, torn = 0, -1, 0
     for iteration in range(8):
-        argv = [sys.executable, "-c", WRITER, str(root), header.model_dump_json(), str(next_flush)]
+        argv = [sys.executable, "-c", WRITER, str(root), header.to_json(), str(next_flush)]
         if iteration % 2:  # every other writer dies at a random byte of a future flush
             size = os.path.getsize(path) if os.path.exists(path) else 0
             argv.append(str(size + rng.randrange(1, 2_200_000)))
@@ -340,10 +341,10 @@ def test_a_lock_held_elsewhere_names_its_process(tmp_path: Path) -> None:
             "-c",
             "import sys, time\nfrom dsh.persistence.jsonl import JsonlPersistence\n"
             "from dsh.session import SessionHeader\n"
-            "JsonlPersistence(sys.argv[1]).acquire(SessionHeader.model_validate_json(sys.argv[2]))\n"
+            "JsonlPersistence(sys.argv[1]).acquire(SessionHeader.from_json(sys.argv[2]))\n"
             "print('held', flush=True)\ntime.sleep(60)\n",
             str(root),
-            session.header.model_dump_json(),
+            session.header.to_json(),
         ],
         stdout=subprocess.PIPE,
         text=True,

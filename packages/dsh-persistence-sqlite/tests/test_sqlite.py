@@ -79,7 +79,7 @@ def test_unserialisable_event_is_a_clear_error(tmp_path: Path) -> None:
     from dsh.session import PersistenceError, SessionEvent, SessionHeader
 
     backend = SqlitePersistence(tmp_path / "s.sqlite3")
-    with pytest.raises(PersistenceError, match="an event of session s cannot be stored as JSON"):
+    with pytest.raises(PersistenceError, match="event 'x' of session s cannot be stored as JSON"):
         backend.write(SessionHeader(id="s", cwd="/w"), [SessionEvent(type="x", data={"bad": object()})])
     backend.close()
 
@@ -128,7 +128,7 @@ def test_a_database_from_before_versioning_is_adopted_with_its_sessions(tmp_path
     db = tmp_path / "s.sqlite3"
     old = sqlite3.connect(db)
     old.executescript(MIGRATIONS[0][1])  # the schema as it was created before versions existed
-    old.execute("INSERT INTO sessions VALUES ('old', '2026-01-01T00:00:00Z', ?)", (_header("old").model_dump_json(),))
+    old.execute("INSERT INTO sessions VALUES ('old', '2026-01-01T00:00:00Z', ?)", (_header("old").to_json(),))
     old.execute("""INSERT INTO flushes VALUES ('old', 0, '[{"type": "turn/start", "at": 1.0, "data": {}}]')""")
     old.commit()
     old.close()

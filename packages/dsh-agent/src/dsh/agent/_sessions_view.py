@@ -42,7 +42,7 @@ def sessions_verb(args: argparse.Namespace) -> int:
             for line in scan.damaged:
                 print(f"dsh: warning: skipped a damaged session: {line}", file=sys.stderr)
             if args.json:
-                print_json({"sessions": [h.model_dump(mode="json") for h in headers], "damaged": list(scan.damaged)})
+                print_json({"sessions": [h.to_dict() for h in headers], "damaged": list(scan.damaged)})
             else:
                 for h in headers:
                     print(
@@ -67,11 +67,11 @@ def sessions_verb(args: argparse.Namespace) -> int:
             else:
                 print(location["path"])
             return 0
-        events = [e.model_dump(mode="json") for e in session.history]
+        events = [e.to_dict() for e in session.history]
         if args.json:
             print_json(
                 {
-                    "header": session.header.model_dump(mode="json"),
+                    "header": session.header.to_dict(),
                     "location": location,
                     "events": events,
                     "damage": list(session.damage),

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from dsh.bash import DSH_ENV_PREFIX
 from dsh.core import Context, FieldError, Plugin, plugin_home
 from dsh.loader import EntryPointItem, follow_group
-from dsh.session import SESSION_PERSISTENCE, SessionPersistence, ToolExecution
+from dsh.session import ToolExecution
+from dsh.session.persistence import SESSION_PERSISTENCE, SessionPersistence
 
 from ._registry import BASH_ENV, BUILTIN_DISTRIBUTION, DEFAULT_RESOLVE_TIMEOUT, BashEnvRegistry, as_contributor
 

@@ -21,7 +21,8 @@ from typing import Any, Literal
 
 from dsh.bash import Executor, LocalExecutor
 from dsh.core import DSH_HOME, Context
-from dsh.session import SESSION_PERSISTENCE, SessionHeader
+from dsh.session import SessionHeader
+from dsh.session.persistence import SESSION_PERSISTENCE
 
 from ._envfile import EnvFiles
 from ._outcome import HookOutcome, HookReport

@@ -9,7 +9,7 @@ from typing import Any
 
 from dsh.core import DSH_HOME, Context, DshError, Fiber, FiberState, ServiceKey, contained, describe
 from dsh.paths import ensure_private_dir
-from dsh.session import PERSISTENCE_GROUP
+from dsh.session.persistence import PERSISTENCE_GROUP
 
 from ._deployment import Deployment, resolve_home
 from ._discovery import PLUGINS_GROUP, Catalog, EntryPointItem, GroupDiff, import_ref

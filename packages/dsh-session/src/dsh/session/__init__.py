@@ -1,71 +1,43 @@
-"""Sessions for dsh: headers, events, the persistence seam, the session store and the tool contract."""
+"""Sessions for dsh: headers, events, the session store and the tool contract.
+
+The persistence seam (what a backend implements) is :mod:`dsh.session.persistence`.
+"""
 
 from ._errors import (
     ForkError,
     InvalidSessionIdError,
     PersistenceError,
+    SessionFormatError,
     SessionLockedError,
     SessionNotFoundError,
     ToolError,
 )
-from ._model import (
-    EVENT_TYPES,
-    FORMAT_VERSION,
-    MAX_ID_LENGTH,
-    SessionEvent,
-    SessionHeader,
-    SessionLocation,
-    new_session_id,
-    storable,
-    validate_session_id,
-)
-from ._persistence import (
-    PERSISTENCE_GROUP,
-    SESSION_PERSISTENCE,
-    ScanningPersistence,
-    SessionPersistence,
-    SessionScan,
-    SessionTail,
-    StoredSession,
-    TailingPersistence,
-)
-from ._store import SESSIONS, Session, SessionStore, sessions_plugin
-from ._tools import TOOLS, AgentRef, Tool, ToolExecution, ToolRegistry, ToolResult, ToolSpec, tools_plugin
+from ._model import SessionEvent, SessionHeader, SessionLocation, validate_session_id
+from ._session import Session
+from ._store import SESSIONS, SessionStore, sessions_plugin
+from ._tools import TOOLS, AgentRef, Tool, ToolExecution, ToolResult, ToolSpec, tools_plugin
 
 __all__ = [
-    "EVENT_TYPES",
-    "FORMAT_VERSION",
-    "MAX_ID_LENGTH",
-    "PERSISTENCE_GROUP",
     "SESSIONS",
-    "SESSION_PERSISTENCE",
     "TOOLS",
     "AgentRef",
     "ForkError",
     "InvalidSessionIdError",
     "PersistenceError",
-    "ScanningPersistence",
     "Session",
     "SessionEvent",
+    "SessionFormatError",
     "SessionHeader",
     "SessionLocation",
     "SessionLockedError",
     "SessionNotFoundError",
-    "SessionPersistence",
-    "SessionScan",
     "SessionStore",
-    "SessionTail",
-    "StoredSession",
-    "TailingPersistence",
     "Tool",
     "ToolError",
     "ToolExecution",
-    "ToolRegistry",
     "ToolResult",
     "ToolSpec",
-    "new_session_id",
     "sessions_plugin",
-    "storable",
     "tools_plugin",
     "validate_session_id",
 ]

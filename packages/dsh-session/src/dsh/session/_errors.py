@@ -2,6 +2,7 @@
 
 DshError (dsh.core)
 ├── InvalidSessionIdError (ValueError)     .session_id: an id that would be unsafe in a path or a shell
+├── SessionFormatError (ValueError)        .field, .session_id: a header, event or location breaks a rule of its format
 ├── PersistenceError                       .session_id: a backend could not read or write (None: not one session's)
 │   ├── SessionNotFoundError (LookupError) .session_id: no stored session has the id
 │   └── SessionLockedError                 .session_id: another writer holds the session
@@ -21,6 +22,23 @@ class InvalidSessionIdError(DshError, ValueError):
         super().__init__(message)
         self.session_id = session_id
         """The rejected value, as given."""
+
+
+class SessionFormatError(DshError, ValueError):
+    """A session header, event or location (given, or read back from a store) breaks a rule of its format.
+
+    The message is one sentence naming the field, prefixed with the session when its id is known:
+    ``session s1: field 'cwd' must be an absolute path, not 'work'``.
+    """
+
+    def __init__(self, problem: str, *, field: str | None, session_id: str | None = None) -> None:
+        super().__init__(f"session {session_id}: {problem}" if session_id else problem)
+        self.problem = problem
+        """The sentence about the field alone (for callers that name the session themselves)."""
+        self.field = field
+        """The field at fault (``None``: the record as a whole, say it is not a JSON object)."""
+        self.session_id = session_id
+        """The session the record belongs to, when its id was read before the fault."""
 
 
 class PersistenceError(DshError):

@@ -1,4 +1,11 @@
-"""Session headers, events and locations: the wire models of a transcript."""
+"""Session headers, events and locations: the records of a transcript, as plain typed classes.
+
+Each record is immutable and checked by hand when it is built, from keyword arguments or from a
+decoded JSON object (``from_dict``, ``from_json``); a value that breaks a rule raises
+:class:`SessionFormatError` naming the field, and the session once its id is known. They are built
+on every ``dsh exec`` and once per stored session by ``dsh sessions list``, so they cost what a few
+``isinstance`` checks cost: no validation library is imported.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +13,23 @@ import os
 import re
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+import orjson
 
-from ._errors import InvalidSessionIdError
+from ._errors import InvalidSessionIdError, SessionFormatError
+from ._json import json_bytes
 
 FORMAT_VERSION = 1
+"""Version of the header and event format this code writes and the newest it reads."""
 MAX_ID_LENGTH = 128
 _ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_FAST_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_ID_LENGTH - 1}}}")
+"""One match says an id is safe; only a refused id goes through :func:`validate_session_id`'s reasons."""
+
+R = TypeVar("R", bound="_Frozen")
 
 
 def validate_session_id(value: object) -> str:
@@ -25,6 +39,8 @@ def validate_session_id(value: object) -> str:
     letter or digit: no separators, no ``.``/``..``, no control or non-ASCII characters. Checked
     before any path is built from an id.
     """
+    if isinstance(value, str) and _FAST_ID.fullmatch(value):
+        return value
     if not isinstance(value, str):
         raise InvalidSessionIdError(f"session id must be a string, not {type(value).__name__}", session_id=value)
     if not value:
@@ -33,14 +49,12 @@ def validate_session_id(value: object) -> str:
         raise InvalidSessionIdError(
             f"session id is {len(value)} characters long; the limit is {MAX_ID_LENGTH}", session_id=value
         )
-    if not _ID_RE.fullmatch(value):
-        bad = next((c for c in value if not (c.isascii() and (c.isalnum() or c in "._-"))), value[0])
-        raise InvalidSessionIdError(
-            f"session id {value!r} has a disallowed character {bad!r}; "
-            "use ASCII letters, digits, '.', '_' and '-', starting with a letter or digit",
-            session_id=value,
-        )
-    return value
+    bad = next((c for c in value if not (c.isascii() and (c.isalnum() or c in "._-"))), value[0])
+    raise InvalidSessionIdError(
+        f"session id {value!r} has a disallowed character {bad!r}; "
+        "use ASCII letters, digits, '.', '_' and '-', starting with a letter or digit",
+        session_id=value,
+    )
 
 
 def new_session_id() -> str:
@@ -48,95 +62,295 @@ def new_session_id() -> str:
     return str(uuid.uuid4())
 
 
-class SessionLocation(BaseModel):
-    """Where a backend keeps one session's dedicated log: ``kind`` names the representation."""
+# -- field rules: each returns the value or raises naming the field ---------------------------------
 
-    model_config = ConfigDict(frozen=True)
+_KINDS = {type(None): "null", bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
+
+
+def _kind(value: object) -> str:
+    """How a value's type reads in a message (JSON's words for JSON's types)."""
+    kind = _KINDS.get(type(value))
+    if kind is not None:
+        return kind
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return type(value).__name__
+
+
+def _fail(field: str | None, problem: str, session_id: str | None = None) -> SessionFormatError:
+    return SessionFormatError(
+        problem if field is None else f"field '{field}' {problem}", field=field, session_id=session_id
+    )
+
+
+def _string(value: object, field: str, sid: str | None) -> str:
+    if not isinstance(value, str):
+        raise _fail(field, f"must be a string, not {_kind(value)}", sid)
+    return value
+
+
+def _optional_string(value: object, field: str, sid: str | None) -> str | None:
+    return None if value is None else _string(value, field, sid)
+
+
+def _session_id(value: object, field: str, sid: str | None) -> str:
+    if isinstance(value, str) and _FAST_ID.fullmatch(value):
+        return value
+    try:
+        return validate_session_id(value)
+    except InvalidSessionIdError as exc:
+        raise _fail(field, f"is not a safe session id: {exc}", sid) from exc
+
+
+def _count(value: object, field: str, sid: str | None) -> int:
+    if type(value) is not int or value < 0:  # bool is an int subclass, and no count
+        shown = repr(value) if type(value) is int else _kind(value)
+        raise _fail(field, f"must be a non-negative integer, not {shown}", sid)
+    return value
+
+
+def _absolute_path(value: object, field: str, sid: str | None) -> str:
+    path = _string(value, field, sid)
+    if "\x00" in path:
+        raise _fail(field, "contains a NUL character", sid)
+    if not os.path.isabs(path):
+        raise _fail(field, f"must be an absolute path, not {path!r}", sid)
+    return path
+
+
+def _version(value: object, sid: str | None) -> int:
+    if type(value) is not int or value < 1:
+        shown = repr(value) if type(value) is int else _kind(value)
+        raise _fail("version", f"must be a positive integer, not {shown}", sid)
+    if value > FORMAT_VERSION:
+        raise _fail(
+            "version",
+            f"is {value}, newer than the format {FORMAT_VERSION} this dsh-session reads; upgrade dsh-session",
+            sid,
+        )
+    return value
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+# -- the records ------------------------------------------------------------------------------------
+
+
+def _restore(cls: type[R], values: tuple[Any, ...]) -> R:
+    """Rebuild a record from its field values (pickle and copy), without checking them again."""
+    record = object.__new__(cls)
+    for name, value in zip(cls._order, values, strict=True):
+        object.__setattr__(record, name, value)
+    return record
+
+
+class _Frozen:
+    """Immutable slots, equality by type and fields, a readable repr; subclasses set them in ``__init__``."""
+
+    __slots__: ClassVar[tuple[str, ...]] = ()
+    _order: ClassVar[tuple[str, ...]] = ()
+    """The fields in their stored order (``__slots__`` is the same set)."""
+    _what: ClassVar[str] = "record"
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a {self._what} is immutable; build a new one (with replace()) to change '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"a {self._what} is immutable; '{name}' cannot be deleted")
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self._order)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._order)
+        return f"{type(self).__name__}({fields})"
+
+    def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        return _restore, (type(self), self._values())
+
+
+class _Record(_Frozen):
+    """A record of the transcript format: a JSON-ready dict of its fields, and checked copies."""
+
+    __slots__ = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as a JSON-ready dict, fields in their stored order."""
+        return {name: getattr(self, name) for name in self._order}
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with ``changes`` applied, checked like a new record."""
+        build: Callable[..., Self] = type(self)
+        return build(**{**self.to_dict(), **changes})
+
+
+def _decode(text: str | bytes, what: str) -> object:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise _fail(None, f"the {what} is not JSON ({exc})") from None
+
+
+def _known_id(data: Mapping[str, Any]) -> str | None:
+    """The record's session id when it is present and safe: later messages name the session."""
+    value = data.get("id")
+    return value if isinstance(value, str) and _FAST_ID.fullmatch(value) else None
+
+
+def _as_object(data: object, what: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise _fail(None, f"a {what} must be a JSON object, not {_kind(data)}")
+    return data
+
+
+class SessionHeader(_Record):
+    """The identity of a session, stored first in its transcript.
+
+    ``id`` and ``parent_session`` are safe session ids (see :func:`validate_session_id`), ``cwd`` an
+    absolute path without NUL, the two counts non-negative integers, and ``version`` at most
+    :data:`FORMAT_VERSION`. A stored header with a field this version does not know is refused.
+    """
+
+    _order = ("id", "created_at", "cwd", "parent_session", "origin", "delegation_depth", "seed_length", "version")
+    __slots__ = _order
+    _what = "session header"
+    _known = frozenset(_order)
+
+    id: str
+    created_at: str
+    cwd: str
+    parent_session: str | None
+    origin: str | None
+    delegation_depth: int
+    seed_length: int
+    version: int
+
+    def __init__(
+        self,
+        *,
+        id: str,
+        cwd: str,
+        created_at: str | None = None,
+        parent_session: str | None = None,
+        origin: str | None = None,
+        delegation_depth: int = 0,
+        seed_length: int = 0,
+        version: int = FORMAT_VERSION,
+    ) -> None:
+        sid = _session_id(id, "id", None)
+        setter = object.__setattr__
+        setter(self, "id", sid)
+        setter(self, "created_at", _now() if created_at is None else _string(created_at, "created_at", sid))
+        setter(self, "cwd", _absolute_path(cwd, "cwd", sid))
+        setter(
+            self,
+            "parent_session",
+            None if parent_session is None else _session_id(parent_session, "parent_session", sid),
+        )
+        setter(self, "origin", _optional_string(origin, "origin", sid))
+        setter(self, "delegation_depth", _count(delegation_depth, "delegation_depth", sid))
+        setter(self, "seed_length", _count(seed_length, "seed_length", sid))
+        setter(
+            self, "version", version if version == FORMAT_VERSION and type(version) is int else _version(version, sid)
+        )
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    @classmethod
+    def from_dict(cls, data: object) -> SessionHeader:
+        """Check and build a header from a decoded JSON object (a stored header)."""
+        fields = _as_object(data, "session header")
+        if not cls._known.issuperset(fields):
+            field = sorted(str(k) for k in fields if k not in cls._known)[0]
+            raise _fail(field, f"is not a session header field (known: {', '.join(cls._order)})", _known_id(fields))
+        for required in ("id", "cwd"):
+            if required not in fields:
+                raise _fail(required, "is missing", _known_id(fields))
+        return cls(**fields)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> SessionHeader:
+        """Check and build a header from its JSON text (see :meth:`from_dict`)."""
+        return cls.from_dict(_decode(text, "session header"))
+
+    def to_json(self) -> str:
+        """The header as compact JSON, the form the database backends store (odd strings escaped)."""
+        return json_bytes(self.to_dict()).decode()
+
+
+class SessionEvent(_Record):
+    """One transcript event: a non-empty ``type`` (``turn/start``, ``tool/call``, ... or a plugin's own),
+    the time it was recorded (seconds since the epoch) and its JSON-able ``data``."""
+
+    _order = ("type", "at", "data")
+    __slots__ = _order
+    _what = "session event"
+    __hash__ = None  # type: ignore[assignment]  # its data is a dict
+
+    type: str
+    at: float
+    data: dict[str, Any]
+
+    def __init__(self, *, type: str, at: float | None = None, data: dict[str, Any] | None = None) -> None:
+        setter = object.__setattr__
+        if not isinstance(type, str) or not type:
+            raise _fail(
+                "type", "must be a non-empty string" + ("" if isinstance(type, str) else f", not {_kind(type)}")
+            )
+        setter(self, "type", type)
+        if at is None:
+            setter(self, "at", time.time())
+        elif isinstance(at, (float, int)) and at.__class__ is not bool:
+            setter(self, "at", float(at))
+        else:
+            raise _fail("at", f"of a '{type}' event must be a number, not {_kind(at)}")
+        if data is None:
+            data = {}
+        elif not isinstance(data, dict):
+            raise _fail("data", f"of a '{type}' event must be an object, not {_kind(data)}")
+        else:
+            for key in data:
+                if key.__class__ is not str and not isinstance(key, str):
+                    raise _fail("data", f"of a '{type}' event has a key that is not a string: {key!r}")
+        setter(self, "data", data)
+
+    @classmethod
+    def from_dict(cls, data: object) -> SessionEvent:
+        """Check and build an event from a decoded JSON object (a stored event).
+
+        Fields other than ``type``, ``at`` and ``data`` are ignored; a missing or null ``at`` is 0.0
+        (the time is unknown) and a missing or null ``data`` is empty.
+        """
+        fields = _as_object(data, "session event")
+        if "type" not in fields:
+            raise _fail("type", "is missing")
+        at = fields.get("at")
+        return cls(type=fields["type"], at=0.0 if at is None else at, data=fields.get("data"))
+
+
+class SessionLocation(_Record):
+    """Where a backend keeps one session's dedicated log: ``kind`` names the representation, ``path`` is absolute."""
+
+    _order = ("kind", "path")
+    __slots__ = _order
+    _what = "session location"
 
     kind: str
     path: str
 
-    @field_validator("path")
-    @classmethod
-    def _absolute(cls, value: str) -> str:
-        if not os.path.isabs(value):
-            raise ValueError(f"location path {value!r} is not absolute")
-        return value
+    def __init__(self, *, kind: str, path: str) -> None:
+        object.__setattr__(self, "kind", _string(kind, "kind", None))
+        object.__setattr__(self, "path", _absolute_path(path, "path", None))
 
-
-class SessionHeader(BaseModel):
-    """The identity of a session, stored first in its transcript."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    id: str
-    created_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat())
-    cwd: str
-    parent_session: str | None = None
-    origin: str | None = None
-    delegation_depth: int = Field(default=0, ge=0)
-    seed_length: int = Field(default=0, ge=0)
-    version: int = FORMAT_VERSION
-
-    @field_validator("id", "parent_session")
-    @classmethod
-    def _safe_id(cls, value: str | None) -> str | None:
-        return None if value is None else validate_session_id(value)
-
-    @field_validator("cwd")
-    @classmethod
-    def _absolute_cwd(cls, value: str) -> str:
-        if "\x00" in value:
-            raise ValueError("cwd contains a NUL character")
-        if not os.path.isabs(value):
-            raise ValueError(f"cwd {value!r} is not absolute")
-        return value
-
-
-EVENT_TYPES = frozenset(
-    {
-        "turn/start",
-        "turn/end",
-        "message/user",
-        "message/assistant",
-        "model/request",
-        "tool/call",
-        "tool/result",
-        "hook/result",
-        "subagent/start",
-        "subagent/end",
-        "session/fork",
-        "error",
-    }
-)
-
-
-class SessionEvent(BaseModel):
-    """One transcript event: a ``type`` from :data:`EVENT_TYPES` (or a plugin's own) and its data."""
-
-    model_config = ConfigDict(frozen=True)
-
-    type: str = Field(min_length=1)
-    at: float = Field(default_factory=time.time)
-    data: dict[str, Any] = Field(default_factory=dict)
-
-
-def storable(data: Any) -> Any:
-    """``data`` with every string UTF-8 cannot encode replaced by an escaped, readable form.
-
-    A lone surrogate (a byte that was not UTF-8 in a command line or environment, decoded with
-    ``surrogateescape``, or an unpaired ``\\ud800`` from a model or hook) makes a JSON encoder
-    refuse the whole flush; backends retry with this so the turn is kept, the odd character
-    written as ``\\udce9``. Everything else is returned as it is.
-    """
-    if isinstance(data, str):
-        try:
-            data.encode("utf-8")
-        except UnicodeEncodeError:
-            return data.encode("utf-8", "backslashreplace").decode("utf-8")
-        return data
-    if isinstance(data, dict):
-        return {storable(k): storable(v) for k, v in data.items()}
-    if isinstance(data, list | tuple):
-        return [storable(v) for v in data]
-    return data
+    def __hash__(self) -> int:
+        return hash(self._values())

@@ -1,7 +1,9 @@
 """JSONL session persistence for dsh: one transcript file per session, located without side effects."""
 
-from ._backend import FLUSH_TYPE, HEADER_TYPE, KIND, LAYOUT, JsonlConfig, JsonlPersistence, plugin
+from ._backend import KIND, JsonlPersistence
+from ._format import FLUSH_TYPE, HEADER_TYPE, LAYOUT
 from ._paths import escape_cwd, session_path
+from ._plugin import JsonlConfig, plugin
 
 __all__ = [
     "FLUSH_TYPE",

@@ -1,192 +1,42 @@
-"""One JSONL transcript per session, recovered by flush units.
-
-Layout of a transcript::
-
-    {"type":"session/header","header":{...},"jsonl":2}     line 1, never rewritten
-    {"type":"turn/start","at":...,"data":{...}}            the events of flush 1
-    ...
-    {"type":"session/flush","events":N}                    flush 1 is complete
-    {"type":"tool/call",...}                               the events of flush 2
-    {"type":"session/flush","events":M}                    flush 2 is complete
-
-A flush counts only once its marker line is complete: everything after the last marker is an
-interrupted flush, ignored on load and cut by the next writer. Files written before markers
-existed (no ``"jsonl": 2`` and no marker) are read line by line; the first new writer seals
-them with a marker before appending.
-"""
+"""The JSONL backend: one transcript per session, a lock file per turn, flushes appended and fsynced."""
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
-import functools
 import logging
 import os
-import re
 import secrets
-import stat
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
-import orjson
-from pydantic import ValidationError
-
-from dsh.core import Context, Plugin, plugin_home
 from dsh.session import (
-    SESSION_PERSISTENCE,
     PersistenceError,
     SessionEvent,
     SessionHeader,
     SessionLocation,
     SessionLockedError,
     SessionNotFoundError,
-    SessionScan,
-    SessionTail,
-    StoredSession,
-    storable,
 )
+from dsh.session.persistence import SessionScan, SessionTail, StoredSession
 
+from ._files import append, check_regular, fsync_dir, open_nofollow, rfind
+from ._format import (
+    LAYOUT,
+    complete_end,
+    event_lines,
+    header_line,
+    last_flush_end,
+    last_turn,
+    marker,
+    parse_transcript,
+    read_header,
+)
 from ._paths import session_path, transcript_name
 
 log = logging.getLogger("dsh.persistence.jsonl")
 
-HEADER_TYPE = "session/header"
-FLUSH_TYPE = "session/flush"
 KIND = "jsonl"
-LAYOUT = 2
-"""Version of the line layout: 2 marks the end of every flush."""
-
-_RESERVED = frozenset({HEADER_TYPE, FLUSH_TYPE})
-_MARKER_START = b'\n{"type":"' + FLUSH_TYPE.encode() + b'"'
-_TURN_START = b'\n{"type":"turn/start"'
-_TURN_NUMBER = re.compile(r":turn-([0-9]+)$")
-_CHUNK = 1 << 20
-_WRITE_CHUNK = 1 << 17
-_MAX_HEADER = 1 << 20
-_NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def _line(obj: dict[str, Any]) -> bytes:
-    # orjson: serialising events is most of a flush's CPU time; it writes compact UTF-8 directly.
-    try:
-        return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
-    except orjson.JSONEncodeError:
-        # A string UTF-8 cannot encode (a lone surrogate) must not cost the turn: escape it.
-        return orjson.dumps(storable(obj), option=orjson.OPT_APPEND_NEWLINE)
-
-
-def _event_line(header: SessionHeader, event: SessionEvent) -> bytes:
-    if event.type in _RESERVED:
-        raise PersistenceError(f"event type '{event.type}' of session {header.id} is reserved by the JSONL layout")
-    try:
-        return _line({"type": event.type, "at": event.at, "data": event.data})
-    except orjson.JSONEncodeError as exc:
-        raise PersistenceError(f"event '{event.type}' of session {header.id} cannot be stored as JSON: {exc}") from None
-
-
-def _header_line(header: SessionHeader) -> bytes:
-    return _line({"type": HEADER_TYPE, "header": header.model_dump(mode="json"), "jsonl": LAYOUT})
-
-
-def _marker(count: int | None) -> bytes:
-    return _line({"type": FLUSH_TYPE, "events": count})
-
-
-def _is_marker(raw: bytes) -> bool:
-    try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return False
-    return isinstance(obj, dict) and obj.get("type") == FLUSH_TYPE
-
-
-@functools.lru_cache(maxsize=256)
-def _parse_header(raw: bytes, path: str) -> tuple[SessionHeader, int]:
-    """The header of line 1 and the file's layout version; raise naming the file when damaged.
-
-    Cached: every append re-reads line 1, which never changes, and validating it is most of an
-    unsynced append's cost.
-    """
-    reason = None
-    try:
-        first = orjson.loads(raw)
-        if not isinstance(first, dict) or first.get("type") != HEADER_TYPE:
-            reason = "it is not a 'session/header' line"
-        else:
-            header = SessionHeader.model_validate(first.get("header"))
-            layout = first.get("jsonl", 1)
-    except orjson.JSONDecodeError:
-        reason = "it is not JSON"
-    except ValidationError as exc:
-        problem = exc.errors()[0]
-        where = ".".join(str(part) for part in problem["loc"]) or "header"
-        reason = f"field {where}: {problem['msg']}"
-    if reason is not None:
-        raise PersistenceError(f"{path}: line 1 is not a valid session header ({reason}); the transcript is damaged")
-    return header, layout if isinstance(layout, int) else 1
-
-
-def _check_regular(fd: int, path: str) -> os.stat_result:
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        raise PersistenceError(f"{path} is not a regular file; move it aside")
-    return info
-
-
-def _open(path: str, flags: int, mode: int = 0o600) -> int:
-    """Open the last component without following a symlink, with errors that name the path."""
-    try:
-        return os.open(path, flags | _NOFOLLOW, mode)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise PersistenceError(f"{path} is a symbolic link; dsh never writes through one (remove it)") from None
-        if isinstance(exc, FileNotFoundError):
-            raise
-        raise PersistenceError(f"cannot open {path}: {exc.strerror}") from None
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _rfind(fd: int, needle: bytes, start: int, end: int) -> int:
-    """Offset of the last ``needle`` within ``[start, end)`` of ``fd``; -1 if none.
-
-    Reads backwards in chunks that start small (the last marker is usually in the last few bytes)
-    and double up to 1 MiB, so a torn tail of any size is crossed without reading the file whole.
-    """
-    chunk = 4096
-    while end - start >= len(needle):
-        lo = max(start, end - chunk)
-        index = os.pread(fd, end - lo, lo).rfind(needle)
-        if index >= 0:
-            return lo + index
-        if lo == start:
-            break
-        end = lo + len(needle) - 1  # a needle may straddle the chunk boundary
-        chunk = min(chunk * 2, _CHUNK)
-    return -1
-
-
-def _last_flush_end(fd: int, start: int, end: int) -> int | None:
-    """End offset of the last complete marker line in ``[start, end)``, or None when there is none."""
-    while True:
-        at = _rfind(fd, _MARKER_START, start - 1, end)
-        if at < 0:
-            return None
-        line = os.pread(fd, 256, at + 1)
-        newline = line.find(b"\n")
-        if newline >= 0 and _is_marker(line[:newline]):
-            return at + 1 + newline + 1
-        end = at + len(_MARKER_START) - 1
 
 
 class JsonlPersistence:
@@ -212,11 +62,11 @@ class JsonlPersistence:
 
     def locate(self, header: SessionHeader) -> SessionLocation:
         """The transcript path; computed only, nothing is read or created."""
-        return SessionLocation.model_construct(kind=KIND, path=session_path(self.root, header.cwd, header.id))
+        return SessionLocation(kind=KIND, path=session_path(self.root, header.cwd, header.id))
 
     # -- locking -------------------------------------------------------------------------------
 
-    def _ensure_dir(self, path: str) -> None:
+    def _ensure_dir(self, path: str, session_id: str) -> None:
         if os.path.isdir(path):
             return
         for directory in (self.root, path):
@@ -228,7 +78,9 @@ class JsonlPersistence:
             except OSError as exc:
                 where = f"DSH_HOME {self.home}" if self.home else f"jsonl root {self.root}"
                 fix = "point DSH_HOME at a writable directory" if self.home else "fix persistence.config.root"
-                raise PersistenceError(f"{where}: cannot create {directory}: {exc.strerror}; {fix}") from None
+                raise PersistenceError(
+                    f"{where}: cannot create {directory}: {exc.strerror}; {fix}", session_id=session_id
+                ) from None
 
     def acquire(self, header: SessionHeader) -> Callable[[], None]:
         """Take the session's lock (``<file>.lock``) and check its transcript can be appended to.
@@ -240,7 +92,7 @@ class JsonlPersistence:
 
     def _acquire(self, header: SessionHeader, *, check: bool) -> Callable[[], None]:
         path = self.locate(header).path
-        self._ensure_dir(os.path.dirname(path))
+        self._ensure_dir(os.path.dirname(path), header.id)
         lock_path = path + ".lock"
         with self._guard:
             if header.id in self._held:
@@ -248,9 +100,9 @@ class JsonlPersistence:
                     f"session {header.id} is being written by another turn of this process (lock {lock_path})",
                     session_id=header.id,
                 )
-            fd = _open(lock_path, os.O_RDWR | os.O_CREAT)
+            fd = open_nofollow(lock_path, os.O_RDWR | os.O_CREAT, session_id=header.id)
             try:
-                _check_regular(fd, lock_path)
+                check_regular(fd, lock_path, header.id)
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
@@ -281,97 +133,74 @@ class JsonlPersistence:
     def _check_transcript(self, header: SessionHeader, path: str) -> None:
         """An existing transcript must be a regular file with an intact header of this session."""
         try:
-            fd = _open(path, os.O_RDWR)
+            fd = open_nofollow(path, os.O_RDWR, session_id=header.id)
         except FileNotFoundError:
             return
         try:
-            _check_regular(fd, path)
-            self._read_header(fd, path, header.id)
+            check_regular(fd, path, header.id)
+            read_header(fd, path, header.id)
         finally:
             os.close(fd)
-
-    @staticmethod
-    def _read_header(fd: int, path: str, session_id: str) -> tuple[SessionHeader, int, int]:
-        """Header, layout and end offset of line 1; raise when damaged or of another session."""
-        head = os.pread(fd, 4096, 0)
-        newline = head.find(b"\n")
-        if newline < 0 and len(head) == 4096:
-            head = os.pread(fd, _MAX_HEADER, 0)
-            newline = head.find(b"\n")
-        if newline < 0:
-            raise PersistenceError(f"{path}: line 1 is not a complete session header; the transcript is damaged")
-        header, layout = _parse_header(head[:newline], path)
-        if header.id != session_id:
-            raise PersistenceError(f"{path}: its header names session {header.id}, not {session_id}; refusing it")
-        return header, layout, newline + 1
 
     # -- writing -------------------------------------------------------------------------------
 
     def write(self, header: SessionHeader, events: Sequence[SessionEvent]) -> None:
         """Append ``events`` as one flush; the first write publishes the header with them atomically."""
-        lines = b"".join([_event_line(header, e) for e in events])
+        lines = event_lines(header, events)
         with self._guard:
             held = header.id in self._held
         release = None if held else self._acquire(header, check=False)  # _write checks the transcript
         try:
-            self._write(header, lines, _marker(len(events)))
+            self._write(header, lines, marker(len(events)))
         finally:
             if release is not None:
                 release()
 
-    def _write(self, header: SessionHeader, lines: bytes, marker: bytes) -> None:
+    def _write(self, header: SessionHeader, lines: bytes, end_marker: bytes) -> None:
         path = self.locate(header).path
-        directory = os.path.dirname(path)
+        sid = header.id
         try:
-            fd = _open(path, os.O_RDWR | os.O_APPEND)
+            fd = open_nofollow(path, os.O_RDWR | os.O_APPEND, session_id=sid)
         except FileNotFoundError:
-            self._publish(header, path, directory, lines + marker)
+            self._publish(header, path, lines + end_marker)
             return
         try:
-            size = _check_regular(fd, path).st_size
-            _, layout, body = self._read_header(fd, path, header.id)
-            end = _last_flush_end(fd, body, size)
+            size = check_regular(fd, path, sid).st_size
+            _, layout, body = read_header(fd, path, sid)
+            end = last_flush_end(fd, body, size)
             if end is None and layout < LAYOUT:
                 # A file from before flush markers: keep its complete lines and seal them as one flush.
-                end = _rfind(fd, b"\n", body - 1, size) + 1
+                end = rfind(fd, b"\n", body - 1, size) + 1
                 self._cut(fd, size, end, path)
-                self._append(fd, _marker(None), path)
+                append(fd, marker(None), path, fsync=self.fsync, session_id=sid)
                 size = end = os.fstat(fd).st_size
             elif end is None:
                 end = body
             self._cut(fd, size, end, path)
             # One buffer, marker last: whatever prefix of it a crash leaves has no complete marker.
-            self._append(fd, lines + marker, path)
+            append(fd, lines + end_marker, path, fsync=self.fsync, session_id=sid)
         finally:
             os.close(fd)
 
-    def _cut(self, fd: int, size: int, end: int, path: str) -> None:
+    @staticmethod
+    def _cut(fd: int, size: int, end: int, path: str) -> None:
         # An interrupted flush was never complete: drop it rather than glue the next one onto it.
         if end < size:
             os.ftruncate(fd, end)
             log.warning("%s: cut an interrupted flush of %d bytes before appending", path, size - end)
 
-    def _append(self, fd: int, data: bytes, path: str) -> None:
-        # Bounded writes keep each system call short; a writer killed between two leaves a prefix
-        # of its flush without a marker, which the next load ignores and the next writer cuts.
-        view = memoryview(data)
-        try:
-            while view:
-                view = view[os.write(fd, view[:_WRITE_CHUNK]) :]
-            if self.fsync:
-                os.fsync(fd)
-        except OSError as exc:
-            raise PersistenceError(f"cannot append to {path}: {exc.strerror}") from None
-
-    def _publish(self, header: SessionHeader, path: str, directory: str, payload: bytes) -> None:
+    def _publish(self, header: SessionHeader, path: str, payload: bytes) -> None:
+        directory = os.path.dirname(path)
         tmp = os.path.join(directory, f".{header.id}.{secrets.token_hex(8)}.tmp")
         try:
-            fd = _open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+            fd = open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, session_id=header.id)
         except FileNotFoundError:
-            raise PersistenceError(f"cannot create {tmp}: its directory {directory} is gone") from None
+            raise PersistenceError(
+                f"cannot create {tmp}: its directory {directory} is gone", session_id=header.id
+            ) from None
         try:
             try:
-                self._append(fd, _header_line(header) + payload, tmp)
+                append(fd, header_line(header) + payload, tmp, fsync=self.fsync, session_id=header.id)
             finally:
                 os.close(fd)
             os.replace(tmp, path)  # replaces a planted symlink itself, never its target
@@ -380,7 +209,7 @@ class JsonlPersistence:
                 os.unlink(tmp)
             raise
         if self.fsync:
-            _fsync_dir(directory)
+            fsync_dir(directory)
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -412,75 +241,31 @@ class JsonlPersistence:
         """
         path = self._find(session_id)
         try:
-            fd = _open(path, os.O_RDONLY)
+            fd = open_nofollow(path, os.O_RDONLY, session_id=session_id)
         except FileNotFoundError:
-            raise SessionNotFoundError(f"no session {session_id} under {self.root}") from None
+            raise SessionNotFoundError(f"no session {session_id} under {self.root}", session_id=session_id) from None
         try:
-            size = _check_regular(fd, path).st_size
-            header, layout, body = self._read_header(fd, path, session_id)
-            end = _last_flush_end(fd, body, size) if layout >= LAYOUT else None
-            if end is None:
-                end = body if layout >= LAYOUT else size
-            at = _rfind(fd, _TURN_START, body - 1, end)
-            if at < 0:
-                return SessionTail(header, 0)
-            line = os.pread(fd, min(end - at - 1, _MAX_HEADER), at + 1)
+            size = check_regular(fd, path, session_id).st_size
+            header, layout, body = read_header(fd, path, session_id)
+            turn = last_turn(fd, body, complete_end(fd, layout, body, size))
         finally:
             os.close(fd)
-        newline = line.find(b"\n")
-        try:
-            turn_id = orjson.loads(line[:newline] if newline >= 0 else line)["data"]["turn_id"]
-        except (ValueError, KeyError, TypeError):
-            return None
-        match = _TURN_NUMBER.search(turn_id) if isinstance(turn_id, str) else None
-        return None if match is None else SessionTail(header, int(match.group(1)))
+        return None if turn is None else SessionTail(header, turn)
 
     @staticmethod
     def load_file(path: str, session_id: str | None = None) -> StoredSession:
         """Read one transcript file (see :meth:`load`); with ``session_id``, refuse a header naming another."""
         try:
-            fd = _open(path, os.O_RDONLY)
+            fd = open_nofollow(path, os.O_RDONLY, session_id=session_id)
         except FileNotFoundError:
-            raise PersistenceError(f"{path} does not exist") from None
+            raise PersistenceError(f"{path} does not exist", session_id=session_id) from None
         try:
-            _check_regular(fd, path)
+            check_regular(fd, path, session_id)
             with os.fdopen(os.dup(fd), "rb") as fh:
                 data = fh.read()
         finally:
             os.close(fd)
-        newline = data.find(b"\n")
-        if newline < 0:
-            raise PersistenceError(f"{path}: line 1 is not a complete session header; the transcript is damaged")
-        header, layout = _parse_header(data[:newline], path)
-        if session_id is not None and header.id != session_id:
-            raise PersistenceError(f"{path}: its header names session {header.id}, not {session_id}; refusing it")
-        body = newline + 1
-        end = _last_flush_end_in(data, body)
-        if end is None:
-            end = data.rfind(b"\n") + 1 if layout < LAYOUT else body
-        damage: list[str] = []
-        if end < len(data):
-            damage.append(
-                f"{path}: ignored an interrupted flush of {len(data) - end} bytes at the end (a write was cut short)"
-            )
-        events = []
-        in_flush = 0  # event lines since the last marker, corrupt ones included
-        for number, raw in enumerate(data[body:end].split(b"\n")[:-1], start=2):
-            try:
-                obj = orjson.loads(raw)
-                if obj.get("type") == FLUSH_TYPE:
-                    expected = obj.get("events")
-                    if isinstance(expected, int) and expected != in_flush:
-                        damage.append(
-                            f"{path}: the flush ending at line {number} has {in_flush} of its {expected} lines"
-                        )
-                    in_flush = 0
-                    continue
-                in_flush += 1
-                events.append(SessionEvent(type=obj["type"], at=obj.get("at", 0.0), data=obj.get("data") or {}))
-            except (ValueError, KeyError, TypeError, AttributeError, ValidationError) as exc:
-                damage.append(f"{path}: skipped corrupt line {number}: {type(exc).__name__}")
-        return StoredSession(header, tuple(events), tuple(damage))
+        return parse_transcript(data, path, session_id)
 
     def scan(self) -> SessionScan:
         """Headers of every readable transcript under the root (oldest first), and one line per damaged one."""
@@ -498,10 +283,10 @@ class JsonlPersistence:
             for name in names:
                 path = os.path.join(directory.path, name)
                 try:
-                    fd = _open(path, os.O_RDONLY | os.O_NONBLOCK)
+                    fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
                     try:
-                        _check_regular(fd, path)
-                        header, _, _ = self._read_header(fd, path, name[: -len(".jsonl")])
+                        check_regular(fd, path)
+                        header, _, _ = read_header(fd, path, name[: -len(".jsonl")])
                     finally:
                         os.close(fd)
                 except FileNotFoundError:
@@ -522,40 +307,3 @@ class JsonlPersistence:
             for fd in self._held.values():
                 os.close(fd)
             self._held.clear()
-
-
-def _last_flush_end_in(data: bytes, start: int) -> int | None:
-    """:func:`_last_flush_end` over bytes already in memory."""
-    end = len(data)
-    while True:
-        at = data.rfind(_MARKER_START, start - 1, end)
-        if at < 0:
-            return None
-        newline = data.find(b"\n", at + 1)
-        if newline >= 0 and _is_marker(data[at + 1 : newline]):
-            return newline + 1
-        end = at + len(_MARKER_START) - 1
-
-
-@dataclass(frozen=True, kw_only=True)
-class JsonlConfig:
-    """Config of the ``jsonl`` backend."""
-
-    root: str | None = None
-    """Directory of transcripts; default ``<DSH_HOME>/sessions``."""
-    dsh_home: str | None = None
-    """Harness home; must agree with the deployment's (composition checks)."""
-    fsync: bool = True
-    """fsync every flush; turning it off trades crash durability of recent turns for speed."""
-
-
-def _apply(ctx: Context, config: JsonlConfig) -> None:
-    home = plugin_home(ctx, config.dsh_home)
-    root = Path(os.path.expanduser(config.root)) if config.root else home / "sessions"
-    backend = JsonlPersistence(root.absolute(), fsync=config.fsync, home=None if config.root else str(home))
-    ctx.provide(SESSION_PERSISTENCE, backend)
-    ctx.effect(lambda: backend.close, label="close jsonl locks")
-
-
-plugin = Plugin(name="jsonl", apply=_apply, Config=JsonlConfig)
-"""The ``jsonl`` entry of the ``dsh.persistence`` group."""

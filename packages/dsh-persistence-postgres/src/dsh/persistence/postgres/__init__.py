@@ -10,7 +10,8 @@ connection kept for the turn, so two hosts resuming one session are serialised.
 
 from __future__ import annotations
 
-from ._backend import MIGRATIONS, SCHEMA_VERSION, PostgresPersistence
+from ._backend import PostgresPersistence
 from ._plugin import PostgresConfig, plugin
+from ._schema import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "PostgresConfig", "PostgresPersistence", "plugin"]

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 from dsh.core import Context, FieldError, Plugin
-from dsh.session import SESSION_PERSISTENCE
+from dsh.session.persistence import SESSION_PERSISTENCE
 
 from ._backend import PostgresPersistence
 

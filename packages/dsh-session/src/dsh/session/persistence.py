@@ -1,39 +1,71 @@
-"""The persistence seam every backend implements.
+"""The persistence seam: what a backend implements, what it returns, and how consumers reach it.
 
-Errors::
-
-    DshError
-      PersistenceError              a backend could not read or write (names the file or database)
-        SessionNotFoundError        no stored session has the id
-        SessionLockedError          another writer holds the session (names the session and the lock)
+For authors of backends (and of plugins that ask the active backend something, such as where a
+transcript lives). Backends raise the errors of :mod:`dsh.session` (``PersistenceError`` and its
+subclasses, each carrying the session at fault), and encode events with :func:`encode_event` /
+:func:`encode_batch` so every store escapes odd strings the same way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from dsh.core import ServiceKey
 
-from ._model import SessionEvent, SessionHeader, SessionLocation
+from ._codec import batch_last_turn, decode_batch, encode_batch, encode_event, turn_number
+from ._json import json_bytes, storable
+from ._model import SessionEvent, SessionHeader, SessionLocation, _Frozen
+
+__all__ = [
+    "PERSISTENCE_GROUP",
+    "SESSION_PERSISTENCE",
+    "ScanningPersistence",
+    "SessionPersistence",
+    "SessionScan",
+    "SessionTail",
+    "StoredSession",
+    "TailingPersistence",
+    "batch_last_turn",
+    "decode_batch",
+    "encode_batch",
+    "encode_event",
+    "json_bytes",
+    "storable",
+    "turn_number",
+]
 
 
-@dataclass(frozen=True)
-class StoredSession:
+class StoredSession(_Frozen):
     """A loaded session: its header, every complete event, and any damage found while loading."""
+
+    _order = ("header", "events", "damage")
+    __slots__ = _order
+    _what = "stored session"
 
     header: SessionHeader
     events: tuple[SessionEvent, ...]
-    damage: tuple[str, ...] = field(default=())
+    damage: tuple[str, ...]
+
+    def __init__(self, header: SessionHeader, events: tuple[SessionEvent, ...], damage: tuple[str, ...] = ()) -> None:
+        object.__setattr__(self, "header", header)
+        object.__setattr__(self, "events", events)
+        object.__setattr__(self, "damage", damage)
 
 
-@dataclass(frozen=True)
-class SessionScan:
+class SessionScan(_Frozen):
     """Every readable session's header, and one line (path or database and reason) per damaged one."""
 
+    _order = ("headers", "damaged")
+    __slots__ = _order
+    _what = "session scan"
+
     headers: tuple[SessionHeader, ...]
-    damaged: tuple[str, ...] = field(default=())
+    damaged: tuple[str, ...]
+
+    def __init__(self, headers: tuple[SessionHeader, ...], damaged: tuple[str, ...] = ()) -> None:
+        object.__setattr__(self, "headers", headers)
+        object.__setattr__(self, "damaged", damaged)
 
 
 @runtime_checkable
@@ -75,13 +107,23 @@ class SessionPersistence(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class SessionTail:
-    """What resuming a session needs without reading its history: the header and the last turn's number."""
+class SessionTail(_Frozen):
+    """What resuming a session needs without reading its history: the header and the last turn's number.
+
+    ``last_turn`` is the number ``n`` of the last ``turn/start`` stored (``<id>:turn-<n>``); 0 before
+    the first turn.
+    """
+
+    _order = ("header", "last_turn")
+    __slots__ = _order
+    _what = "session tail"
 
     header: SessionHeader
     last_turn: int
-    """The number ``n`` of the last ``turn/start`` stored (``<id>:turn-<n>``); 0 before the first turn."""
+
+    def __init__(self, header: SessionHeader, last_turn: int) -> None:
+        object.__setattr__(self, "header", header)
+        object.__setattr__(self, "last_turn", last_turn)
 
 
 @runtime_checkable

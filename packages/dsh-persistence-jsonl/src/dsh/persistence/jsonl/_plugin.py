@@ -1,0 +1,36 @@
+"""The ``jsonl`` entry of the ``dsh.persistence`` group and its config."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from dsh.core import Context, Plugin, plugin_home
+from dsh.session.persistence import SESSION_PERSISTENCE
+
+from ._backend import JsonlPersistence
+
+
+@dataclass(frozen=True, kw_only=True)
+class JsonlConfig:
+    """Config of the ``jsonl`` backend."""
+
+    root: str | None = None
+    """Directory of transcripts; default ``<DSH_HOME>/sessions``."""
+    dsh_home: str | None = None
+    """Harness home; must agree with the deployment's (composition checks)."""
+    fsync: bool = True
+    """fsync every flush; turning it off trades crash durability of recent turns for speed."""
+
+
+def _apply(ctx: Context, config: JsonlConfig) -> None:
+    home = plugin_home(ctx, config.dsh_home)
+    root = Path(os.path.expanduser(config.root)) if config.root else home / "sessions"
+    backend = JsonlPersistence(root.absolute(), fsync=config.fsync, home=None if config.root else str(home))
+    ctx.provide(SESSION_PERSISTENCE, backend)
+    ctx.effect(lambda: backend.close, label="close jsonl locks")
+
+
+plugin = Plugin(name="jsonl", apply=_apply, Config=JsonlConfig)
+"""The ``jsonl`` entry of the ``dsh.persistence`` group."""
