@@ -92,13 +92,17 @@ def _events(n: int, turns: int = 1) -> list[SessionEvent]:
     return out
 
 
-def _seed_session(home: Path, session_id: str, events: int) -> None:
-    backend = JsonlPersistence(home / "sessions", fsync=False)
+def _seed_session(home: Path, session_id: str, events: int, backend: str = "jsonl") -> None:
+    store: Any = (
+        JsonlPersistence(home / "sessions", fsync=False)
+        if backend == "jsonl"
+        else SqlitePersistence(home / "sessions.sqlite3", synchronous="OFF")
+    )
     header = SessionHeader(id=session_id, cwd=str(home))
     batch = _events(events, turns=max(1, events // 100))
     for start in range(0, len(batch), 5000):
-        backend.write(header, batch[start : start + 5000])
-    backend.close()
+        store.write(header, batch[start : start + 5000])
+    store.close()
 
 
 def bench_cold(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
@@ -134,26 +138,34 @@ def bench_cold(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
 
 
 def bench_resume(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
-    """``dsh exec --session ID -- true`` on sessions of 4 / 10,000 / 40,000 events: time and peak memory."""
+    """``dsh exec --session ID -- true`` on sessions of 4 / 10,000 / 40,000 events: time and peak memory.
+
+    JSONL and SQLite, each seeded with flushes of up to 5,000 events (a turn every 100).
+    """
     home = tmp / "resume-home"
     home.mkdir(mode=0o700)
+    deployment = home / "sqlite.yaml"
+    deployment.write_text("persistence: {backend: sqlite}\n")
     env = child_env(os.environ, DSH_HOME=str(home))
     jobs: dict[str, tuple[list[str], Mapping[str, str]]] = {}
-    for n in size["resume_events"]:
-        sid = f"resume-{n}"
-        _seed_session(home, sid, n)
-        jobs[str(n)] = ([*DSH, "exec", "--no-server", "--session", sid, "--", "true"], env)
+    for backend, extra in (("jsonl", []), ("sqlite", ["--deployment", str(deployment)])):
+        for n in size["resume_events"]:
+            sid = f"resume-{backend}-{n}"
+            _seed_session(home, sid, n, backend)
+            jobs[f"{backend}/{n}"] = ([*DSH, "exec", "--no-server", *extra, "--session", sid, "--", "true"], env)
     med = interleave(jobs, size["process_rounds"])
-    small, big = str(size["resume_events"][0]), str(size["resume_events"][-1])
-    return {
-        "resume_by_events": {
+    small, big = size["resume_events"][0], size["resume_events"][-1]
+    out = {}
+    for backend, key in (("jsonl", "resume_by_events"), ("sqlite", "resume_by_events_sqlite")):
+        mine = {str(n): med[f"{backend}/{n}"] for n in size["resume_events"]}
+        out[key] = {
             "events": size["resume_events"],
-            "median_ms": {k: v["ms"] for k, v in med.items()},
-            "peak_mib": {k: v["peak_mib"] for k, v in med.items()},
-            "ratio": med[big]["ms"] / med[small]["ms"],
-            "memory_ratio": med[big]["peak_mib"] / med[small]["peak_mib"],
+            "median_ms": {k: v["ms"] for k, v in mine.items()},
+            "peak_mib": {k: v["peak_mib"] for k, v in mine.items()},
+            "ratio": mine[str(big)]["ms"] / mine[str(small)]["ms"],
+            "memory_ratio": mine[str(big)]["peak_mib"] / mine[str(small)]["peak_mib"],
         }
-    }
+    return out
 
 
 def _per_call_ms(fn: Callable[[], object], repeats: int) -> float:

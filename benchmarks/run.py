@@ -68,6 +68,8 @@ TARGETS = {
     "cold_sessions_locate": ("ratio", 6.0),
     "resume_by_events": ("ratio", 1.1),
     "resume_by_events_memory": ("memory_ratio", 1.1),
+    "resume_by_events_sqlite": ("ratio", 1.1),
+    "resume_by_events_sqlite_memory": ("memory_ratio", 1.1),
     "show_per_event": ("ratio", 1.5),
     "sessions_list_jsonl": ("ratio", 1.3),
     "sessions_list_sqlite": ("ratio", 1.3),
@@ -77,6 +79,7 @@ TARGETS = {
 }
 ALIASES = {
     "resume_by_events_memory": "resume_by_events",
+    "resume_by_events_sqlite_memory": "resume_by_events_sqlite",
     "discovery_per_contributor": "discovery_curve",
     "discovery_dists_growth": "discovery_curve",
 }

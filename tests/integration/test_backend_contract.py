@@ -17,7 +17,7 @@ from dsh.session import (
     SessionNotFoundError,
     SessionStore,
 )
-from dsh.session.persistence import SessionPersistence
+from dsh.session.persistence import SessionPersistence, SessionTail, TailingPersistence
 
 
 @pytest.fixture(params=["jsonl", "sqlite", "postgres"])
@@ -112,6 +112,26 @@ def test_resume_keeps_id_and_location(store: SessionStore, tmp_path: Path) -> No
     resumed.record("turn/start")
     resumed.flush()
     assert len(store.resume(session.id).history) == 2
+
+
+def test_every_backend_resumes_from_its_tail(backend: SessionPersistence, store: SessionStore, tmp_path: Path) -> None:
+    """Resume without history costs the same at any length: each backend reads a header and the last turn."""
+    assert isinstance(backend, TailingPersistence)
+    session = store.create(tmp_path)
+    for _ in range(3):
+        session.acquire()
+        turn_id = session.new_turn_id()
+        session.record("turn/start", turn_id=turn_id)
+        session.record("tool/call", call_id="c", arguments={"command": 'echo\n{"type":"turn/start"}'})
+        session.record("turn/end", turn_id=turn_id)
+        session.flush()
+    assert backend.tail(session.id) == SessionTail(session.header, 3)
+    resumed = store.resume(session.id, history=False)
+    assert resumed.header == session.header and resumed.turns == 3
+    assert resumed.new_turn_id() == f"{session.id}:turn-4"
+    assert resumed.history == store.resume(session.id).history  # read on first use
+    with pytest.raises(SessionNotFoundError):
+        backend.tail("no-such-session")
 
 
 def test_fork_seeds_up_to_a_boundary(store: SessionStore, tmp_path: Path) -> None:

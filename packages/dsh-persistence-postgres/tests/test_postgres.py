@@ -16,6 +16,7 @@ from dsh.session import (  # noqa: E402
     SessionEvent,
     SessionHeader,
     SessionLockedError,
+    SessionNotFoundError,
     SessionStore,
 )
 
@@ -253,3 +254,30 @@ def test_more_turns_than_pooled_connections_is_a_clear_error(postgres_server: An
         backend.acquire(_header("b"))()  # the pool was kept: the held turn's connection came back
     finally:
         backend.close()
+
+
+def test_resume_reads_only_the_newest_flushes(
+    backend: PostgresPersistence, postgres_server: Any, pg_schema: str
+) -> None:
+    store = SessionStore(lambda: backend)
+    session = store.create("/w")
+    for _ in range(6):  # more flushes than one page of the tail's query
+        session.acquire()
+        turn_id = session.new_turn_id()
+        session.record("turn/start", turn_id=turn_id)
+        session.record("turn/end", turn_id=turn_id)
+        session.flush()
+    for _ in range(5):  # flushes without a turn are passed over on the way back
+        backend.write(session.header, [SessionEvent(type="hook/result")])
+    # Damage the oldest flush: a tail never reads it, a whole load names it.
+    _sql(postgres_server, f"UPDATE {pg_schema}.flushes SET events = '{{\"x\": 1}}' WHERE seq = 0")
+    tail = backend.tail(session.id)
+    assert tail is not None and tail.last_turn == 6 and tail.header == session.header
+    resumed = store.resume(session.id, lock=True, history=False)
+    assert resumed.new_turn_id() == f"{session.id}:turn-7"
+    resumed.release()
+    with pytest.raises(PersistenceError, match=f"session {session.id} in schema {pg_schema} is damaged") as err:
+        backend.load(session.id)
+    assert err.value.session_id == session.id
+    with pytest.raises(SessionNotFoundError):
+        backend.tail("missing")

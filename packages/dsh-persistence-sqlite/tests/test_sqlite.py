@@ -281,3 +281,82 @@ def test_acquire_on_an_unwritable_database_is_one_line_naming_it(tmp_path: Path)
     with pytest.raises(PersistenceError, match=str(db)):
         backend.acquire(_header("s1"))
     backend.close()
+
+
+def _turns(store: SessionStore, session_id: str | None, count: int, cwd: Path) -> str:
+    session = store.create(cwd) if session_id is None else store.resume(session_id, history=False)
+    for _ in range(count):
+        session.acquire()
+        turn_id = session.new_turn_id()
+        session.record("turn/start", turn_id=turn_id)
+        session.record("tool/call", call_id="c")
+        session.record("turn/end", turn_id=turn_id)
+        session.flush()
+    return session.id
+
+
+def test_resume_reads_only_the_newest_flushes_and_continues_the_turn_numbers(tmp_path: Path) -> None:
+    from dsh.session import PersistenceError, SessionEvent
+
+    db = tmp_path / "s.sqlite3"
+    backend = SqlitePersistence(db)
+    store = SessionStore(lambda: backend)
+    sid = _turns(store, None, 3, tmp_path)
+    # A flush without a turn (SessionEnd's record, say) is passed over on the way back.
+    backend.write(store.resume(sid).header, [SessionEvent(type="hook/result")])
+    # Damage the oldest flush: a tail never reads it, a whole load reports it.
+    with sqlite3.connect(db) as raw:
+        raw.execute("UPDATE flushes SET events = 'garbage' WHERE session_id = ? AND seq = 0", (sid,))
+    tail = backend.tail(sid)
+    assert tail is not None and tail.last_turn == 3 and tail.header.id == sid
+    resumed = store.resume(sid, lock=True, history=False)
+    assert resumed.new_turn_id() == f"{sid}:turn-4" and resumed.turns == 3
+    resumed.release()
+    with pytest.raises(PersistenceError, match=f"session {sid} is damaged: a flush is not JSON") as err:
+        backend.load(sid)
+    assert err.value.session_id == sid
+    backend.close()
+
+
+def test_a_tail_it_cannot_read_falls_back_to_the_whole_load(tmp_path: Path) -> None:
+    from dsh.session import PersistenceError, SessionNotFoundError
+
+    db = tmp_path / "s.sqlite3"
+    backend = SqlitePersistence(db)
+    store = SessionStore(lambda: backend)
+    sid = _turns(store, None, 2, tmp_path)
+    with pytest.raises(SessionNotFoundError):
+        backend.tail("missing")
+    with sqlite3.connect(db) as raw:
+        # A flush stored in the compact layout of earlier versions is read whole.
+        raw.execute(
+            "UPDATE flushes SET events = ? WHERE session_id = ? AND seq = 1",
+            ('[{"type":"turn/start","at":1,"data":{"turn_id":"x:turn-7"}}]', sid),
+        )
+    tail = backend.tail(sid)
+    assert tail is not None and tail.last_turn == 7
+    with sqlite3.connect(db) as raw:
+        raw.execute('UPDATE flushes SET events = \'[\n{"type":"turn/start",\n]\' WHERE session_id = ?', (sid,))
+    assert backend.tail(sid) is None
+    with pytest.raises(PersistenceError, match="is damaged"):
+        store.resume(sid, history=False)  # the store loads it whole, which names the damage
+    backend.close()
+
+
+def test_a_damaged_header_is_named_with_its_session(tmp_path: Path) -> None:
+    from dsh.session import PersistenceError
+
+    db = tmp_path / "s.sqlite3"
+    backend = SqlitePersistence(db)
+    store = SessionStore(lambda: backend)
+    sid = _turns(store, None, 1, tmp_path)
+    with sqlite3.connect(db) as raw:
+        raw.execute("UPDATE sessions SET header = json_set(header, '$.cwd', 'rel') WHERE id = ?", (sid,))
+    for read in (backend.load, backend.tail):
+        with pytest.raises(PersistenceError, match=f"session {sid} is damaged: field 'cwd' must be an absolute") as err:
+            read(sid)
+        assert err.value.session_id == sid
+    assert backend.scan().damaged == (
+        f"{backend.where}: the header of session {sid} is damaged: field 'cwd' must be an absolute path, not 'rel'",
+    )
+    backend.close()
