@@ -38,7 +38,7 @@ def test_strings_utf8_cannot_encode_are_escaped_not_refused() -> None:
 
 def test_an_event_json_cannot_hold_is_named_with_its_session() -> None:
     bad = SessionEvent(type="custom/x", data={"value": object()})
-    with pytest.raises(PersistenceError, match="^event 'custom/x' of session s1 cannot be stored as JSON") as err:
+    with pytest.raises(PersistenceError, match=r"^event 'custom/x' of session s1 cannot be stored as JSON") as err:
         encode_batch("s1", [_turn(1), bad])
     assert err.value.session_id == "s1"
 

@@ -26,7 +26,7 @@ HOSTILE = ["../x", "a/b", "", "a\x00b", "x" * 300, "séance", "has space", "..",
 def test_hostile_ids_are_rejected_before_any_path(bad: str) -> None:
     with pytest.raises(InvalidSessionIdError):
         validate_session_id(bad)
-    with pytest.raises(SessionFormatError, match="^field 'id' is not a safe session id") as err:
+    with pytest.raises(SessionFormatError, match=r"^field 'id' is not a safe session id") as err:
         SessionHeader(id=bad, cwd="/tmp")
     assert err.value.field == "id" and isinstance(err.value.__cause__, InvalidSessionIdError)
     with pytest.raises(SessionFormatError, match="field 'parent_session' is not a safe session id"):
@@ -52,7 +52,7 @@ def test_safe_ids_are_accepted(value: str) -> None:
 
 def test_header_requires_absolute_cwd_and_keeps_lineage() -> None:
     with pytest.raises(
-        SessionFormatError, match="^session s1: field 'cwd' must be an absolute path, not 'relative/dir'$"
+        SessionFormatError, match=r"^session s1: field 'cwd' must be an absolute path, not 'relative/dir'$"
     ):
         SessionHeader(id="s1", cwd="relative/dir")
     with pytest.raises(SessionFormatError, match="field 'cwd' contains a NUL character") as err:
@@ -99,16 +99,16 @@ def test_a_stored_header_is_checked_like_a_new_one() -> None:
     header = SessionHeader(id="s1", cwd="/w", seed_length=3)
     assert SessionHeader.from_dict(header.to_dict()) == header
     assert SessionHeader.from_json(header.to_json().encode()) == header
-    with pytest.raises(SessionFormatError, match="^session s1: field 'extra' is not a session header field"):
+    with pytest.raises(SessionFormatError, match=r"^session s1: field 'extra' is not a session header field"):
         SessionHeader.from_dict({**header.to_dict(), "extra": 1})
-    with pytest.raises(SessionFormatError, match="^session s1: field 'cwd' is missing$"):
+    with pytest.raises(SessionFormatError, match=r"^session s1: field 'cwd' is missing$"):
         SessionHeader.from_dict({"id": "s1"})
-    with pytest.raises(SessionFormatError, match="^field 'id' is missing$"):
+    with pytest.raises(SessionFormatError, match=r"^field 'id' is missing$"):
         SessionHeader.from_dict({"cwd": "/w"})
-    with pytest.raises(SessionFormatError, match="^a session header must be a JSON object, not a list$") as err:
+    with pytest.raises(SessionFormatError, match=r"^a session header must be a JSON object, not a list$") as err:
         SessionHeader.from_dict([])
     assert err.value.field is None
-    with pytest.raises(SessionFormatError, match="^the session header is not JSON"):
+    with pytest.raises(SessionFormatError, match=r"^the session header is not JSON"):
         SessionHeader.from_json("{")
     defaulted = SessionHeader.from_dict({"id": "s2", "cwd": "/w"})
     assert defaulted.created_at and defaulted.version == 1 and defaulted.parent_session is None
@@ -157,18 +157,18 @@ def test_a_stored_event_ignores_unknown_fields_and_defaults_what_is_missing() ->
     event = SessionEvent.from_dict({"type": "turn/start", "at": 1.5, "data": {"turn_id": "s:turn-1"}, "later": 1})
     assert event == SessionEvent(type="turn/start", at=1.5, data={"turn_id": "s:turn-1"})
     assert SessionEvent.from_dict({"type": "x", "at": None, "data": None}) == SessionEvent(type="x", at=0.0, data={})
-    with pytest.raises(SessionFormatError, match="^field 'type' is missing$"):
+    with pytest.raises(SessionFormatError, match=r"^field 'type' is missing$"):
         SessionEvent.from_dict({"at": 1})
-    with pytest.raises(SessionFormatError, match="^a session event must be a JSON object, not a string$"):
+    with pytest.raises(SessionFormatError, match=r"^a session event must be a JSON object, not a string$"):
         SessionEvent.from_dict("turn/start")
 
 
 def test_a_location_has_an_absolute_path() -> None:
     location = SessionLocation(kind="jsonl", path="/s/x.jsonl")
     assert location.to_dict() == {"kind": "jsonl", "path": "/s/x.jsonl"} and hash(location)
-    with pytest.raises(SessionFormatError, match="^field 'path' must be an absolute path, not 'x.jsonl'$"):
+    with pytest.raises(SessionFormatError, match=r"^field 'path' must be an absolute path, not 'x.jsonl'$"):
         SessionLocation(kind="jsonl", path="x.jsonl")
-    with pytest.raises(SessionFormatError, match="^field 'kind' must be a string, not null$"):
+    with pytest.raises(SessionFormatError, match=r"^field 'kind' must be a string, not null$"):
         SessionLocation(kind=None, path="/x")  # type: ignore[arg-type]
 
 
