@@ -157,7 +157,7 @@ class _Frozen:
     _what: ClassVar[str] = "record"
 
     def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"a {self._what} is immutable; build a new one (with replace()) to change '{name}'")
+        raise AttributeError(f"a {self._what} is immutable; build a new one to change '{name}'")
 
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"a {self._what} is immutable; '{name}' cannot be deleted")

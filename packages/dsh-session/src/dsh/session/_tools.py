@@ -11,33 +11,70 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from dsh.core import Disposer, Plugin, Registry, Service, ServiceKey
 
-from ._model import SessionHeader
+from ._model import SessionHeader, _Frozen
 
 if TYPE_CHECKING:
     from dsh.core import Context
 
 
-@dataclass(frozen=True)
-class AgentRef:
+# Plain frozen classes rather than dataclasses: one is built per tool call, and defining a
+# dataclass costs about a millisecond at import, on every cold ``dsh`` command.
+
+
+class AgentRef(_Frozen):
     """The agent that made a tool call, and the header of its session."""
+
+    _order = ("name", "header", "agent_type")
+    __slots__ = _order
+    _what = "agent reference"
 
     name: str
     header: SessionHeader
-    agent_type: str = "main"
+    agent_type: str
+
+    def __init__(self, name: str, header: SessionHeader, agent_type: str = "main") -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "header", header)
+        object.__setattr__(self, "agent_type", agent_type)
+
+    def __hash__(self) -> int:
+        return hash(self._values())
 
 
-@dataclass(frozen=True)
-class ToolExecution:
-    """One tool call: which tool, its id, its arguments, and the calling agent (if any)."""
+class ToolExecution(_Frozen):
+    """One tool call: which tool, its id, its arguments, and the calling agent (if any).
+
+    ``env`` is ordinary environment in-process plugins add for this call (exports of SessionStart
+    hooks, say). Shell tools pass it in the ``env`` channel, so it never displaces a managed ``DSH_*``.
+    """
+
+    _order = ("tool", "call_id", "arguments", "agent", "turn_id", "env")
+    __slots__ = _order
+    _what = "tool execution"
 
     tool: str
     call_id: str
-    arguments: Mapping[str, Any] = field(default_factory=dict)
-    agent: AgentRef | None = None
-    turn_id: str | None = None
-    env: Mapping[str, str] = field(default_factory=dict)
-    """Ordinary environment in-process plugins add for this call (exports of SessionStart hooks,
-    say). Shell tools pass it in the ``env`` channel, so it never displaces a managed ``DSH_*``."""
+    arguments: Mapping[str, Any]
+    agent: AgentRef | None
+    turn_id: str | None
+    env: Mapping[str, str]
+
+    def __init__(
+        self,
+        tool: str,
+        call_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        agent: AgentRef | None = None,
+        turn_id: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        setter = object.__setattr__
+        setter(self, "tool", tool)
+        setter(self, "call_id", call_id)
+        setter(self, "arguments", {} if arguments is None else arguments)
+        setter(self, "agent", agent)
+        setter(self, "turn_id", turn_id)
+        setter(self, "env", {} if env is None else env)
 
     @property
     def session(self) -> SessionHeader | None:
@@ -45,13 +82,21 @@ class ToolExecution:
         return None if self.agent is None else self.agent.header
 
 
-@dataclass(frozen=True)
-class ToolSpec:
+class ToolSpec(_Frozen):
     """What the model sees of a tool: name, description, and a JSON Schema of its arguments."""
+
+    _order = ("name", "description", "parameters")
+    __slots__ = _order
+    _what = "tool spec"
 
     name: str
     description: str
     parameters: Mapping[str, Any]
+
+    def __init__(self, name: str, description: str, parameters: Mapping[str, Any]) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "description", description)
+        object.__setattr__(self, "parameters", parameters)
 
 
 @dataclass(frozen=True)
