@@ -106,7 +106,7 @@ class Database:
         if self.statement_timeout is not None:
             conn.execute(sql.SQL("SET statement_timeout = {}").format(int(self.statement_timeout * 1000)))
 
-    def ready(self, create: bool) -> Pool | None:
+    def ready(self, create: bool, session_id: str | None = None) -> Pool | None:
         """The pool, after checking (and, when ``create`` or already versioned, migrating) the schema.
 
         None when the schema does not exist and ``create`` is false: nothing is stored yet.
@@ -117,13 +117,13 @@ class Database:
             probed, self._probed = self._probed, False
             if self._version is None or self._version < SCHEMA_VERSION:
                 probed = True
-                self._version = self._versioned(create)
+                self._version = self._versioned(create, session_id)
                 if self._version < SCHEMA_VERSION:
                     return None
             if self.pool is None:
                 if not probed:
                     # A pool waits out its timeout when the server is down; a direct attempt says why at once.
-                    self.connect_direct("connecting").close()
+                    self.connect_direct("connecting", session_id).close()
                 pool: Pool = ConnectionPool(
                     self._conninfo,
                     kwargs={"autocommit": True},
@@ -142,7 +142,7 @@ class Database:
     def connection(
         self, doing: str, create: bool, session_id: str | None = None
     ) -> Iterator[psycopg.Connection[Any] | None]:
-        pool = self.ready(create)
+        pool = self.ready(create, session_id)
         if pool is None:
             yield None
             return
@@ -188,18 +188,19 @@ class Database:
 
     # -- the schema -----------------------------------------------------------------------------
 
-    def _versioned(self, create: bool) -> int:
+    def _versioned(self, create: bool, session_id: str | None = None) -> int:
         """Connect directly, read the schema version and migrate an older one (a missing one only
-        when ``create``); return the version now stored."""
-        conn = self.connect_direct("connecting")
+        when ``create``); return the version now stored. Errors name ``session_id``, the session
+        whose read or write needed the database."""
+        conn = self.connect_direct("connecting", session_id)
         try:
             self._configure(conn)
-            version = self._check_version(conn)
+            version = self._check_version(conn, session_id)
             if version < SCHEMA_VERSION and (create or version > 0):
                 self._migrate(conn)
                 version = SCHEMA_VERSION
         except psycopg.Error as exc:
-            raise self.error("checking the schema version", exc) from None
+            raise self.error("checking the schema version", exc, session_id) from None
         finally:
             conn.close()
         return version
@@ -211,7 +212,7 @@ class Database:
                 self._version = self._versioned(create=False)
                 self._probed = True
 
-    def _check_version(self, conn: psycopg.Connection[Any]) -> int:
+    def _check_version(self, conn: psycopg.Connection[Any], session_id: str | None = None) -> int:
         row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{self.schema}.schema_version",)).fetchone()
         version = 0
         if row and row[0]:
@@ -223,7 +224,8 @@ class Database:
             raise PersistenceError(
                 f"{self.where}: schema {self.schema} has dsh schema version {version}, newer than the "
                 f"{SCHEMA_VERSION} this dsh-persistence-postgres knows; upgrade dsh-persistence-postgres on "
-                "this host (nothing was written)"
+                "this host (nothing was written)",
+                session_id=session_id,
             )
         return version
 

@@ -19,7 +19,7 @@ def try_lock(
     may insert. Once more after a lost connection.
     """
     for attempt in (1, 2):
-        pool = db.ready(create=True)
+        pool = db.ready(create=True, session_id=session_id)
         assert pool is not None
         try:
             conn = pool.getconn()
