@@ -183,3 +183,18 @@ def test_the_session_package_never_imports_pydantic() -> None:
             if isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module]
             assert not any(n.split(".")[0] == "pydantic" for n in names), f"{source.name} imports pydantic"
+
+
+def test_new_ids_are_version_4_uuids_and_headers_are_stamped_in_utc() -> None:
+    import uuid
+    from datetime import UTC, datetime, timedelta
+
+    from dsh.session._model import new_session_id
+
+    ids = {new_session_id() for _ in range(200)}
+    assert len(ids) == 200
+    for value in ids:
+        parsed = uuid.UUID(value)
+        assert str(parsed) == value and parsed.version == 4 and parsed.variant == uuid.RFC_4122
+    stamped = datetime.fromisoformat(SessionHeader(id="s", cwd="/").created_at)
+    assert stamped.tzinfo == UTC and abs(datetime.now(UTC) - stamped) < timedelta(minutes=1)

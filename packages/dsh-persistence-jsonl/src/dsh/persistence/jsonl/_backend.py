@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import logging
 import os
-import secrets
 import threading
 from collections.abc import Callable, Sequence
 
@@ -33,8 +31,6 @@ from ._format import (
     read_header,
 )
 from ._paths import session_path, transcript_name
-
-log = logging.getLogger("dsh.persistence.jsonl")
 
 KIND = "jsonl"
 
@@ -187,11 +183,17 @@ class JsonlPersistence:
         # An interrupted flush was never complete: drop it rather than glue the next one onto it.
         if end < size:
             os.ftruncate(fd, end)
-            log.warning("%s: cut an interrupted flush of %d bytes before appending", path, size - end)
+            import logging  # only here: importing it costs every cold command milliseconds
+
+            logging.getLogger("dsh.persistence.jsonl").warning(
+                "%s: cut an interrupted flush of %d bytes before appending", path, size - end
+            )
 
     def _publish(self, header: SessionHeader, path: str, payload: bytes) -> None:
         directory = os.path.dirname(path)
-        tmp = os.path.join(directory, f".{header.id}.{secrets.token_hex(8)}.tmp")
+        tmp = os.path.join(
+            directory, f".{header.id}.{os.urandom(8).hex()}.tmp"
+        )  # unpredictable: O_EXCL refuses a planted one
         try:
             fd = open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, session_id=header.id)
         except FileNotFoundError:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from functools import lru_cache
 
@@ -29,6 +28,8 @@ def escape_cwd(cwd: str) -> str:
             out.append(f"%{byte:02X}")
     name = "".join(out) or "%00"
     if len(name) > MAX_COMPONENT:
+        import hashlib  # only for long names: importing it costs every cold command a millisecond or two
+
         digest = hashlib.sha256(raw).hexdigest()[:16]
         name = f"{name[: MAX_COMPONENT - 17].rstrip('%')}~{digest}"
     return name
