@@ -49,9 +49,10 @@ def test_locate_validates_the_id_before_building_a_path(tmp_path: Path, bad_id: 
     from dsh.session import InvalidSessionIdError
 
     backend, _ = _store(tmp_path / "root")
-    header = object.__new__(SessionHeader)  # skips every check of __init__, as a careless caller could
-    object.__setattr__(header, "id", bad_id)
-    object.__setattr__(header, "cwd", "/work")
+    # Unpickling rebuilds a header without checking it again: a bad id can reach locate() that way.
+    rebuild, (cls, values) = SessionHeader(id="ok-1", cwd="/work").__reduce__()
+    header = rebuild(cls, (bad_id, *values[1:]))
+    assert header.id == bad_id
     with pytest.raises(InvalidSessionIdError):
         backend.locate(header)
     assert session_path(backend.root, "/work", "ok-1") == backend.locate(SessionHeader(id="ok-1", cwd="/work")).path

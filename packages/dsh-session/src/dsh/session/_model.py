@@ -148,22 +148,43 @@ def _now() -> str:
 
 # -- the records ------------------------------------------------------------------------------------
 
+_set = object.__setattr__
+"""Stores a record's values past its ``__setattr__``, which refuses every change."""
+
 
 def _restore(cls: type[R], values: tuple[Any, ...]) -> R:
     """Rebuild a record from its field values (pickle and copy), without checking them again."""
     record = object.__new__(cls)
-    for name, value in zip(cls._order, values, strict=True):
-        object.__setattr__(record, name, value)
+    object.__setattr__(record, "_v", values)
     return record
 
 
-class _Frozen:
-    """Immutable slots, equality by type and fields, a readable repr; subclasses set them in ``__init__``."""
+def _field(index: int) -> Callable[[_Frozen], Any]:
+    def read(record: _Frozen) -> Any:
+        return record._v[index]
 
-    __slots__: ClassVar[tuple[str, ...]] = ()
+    return read
+
+
+class _Frozen:
+    """An immutable record: its field values in one tuple, read through one property per field.
+
+    One tuple is stored per record rather than one slot per field: building a record is then one
+    store, which is most of what listing 10,000 sessions costs after JSON parsing. Subclasses name
+    their fields in ``_order``, declare ``__slots__ = ()`` and store ``_v`` once in ``__init__``.
+    Equality and hashing are by type and field values; ``repr`` names every field.
+    """
+
+    __slots__ = ("_v",)
+    _v: tuple[Any, ...]
     _order: ClassVar[tuple[str, ...]] = ()
-    """The fields in their stored order (``__slots__`` is the same set)."""
+    """The fields in their stored order."""
     _what: ClassVar[str] = "record"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for index, name in enumerate(cls.__dict__.get("_order", ())):
+            setattr(cls, name, property(_field(index), doc=f"The {name.replace('_', ' ')}."))
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"a {self._what} is immutable; build a new one to change '{name}'")
@@ -171,20 +192,17 @@ class _Frozen:
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"a {self._what} is immutable; '{name}' cannot be deleted")
 
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self._order)
-
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self._values() == other._values()
+        return self._v == other._v
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._order)
+        fields = ", ".join(f"{name}={value!r}" for name, value in zip(self._order, self._v, strict=True))
         return f"{type(self).__name__}({fields})"
 
     def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
-        return _restore, (type(self), self._values())
+        return _restore, (type(self), self._v)
 
 
 class _Record(_Frozen):
@@ -194,7 +212,7 @@ class _Record(_Frozen):
 
     def to_dict(self) -> dict[str, Any]:
         """The record as a JSON-ready dict, fields in their stored order."""
-        return {name: getattr(self, name) for name in self._order}
+        return dict(zip(self._order, self._v, strict=True))
 
     def replace(self, **changes: Any) -> Self:
         """A copy with ``changes`` applied, checked like a new record."""
@@ -230,7 +248,7 @@ class SessionHeader(_Record):
     """
 
     _order = ("id", "created_at", "cwd", "parent_session", "origin", "delegation_depth", "seed_length", "version")
-    __slots__ = _order
+    __slots__ = ()
     _what = "session header"
     _known = frozenset(_order)
 
@@ -255,25 +273,32 @@ class SessionHeader(_Record):
         seed_length: int = 0,
         version: int = FORMAT_VERSION,
     ) -> None:
-        sid = _session_id(id, "id", None)
-        setter = object.__setattr__
-        setter(self, "id", sid)
-        setter(self, "created_at", _now() if created_at is None else _string(created_at, "created_at", sid))
-        setter(self, "cwd", _absolute_path(cwd, "cwd", sid))
-        setter(
-            self,
-            "parent_session",
-            None if parent_session is None else _session_id(parent_session, "parent_session", sid),
-        )
-        setter(self, "origin", _optional_string(origin, "origin", sid))
-        setter(self, "delegation_depth", _count(delegation_depth, "delegation_depth", sid))
-        setter(self, "seed_length", _count(seed_length, "seed_length", sid))
-        setter(
-            self, "version", version if version == FORMAT_VERSION and type(version) is int else _version(version, sid)
-        )
+        # Each rule is tested inline first (the common, valid case) and only a value that fails it
+        # goes through the checker that names the problem: a header is built per session listed.
+        if id.__class__ is not str or not _FAST_ID.fullmatch(id):
+            id = _session_id(id, "id", None)
+        if cwd.__class__ is not str or cwd[:1] != "/" or "\x00" in cwd:
+            cwd = _absolute_path(cwd, "cwd", id)
+        if created_at is None:
+            created_at = _now()
+        elif created_at.__class__ is not str:
+            created_at = _string(created_at, "created_at", id)
+        if parent_session is not None and (
+            parent_session.__class__ is not str or not _FAST_ID.fullmatch(parent_session)
+        ):
+            parent_session = _session_id(parent_session, "parent_session", id)
+        if origin is not None and origin.__class__ is not str:
+            origin = _string(origin, "origin", id)
+        if delegation_depth.__class__ is not int or delegation_depth < 0:
+            delegation_depth = _count(delegation_depth, "delegation_depth", id)
+        if seed_length.__class__ is not int or seed_length < 0:
+            seed_length = _count(seed_length, "seed_length", id)
+        if version.__class__ is not int or version != FORMAT_VERSION:
+            version = _version(version, id)
+        _set(self, "_v", (id, created_at, cwd, parent_session, origin, delegation_depth, seed_length, version))
 
     def __hash__(self) -> int:
-        return hash(self._values())
+        return hash(self._v)
 
     @classmethod
     def from_dict(cls, data: object) -> SessionHeader:
@@ -282,9 +307,8 @@ class SessionHeader(_Record):
         if not cls._known.issuperset(fields):
             field = sorted(str(k) for k in fields if k not in cls._known)[0]
             raise _fail(field, f"is not a session header field (known: {', '.join(cls._order)})", _known_id(fields))
-        for required in ("id", "cwd"):
-            if required not in fields:
-                raise _fail(required, "is missing", _known_id(fields))
+        if "id" not in fields or "cwd" not in fields:
+            raise _fail("id" if "id" not in fields else "cwd", "is missing", _known_id(fields))
         return cls(**fields)
 
     @classmethod
@@ -302,7 +326,7 @@ class SessionEvent(_Record):
     the time it was recorded (seconds since the epoch) and its JSON-able ``data``."""
 
     _order = ("type", "at", "data")
-    __slots__ = _order
+    __slots__ = ()
     _what = "session event"
     __hash__ = None  # type: ignore[assignment]  # its data is a dict
 
@@ -311,27 +335,24 @@ class SessionEvent(_Record):
     data: dict[str, Any]
 
     def __init__(self, *, type: str, at: float | None = None, data: dict[str, Any] | None = None) -> None:
-        setter = object.__setattr__
-        if not isinstance(type, str) or not type:
+        if (type.__class__ is not str or not type) and (not isinstance(type, str) or not type):
             raise _fail(
                 "type", "must be a non-empty string" + ("" if isinstance(type, str) else f", not {_kind(type)}")
             )
-        setter(self, "type", type)
         if at is None:
-            setter(self, "at", time.time())
-        elif isinstance(at, (float, int)) and at.__class__ is not bool:
-            setter(self, "at", float(at))
-        else:
-            raise _fail("at", f"of a '{type}' event must be a number, not {_kind(at)}")
+            at = time.time()
+        elif at.__class__ is not float:
+            if not isinstance(at, float | int) or at.__class__ is bool:
+                raise _fail("at", f"of a '{type}' event must be a number, not {_kind(at)}")
+            at = float(at)
         if data is None:
             data = {}
-        elif not isinstance(data, dict):
+        elif data.__class__ is not dict and not isinstance(data, dict):
             raise _fail("data", f"of a '{type}' event must be an object, not {_kind(data)}")
-        else:
-            for key in data:
-                if key.__class__ is not str and not isinstance(key, str):
-                    raise _fail("data", f"of a '{type}' event has a key that is not a string: {key!r}")
-        setter(self, "data", data)
+        for key in data:
+            if key.__class__ is not str and not isinstance(key, str):
+                raise _fail("data", f"of a '{type}' event has a key that is not a string: {key!r}")
+        _set(self, "_v", (type, at, data))
 
     @classmethod
     def from_dict(cls, data: object) -> SessionEvent:
@@ -351,15 +372,14 @@ class SessionLocation(_Record):
     """Where a backend keeps one session's dedicated log: ``kind`` names the representation, ``path`` is absolute."""
 
     _order = ("kind", "path")
-    __slots__ = _order
+    __slots__ = ()
     _what = "session location"
 
     kind: str
     path: str
 
     def __init__(self, *, kind: str, path: str) -> None:
-        object.__setattr__(self, "kind", _string(kind, "kind", None))
-        object.__setattr__(self, "path", _absolute_path(path, "path", None))
+        _set(self, "_v", (_string(kind, "kind", None), _absolute_path(path, "path", None)))
 
     def __hash__(self) -> int:
-        return hash(self._values())
+        return hash(self._v)

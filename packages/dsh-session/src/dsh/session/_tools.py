@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from dsh.core import Disposer, Plugin, Registry, Service, ServiceKey
 
-from ._model import SessionHeader, _Frozen
+from ._model import SessionHeader, _Frozen, _set
 
 if TYPE_CHECKING:
     from dsh.core import Context
@@ -25,7 +25,7 @@ class AgentRef(_Frozen):
     """The agent that made a tool call, and the header of its session."""
 
     _order = ("name", "header", "agent_type")
-    __slots__ = _order
+    __slots__ = ()
     _what = "agent reference"
 
     name: str
@@ -33,12 +33,10 @@ class AgentRef(_Frozen):
     agent_type: str
 
     def __init__(self, name: str, header: SessionHeader, agent_type: str = "main") -> None:
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "header", header)
-        object.__setattr__(self, "agent_type", agent_type)
+        _set(self, "_v", (name, header, agent_type))
 
     def __hash__(self) -> int:
-        return hash(self._values())
+        return hash(self._v)
 
 
 class ToolExecution(_Frozen):
@@ -49,7 +47,7 @@ class ToolExecution(_Frozen):
     """
 
     _order = ("tool", "call_id", "arguments", "agent", "turn_id", "env")
-    __slots__ = _order
+    __slots__ = ()
     _what = "tool execution"
 
     tool: str
@@ -68,13 +66,11 @@ class ToolExecution(_Frozen):
         turn_id: str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> None:
-        setter = object.__setattr__
-        setter(self, "tool", tool)
-        setter(self, "call_id", call_id)
-        setter(self, "arguments", {} if arguments is None else arguments)
-        setter(self, "agent", agent)
-        setter(self, "turn_id", turn_id)
-        setter(self, "env", {} if env is None else env)
+        _set(
+            self,
+            "_v",
+            (tool, call_id, {} if arguments is None else arguments, agent, turn_id, {} if env is None else env),
+        )
 
     @property
     def session(self) -> SessionHeader | None:
@@ -86,7 +82,7 @@ class ToolSpec(_Frozen):
     """What the model sees of a tool: name, description, and a JSON Schema of its arguments."""
 
     _order = ("name", "description", "parameters")
-    __slots__ = _order
+    __slots__ = ()
     _what = "tool spec"
 
     name: str
@@ -94,9 +90,7 @@ class ToolSpec(_Frozen):
     parameters: Mapping[str, Any]
 
     def __init__(self, name: str, description: str, parameters: Mapping[str, Any]) -> None:
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "description", description)
-        object.__setattr__(self, "parameters", parameters)
+        _set(self, "_v", (name, description, parameters))
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from dsh.core import ServiceKey
 
 from ._codec import batch_last_turn, decode_batch, encode_batch, encode_event, turn_number
 from ._json import json_bytes, storable
-from ._model import SessionEvent, SessionHeader, SessionLocation, _Frozen
+from ._model import SessionEvent, SessionHeader, SessionLocation, _Frozen, _set
 
 __all__ = [
     "PERSISTENCE_GROUP",
@@ -40,7 +40,7 @@ class StoredSession(_Frozen):
     """A loaded session: its header, every complete event, and any damage found while loading."""
 
     _order = ("header", "events", "damage")
-    __slots__ = _order
+    __slots__ = ()
     _what = "stored session"
 
     header: SessionHeader
@@ -48,24 +48,21 @@ class StoredSession(_Frozen):
     damage: tuple[str, ...]
 
     def __init__(self, header: SessionHeader, events: tuple[SessionEvent, ...], damage: tuple[str, ...] = ()) -> None:
-        object.__setattr__(self, "header", header)
-        object.__setattr__(self, "events", events)
-        object.__setattr__(self, "damage", damage)
+        _set(self, "_v", (header, events, damage))
 
 
 class SessionScan(_Frozen):
     """Every readable session's header, and one line (path or database and reason) per damaged one."""
 
     _order = ("headers", "damaged")
-    __slots__ = _order
+    __slots__ = ()
     _what = "session scan"
 
     headers: tuple[SessionHeader, ...]
     damaged: tuple[str, ...]
 
     def __init__(self, headers: tuple[SessionHeader, ...], damaged: tuple[str, ...] = ()) -> None:
-        object.__setattr__(self, "headers", headers)
-        object.__setattr__(self, "damaged", damaged)
+        _set(self, "_v", (headers, damaged))
 
 
 @runtime_checkable
@@ -115,15 +112,14 @@ class SessionTail(_Frozen):
     """
 
     _order = ("header", "last_turn")
-    __slots__ = _order
+    __slots__ = ()
     _what = "session tail"
 
     header: SessionHeader
     last_turn: int
 
     def __init__(self, header: SessionHeader, last_turn: int) -> None:
-        object.__setattr__(self, "header", header)
-        object.__setattr__(self, "last_turn", last_turn)
+        _set(self, "_v", (header, last_turn))
 
 
 @runtime_checkable
