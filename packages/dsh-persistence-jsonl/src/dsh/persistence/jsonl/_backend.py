@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import threading
 from collections.abc import Callable, Sequence
 
 from dsh.session import (
@@ -13,7 +11,6 @@ from dsh.session import (
     SessionEvent,
     SessionHeader,
     SessionLocation,
-    SessionLockedError,
     SessionNotFoundError,
 )
 from dsh.session.persistence import SessionScan, SessionTail, StoredSession
@@ -30,6 +27,7 @@ from ._format import (
     parse_transcript,
     read_header,
 )
+from ._lock import TurnLocks
 from ._paths import session_path, transcript_name
 
 KIND = "jsonl"
@@ -50,8 +48,7 @@ class JsonlPersistence:
         self.fsync = fsync
         self.home = home
         """The ``DSH_HOME`` the root was derived from, named in errors (None for a configured root)."""
-        self._held: dict[str, int] = {}
-        self._guard = threading.Lock()
+        self._locks = TurnLocks()
 
     def __repr__(self) -> str:
         return f"JsonlPersistence({self.root!r})"
@@ -60,7 +57,7 @@ class JsonlPersistence:
         """The transcript path; computed only, nothing is read or created."""
         return SessionLocation(kind=KIND, path=session_path(self.root, header.cwd, header.id))
 
-    # -- locking -------------------------------------------------------------------------------
+    # -- the turn lock -------------------------------------------------------------------------------
 
     def _ensure_dir(self, path: str, session_id: str) -> None:
         if os.path.isdir(path):
@@ -89,42 +86,9 @@ class JsonlPersistence:
     def _acquire(self, header: SessionHeader, *, check: bool) -> Callable[[], None]:
         path = self.locate(header).path
         self._ensure_dir(os.path.dirname(path), header.id)
-        lock_path = path + ".lock"
-        with self._guard:
-            if header.id in self._held:
-                raise SessionLockedError(
-                    f"session {header.id} is being written by another turn of this process (lock {lock_path})",
-                    session_id=header.id,
-                )
-            fd = open_nofollow(lock_path, os.O_RDWR | os.O_CREAT, session_id=header.id)
-            try:
-                check_regular(fd, lock_path, header.id)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
-                    by = f"process {holder}" if holder.isdigit() else "another process"
-                    raise SessionLockedError(
-                        f"session {header.id} is being written by {by} (lock {lock_path}); "
-                        "wait for its turn to end or use another session",
-                        session_id=header.id,
-                    ) from None
-                # Fixed width, so a shorter pid overwrites a longer one without a truncate.
-                os.pwrite(fd, f"{os.getpid():>20}\n".encode(), 0)
-                if check:
-                    self._check_transcript(header, path)
-            except BaseException:
-                os.close(fd)
-                raise
-            self._held[header.id] = fd
-
-        def release() -> None:
-            with self._guard:
-                if self._held.get(header.id) == fd:
-                    del self._held[header.id]
-                    os.close(fd)
-
-        return release
+        return self._locks.take(
+            header.id, path + ".lock", (lambda: self._check_transcript(header, path)) if check else None
+        )
 
     def _check_transcript(self, header: SessionHeader, path: str) -> None:
         """An existing transcript must be a regular file with an intact header of this session."""
@@ -143,9 +107,9 @@ class JsonlPersistence:
     def write(self, header: SessionHeader, events: Sequence[SessionEvent]) -> None:
         """Append ``events`` as one flush; the first write publishes the header with them atomically."""
         lines = event_lines(header, events)
-        with self._guard:
-            held = header.id in self._held
-        release = None if held else self._acquire(header, check=False)  # _write checks the transcript
+        release = (
+            None if self._locks.holds(header.id) else self._acquire(header, check=False)
+        )  # _write checks the transcript
         try:
             self._write(header, lines, marker(len(events)))
         finally:
@@ -305,7 +269,4 @@ class JsonlPersistence:
 
     def close(self) -> None:
         """Release every session lock this object holds."""
-        with self._guard:
-            for fd in self._held.values():
-                os.close(fd)
-            self._held.clear()
+        self._locks.close()

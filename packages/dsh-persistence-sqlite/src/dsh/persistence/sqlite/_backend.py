@@ -29,7 +29,7 @@ from dsh.session.persistence import (
 )
 
 from ._lock import lock_file
-from ._schema import SCHEMA_VERSION, apply_migrations, stored_version
+from ._schema import SCHEMA_VERSION, check_version, migrate
 
 Synchronous = Literal["FULL", "NORMAL", "OFF"]
 
@@ -96,14 +96,14 @@ class SqlitePersistence:
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
             conn.execute(f"PRAGMA synchronous = {self.synchronous}")
-            self._check_version(conn, session_id)
+            check_version(conn, self.path, session_id)
             # Switching to WAL and migrating can meet another process doing the same; SQLite
             # does not always call the busy handler there, so retry until the busy timeout.
             deadline = time.monotonic() + self.busy_timeout
             while True:
                 try:
                     conn.execute("PRAGMA journal_mode = WAL")
-                    self._migrate(conn, session_id)
+                    migrate(conn, self.path, session_id)
                     break
                 except sqlite3.OperationalError as exc:
                     if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() > deadline:
@@ -116,31 +116,6 @@ class SqlitePersistence:
             raise
         self._conn = conn
         return conn
-
-    def _check_version(self, conn: sqlite3.Connection, session_id: str | None = None) -> int:
-        version = stored_version(conn)
-        if version > SCHEMA_VERSION:
-            raise PersistenceError(
-                f"session database {self.path} has schema version {version}, newer than the {SCHEMA_VERSION} "
-                "this dsh-persistence-sqlite knows; upgrade dsh-persistence-sqlite (the database was not written)",
-                session_id=session_id,
-            )
-        return version
-
-    def _migrate(self, conn: sqlite3.Connection, session_id: str | None = None) -> tuple[int, int]:
-        before = self._check_version(conn, session_id)
-        if before == SCHEMA_VERSION:
-            return before, before
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            # Another process may have migrated between the check and the write lock.
-            apply_migrations(conn, self._check_version(conn, session_id))
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        return before, SCHEMA_VERSION
 
     def migrate(self) -> tuple[int, int]:
         """Create the database if needed and bring its schema to :data:`SCHEMA_VERSION`.
@@ -155,7 +130,7 @@ class SqlitePersistence:
             if existed:
                 try:
                     probe = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=self.busy_timeout)
-                    before = self._check_version(probe)
+                    before = check_version(probe, self.path)
                 except sqlite3.Error as exc:
                     raise self._error("reading the schema version", exc) from None
                 finally:

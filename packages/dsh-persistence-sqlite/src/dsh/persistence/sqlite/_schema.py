@@ -5,6 +5,8 @@ from __future__ import annotations
 import sqlite3
 import time
 
+from dsh.session import PersistenceError
+
 VERSION_TABLE = """
 CREATE TABLE IF NOT EXISTS schema_version (
     version INTEGER PRIMARY KEY,
@@ -52,7 +54,36 @@ def stored_version(conn: sqlite3.Connection) -> int:
     return 0
 
 
-def apply_migrations(conn: sqlite3.Connection, current: int) -> None:
+def check_version(conn: sqlite3.Connection, path: str, session_id: str | None = None) -> int:
+    """The stored version; refuse a database newer than this code (``session_id``: whose use needed it)."""
+    version = stored_version(conn)
+    if version > SCHEMA_VERSION:
+        raise PersistenceError(
+            f"session database {path} has schema version {version}, newer than the {SCHEMA_VERSION} "
+            "this dsh-persistence-sqlite knows; upgrade dsh-persistence-sqlite (the database was not written)",
+            session_id=session_id,
+        )
+    return version
+
+
+def migrate(conn: sqlite3.Connection, path: str, session_id: str | None = None) -> tuple[int, int]:
+    """Bring the schema to :data:`SCHEMA_VERSION` in one ``BEGIN IMMEDIATE`` transaction; return (before, after)."""
+    before = check_version(conn, path, session_id)
+    if before == SCHEMA_VERSION:
+        return before, before
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        # Another process may have migrated between the check and the write lock.
+        _apply(conn, check_version(conn, path, session_id))
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return before, SCHEMA_VERSION
+
+
+def _apply(conn: sqlite3.Connection, current: int) -> None:
     """Apply every step after ``current`` inside the caller's write transaction."""
     conn.execute(VERSION_TABLE)
     for version in range(current + 1, SCHEMA_VERSION + 1):
