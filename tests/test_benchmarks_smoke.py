@@ -41,6 +41,8 @@ def test_benchmark_command_runs_and_reports_every_figure(tmp_path: Path) -> None
         *(f"cold_{verb}" for verb in ("exec", "env", "plugins", "sessions_list", "sessions_locate")),
         "resume_by_events",
         "resume_by_events_memory",
+        "resume_by_events_sqlite",
+        "resume_by_events_sqlite_memory",
         "show_per_event",
         "sessions_list_jsonl",
         "sessions_list_sqlite",
