@@ -189,7 +189,7 @@ def test_new_ids_are_version_4_uuids_and_headers_are_stamped_in_utc() -> None:
     import uuid
     from datetime import UTC, datetime, timedelta
 
-    from dsh.session._model import new_session_id
+    from dsh.session._rules import new_session_id
 
     ids = {new_session_id() for _ in range(200)}
     assert len(ids) == 200

@@ -12,7 +12,8 @@ from ._errors import (
     SessionNotFoundError,
     ToolError,
 )
-from ._model import SessionEvent, SessionHeader, SessionLocation, validate_session_id
+from ._model import SessionEvent, SessionHeader, SessionLocation
+from ._rules import validate_session_id
 from ._session import Session
 from ._store import SESSIONS, SessionStore, sessions_plugin
 from ._tools import TOOLS, AgentRef, Tool, ToolExecution, ToolResult, ToolSpec, tools_plugin

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from dsh.core import Context, Plugin, ServiceKey
 
 from ._errors import ForkError, PersistenceError
-from ._model import SessionHeader, SessionLocation, new_session_id, validate_session_id
+from ._model import SessionHeader, SessionLocation
+from ._rules import new_session_id, validate_session_id
 from ._session import Session
 from .persistence import SESSION_PERSISTENCE, ScanningPersistence, SessionPersistence, SessionScan, TailingPersistence
 

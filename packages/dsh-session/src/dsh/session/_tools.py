@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from dsh.core import Disposer, Plugin, Registry, Service, ServiceKey
 
-from ._model import SessionHeader, _Frozen, _set
+from ._frozen import Frozen, store
+from ._model import SessionHeader
 
 if TYPE_CHECKING:
     from dsh.core import Context
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 # dataclass costs about a millisecond at import, on every cold ``dsh`` command.
 
 
-class AgentRef(_Frozen):
+class AgentRef(Frozen):
     """The agent that made a tool call, and the header of its session."""
 
     _order = ("name", "header", "agent_type")
@@ -33,13 +34,13 @@ class AgentRef(_Frozen):
     agent_type: str
 
     def __init__(self, name: str, header: SessionHeader, agent_type: str = "main") -> None:
-        _set(self, "_v", (name, header, agent_type))
+        store(self, "_v", (name, header, agent_type))
 
     def __hash__(self) -> int:
         return hash(self._v)
 
 
-class ToolExecution(_Frozen):
+class ToolExecution(Frozen):
     """One tool call: which tool, its id, its arguments, and the calling agent (if any).
 
     ``env`` is ordinary environment in-process plugins add for this call (exports of SessionStart
@@ -66,7 +67,7 @@ class ToolExecution(_Frozen):
         turn_id: str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> None:
-        _set(
+        store(
             self,
             "_v",
             (tool, call_id, {} if arguments is None else arguments, agent, turn_id, {} if env is None else env),
@@ -78,7 +79,7 @@ class ToolExecution(_Frozen):
         return None if self.agent is None else self.agent.header
 
 
-class ToolSpec(_Frozen):
+class ToolSpec(Frozen):
     """What the model sees of a tool: name, description, and a JSON Schema of its arguments."""
 
     _order = ("name", "description", "parameters")
@@ -90,7 +91,7 @@ class ToolSpec(_Frozen):
     parameters: Mapping[str, Any]
 
     def __init__(self, name: str, description: str, parameters: Mapping[str, Any]) -> None:
-        _set(self, "_v", (name, description, parameters))
+        store(self, "_v", (name, description, parameters))
 
 
 @dataclass(frozen=True)

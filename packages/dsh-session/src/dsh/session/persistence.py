@@ -14,8 +14,9 @@ from typing import Protocol, runtime_checkable
 from dsh.core import ServiceKey
 
 from ._codec import batch_last_turn, decode_batch, encode_batch, encode_event, turn_number
+from ._frozen import Frozen, store
 from ._json import json_bytes, storable
-from ._model import SessionEvent, SessionHeader, SessionLocation, _Frozen, _set
+from ._model import SessionEvent, SessionHeader, SessionLocation
 
 __all__ = [
     "PERSISTENCE_GROUP",
@@ -36,7 +37,7 @@ __all__ = [
 ]
 
 
-class StoredSession(_Frozen):
+class StoredSession(Frozen):
     """A loaded session: its header, every complete event, and any damage found while loading."""
 
     _order = ("header", "events", "damage")
@@ -48,10 +49,10 @@ class StoredSession(_Frozen):
     damage: tuple[str, ...]
 
     def __init__(self, header: SessionHeader, events: tuple[SessionEvent, ...], damage: tuple[str, ...] = ()) -> None:
-        _set(self, "_v", (header, events, damage))
+        store(self, "_v", (header, events, damage))
 
 
-class SessionScan(_Frozen):
+class SessionScan(Frozen):
     """Every readable session's header, and one line (path or database and reason) per damaged one."""
 
     _order = ("headers", "damaged")
@@ -62,7 +63,7 @@ class SessionScan(_Frozen):
     damaged: tuple[str, ...]
 
     def __init__(self, headers: tuple[SessionHeader, ...], damaged: tuple[str, ...] = ()) -> None:
-        _set(self, "_v", (headers, damaged))
+        store(self, "_v", (headers, damaged))
 
 
 @runtime_checkable
@@ -104,7 +105,7 @@ class SessionPersistence(Protocol):
         ...
 
 
-class SessionTail(_Frozen):
+class SessionTail(Frozen):
     """What resuming a session needs without reading its history: the header and the last turn's number.
 
     ``last_turn`` is the number ``n`` of the last ``turn/start`` stored (``<id>:turn-<n>``); 0 before
@@ -119,7 +120,7 @@ class SessionTail(_Frozen):
     last_turn: int
 
     def __init__(self, header: SessionHeader, last_turn: int) -> None:
-        _set(self, "_v", (header, last_turn))
+        store(self, "_v", (header, last_turn))
 
 
 @runtime_checkable
