@@ -278,3 +278,19 @@ def test_every_distribution_declares_what_its_source_imports() -> None:
                         continue
                     wanted = _IMPORT_NAMES.get(top, top)
                     assert wanted in declared, f"{source} imports {top}; {pkg.name} does not declare {wanted}"
+
+
+def test_every_declared_third_party_dependency_is_imported() -> None:
+    """A library a distribution no longer imports must leave its dependencies (installs stay small)."""
+    for pkg in PACKAGES:
+        if pkg.name == "dsh-testing":
+            continue  # it declares the test tools (pytest, hypothesis) every distribution's tests run with
+        declared = {re.match(r"[A-Za-z0-9_.-]+", r)[0].lower() for r in _meta(pkg)["project"]["dependencies"]}
+        used = set()
+        for source in (pkg / "src").rglob("*.py"):
+            for node in ast.walk(ast.parse(source.read_text())):
+                names = [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+                names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                used |= {_IMPORT_NAMES.get(name.split(".")[0], name.split(".")[0]) for name in names}
+        unused = {d for d in declared if not d.startswith("dsh-")} - used
+        assert not unused, f"{pkg.name} declares {sorted(unused)} but its source never imports them"
