@@ -15,14 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from dsh.bash_env import (
-    BASH_ENV_GROUP,
-    MAX_OVERDUE,
-    MAX_VALUE_BYTES,
-    BashEnvRegistry,
-    CollectionError,
-    FunctionContributor,
-)
+from dsh.bash_env import BASH_ENV_GROUP, BashEnvRegistry, CollectionError, FunctionContributor
+from dsh.bash_env._declare import MAX_VALUE_BYTES
+from dsh.bash_env._resolve import MAX_OVERDUE
 from dsh.core import EscapedError, FiberState, contained
 from dsh.session import ToolExecution
 from tests.helpers import harness, make_dist

@@ -209,7 +209,7 @@ class _ClassContributor:
 
 
 def test_entry_point_objects_become_contributors(registry: BashEnvRegistry) -> None:
-    from dsh.bash_env import as_contributor
+    from dsh.bash_env._declare import as_contributor
 
     made = as_contributor(_ClassContributor)
     assert isinstance(made, _ClassContributor)

@@ -2,16 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from dsh.bash import (
-    DSH_ENV_PREFIX,
-    BashExecRequest,
-    ChannelError,
-    LocalExecutor,
-    build_child_env,
-    compile_credential_pattern,
-    is_managed_key,
-    shell_argv,
-)
+from dsh.bash import DSH_ENV_PREFIX, BashExecRequest, ChannelError, LocalExecutor, is_managed_key
+from dsh.bash._env import build_child_env, compile_credential_pattern
+from dsh.bash._local import shell_argv
 
 AMBIENT = {
     "PATH": "/usr/bin",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dsh.bash import BashExecRequest, LocalExecutor
-from dsh.bash import _local as local
+from dsh.bash import _spill as local
 
 
 def _run(executor: LocalExecutor, command: str) -> tuple[str, str | None]:

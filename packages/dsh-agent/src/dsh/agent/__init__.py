@@ -9,31 +9,28 @@ TYPE_CHECKING = False  # not `typing`: importing it is a measurable part of a se
 if TYPE_CHECKING:
     from typing import Any
 
-    from ._loop import (
-        SPAWN_DESCRIPTION,
-        Agent,
-        SpawnTool,
-        TranscriptNotSaved,
-        TurnResult,
-        spawn_plugin,
-    )
-    from ._model import Model, ModelStep, Script, ScriptedModel, ScriptTurn, ToolCall, load_script
+    from ._loop import Agent
+    from ._model import Model, ModelStep, ScriptedModel, ToolCall
     from ._runtime import BUILTINS, DEFAULT_SOURCE, default_deployment, open_runtime
+    from ._script import Script, ScriptTurn, load_script
+    from ._spawn import SPAWN_DESCRIPTION, SpawnTool, spawn_plugin
+    from ._turns import HookVerdict, TranscriptNotSaved, TurnResult
 
 _EXPORTS = {
-    "SPAWN_DESCRIPTION": "._loop",
+    "SPAWN_DESCRIPTION": "._spawn",
     "Agent": "._loop",
-    "SpawnTool": "._loop",
-    "TranscriptNotSaved": "._loop",
-    "TurnResult": "._loop",
-    "spawn_plugin": "._loop",
+    "HookVerdict": "._turns",
+    "SpawnTool": "._spawn",
+    "TranscriptNotSaved": "._turns",
+    "TurnResult": "._turns",
+    "spawn_plugin": "._spawn",
     "Model": "._model",
     "ModelStep": "._model",
-    "Script": "._model",
-    "ScriptTurn": "._model",
+    "Script": "._script",
+    "ScriptTurn": "._script",
     "ScriptedModel": "._model",
     "ToolCall": "._model",
-    "load_script": "._model",
+    "load_script": "._script",
     "BUILTINS": "._runtime",
     "DEFAULT_SOURCE": "._runtime",
     "default_deployment": "._runtime",

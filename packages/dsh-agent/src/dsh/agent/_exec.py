@@ -12,9 +12,10 @@ from dsh.core import DshError
 from dsh.loader import Runtime
 from dsh.session import SESSIONS, TOOLS, PersistenceError, Session, ToolResult
 
-from ._loop import Agent, TranscriptNotSaved
+from ._loop import Agent
 from ._model import ScriptedModel, ToolCall
 from ._status import BLOCKED_EXIT, FAILURE_EXIT
+from ._turns import TranscriptNotSaved
 
 if TYPE_CHECKING:
     from dsh.hooks import Notice

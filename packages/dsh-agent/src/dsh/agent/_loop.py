@@ -1,73 +1,62 @@
-"""The agent loop: turns, tool calls with hooks, the turn-end flush, and subagents."""
+"""The agent loop: turns, tool calls with hooks, and the turn-end flush."""
 
 from __future__ import annotations
 
-import asyncio
-import itertools
-import json
-import logging
 import uuid
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
-from dsh.core import Context, DshError, Plugin
-from dsh.hooks import HOOKS
+from dsh.bash import interruption
+from dsh.core import Context
 from dsh.loader import CATALOG
-from dsh.session import SESSIONS, TOOLS, AgentRef, PersistenceError, Session, ToolExecution, ToolResult, ToolSpec
+from dsh.session import TOOLS, AgentRef, PersistenceError, Session, ToolExecution, ToolResult, ToolSpec
 
+from ._hookpoints import HOOKS, HookPoints
 from ._model import Model, ToolCall
 from ._request import REQUEST_EVENT, request_data
+from ._turns import HookVerdict, TranscriptNotSaved, TurnResult, recorded
 
 if TYPE_CHECKING:
-    from dsh.hooks import HookOutcome, HookRunner, HookScope, Notice
+    from dsh.hooks import Notice
 
-
-log = logging.getLogger("dsh.agent")
-
-_current_agent: ContextVar[Agent | None] = ContextVar("dsh_current_agent", default=None)
+current_agent: ContextVar[Agent | None] = ContextVar("dsh_current_agent", default=None)
+"""The agent whose tool call is running (``spawn_agent`` spawns under it)."""
 
 
 def _new_call_id() -> str:
     return f"call-{uuid.uuid4().hex[:16]}"
 
 
-class TranscriptNotSaved(DshError):
-    """A turn ran to its end but its flush failed; ``result`` keeps what the turn produced."""
+def needs_event_loop(ctx: Context, tool: str) -> bool:
+    """True when one agent call of ``tool`` may have to wait under asyncio.
 
-    def __init__(self, session_id: str, cause: BaseException, result: object) -> None:
-        super().__init__(f"the transcript of session {session_id} could not be saved: {cause}")
-        self.session_id = session_id
-        self.cause = cause
-        self.result = result
-
-
-def _interruption(exc: BaseException) -> str:
-    """What a cancellation says about why (the signal name when ``dsh`` was interrupted)."""
-    return str(exc.args[0]) if exc.args and exc.args[0] else "cancelled"
-
-
-@dataclass
-class TurnResult:
-    """What one turn produced."""
-
-    turn_id: str
-    text: str = ""
-    tool_results: list[tuple[ToolCall, ToolResult]] = field(default_factory=list)
-    blocked: str | None = None
-    """Why a UserPromptSubmit hook blocked the turn, if it did."""
-    stopped: str | None = None
-    """Why a hook ended the turn early (``continue: false`` and its ``stopReason``), if one did."""
+    That is when hooks are loaded (their commands run concurrently), or when the tool cannot run
+    to its end without an event loop (a shell tool whose executor has no ``run_sync``). Otherwise
+    the call's coroutine never suspends and :func:`~dsh.agent._drive.run_sync` runs it, so a
+    one-shot ``dsh exec`` imports no asyncio.
+    """
+    if ctx.get(HOOKS) is not None:
+        return True
+    tools = ctx.get(TOOLS)
+    found = None if tools is None else tools.get(tool)
+    return found is not None and not getattr(found, "can_run_sync", False)
 
 
-class Agent:
+class Agent(HookPoints):
     """One agent bound to one session: runs turns, calls tools, flushes at turn end.
 
     A subagent has a ``parent`` (the agent whose ``spawn_agent`` call started it, and that call's
     turn): it gets no ``UserPromptSubmit`` and, instead of ``Stop``, ``SubagentStop`` in the
     parent's name; every hook it fires carries its ``agent_id`` and ``agent_type``.
+
+    Its methods are coroutines. Under asyncio, calls of one step overlap; without an event loop
+    (see :func:`needs_event_loop`) a tool turn runs to its end in one ``send``, and a signal
+    arrives as :class:`dsh.bash.Interrupted` instead of ``asyncio.CancelledError``.
     """
+
+    parent: Agent | None
 
     def __init__(
         self,
@@ -90,7 +79,7 @@ class Agent:
         self.max_steps = max_steps
         self.parent = parent
         self.parent_turn_id = parent_turn_id
-        self.notify: Callable[[Notice], None] | None = notify or (parent.notify if parent is not None else None)
+        self.notify = notify or (parent.notify if parent is not None else None)
         """Where hooks' ``systemMessage`` lines and hook failure warnings go (default: the log)."""
         self.ref = AgentRef(name=name, header=session.header, agent_type=agent_type)
         self._stopping: str | None = None
@@ -99,50 +88,8 @@ class Agent:
         tools = self.ctx.get(TOOLS)
         return [] if tools is None else tools.specs()
 
-    # -- hooks: the runner decides, the loop records and acts ----------------------------------
-
-    def _hooks(self) -> HookRunner | None:
-        return self.ctx.get(HOOKS)
-
-    def _scope(self, turn_id: str | None) -> HookScope:
-        from dsh.hooks import HookScope
-
-        if self.parent is None:
-            return HookScope(self.session.header, turn_id)
-        parent = self.parent._scope(self.parent_turn_id)
-        return HookScope(self.session.header, turn_id, self.session.id, self.agent_type, parent)
-
-    def _settle(self, event: str, outcome: HookOutcome, context_for: Session | None = None) -> HookOutcome:
-        """Record what the hooks of ``event`` did, hand their context to the model, tell the user.
-
-        Context goes to ``context_for`` (default this agent's session): SubagentStart's is the subagent's.
-        """
-        if not outcome.reports and not outcome.warnings:
-            return outcome
-        data: dict[str, Any] = {"event": event, "reports": [r.as_data() for r in outcome.reports]}
-        if outcome.warnings:
-            data["warnings"] = list(outcome.warnings)
-        self.session.record("hook/result", **data)
-        # Context is part of the conversation: the next model request is built from these events.
-        for text in outcome.context:
-            (context_for or self.session).record("message/context", text=text, source="hook", event=event)
-        for notice in outcome.notices():
-            if self.notify is not None:
-                self.notify(notice)
-            else:
-                log.warning("%s", notice.text)
-        return outcome
-
-    async def _background_hooks(self) -> None:
-        hooks = self._hooks()
-        if hooks is not None:
-            self._settle("async", await hooks.background())
-
-    async def start(self, source: str = "startup") -> str | None:
-        """Fire SessionStart (``startup``, ``resume`` or ``fork``): why a hook stopped the run, else None.
-
-        A stopped run should not go on (``continue: false``); the reason is the hooks' ``stopReason``.
-        """
+    async def start(self, source: str = "startup") -> HookVerdict:
+        """Fire SessionStart (``startup``, ``resume`` or ``fork``); ``stop`` means the run should not go on."""
         hooks = self._hooks()
         if hooks is None:
             return None
@@ -221,13 +168,15 @@ class Agent:
                     session.record(REQUEST_EVENT, **request)
                     offered = request
                 step = await self.model.step(session, specs)
-                calls = [c if c.id else c.model_copy(update={"id": _new_call_id()}) for c in step.tool_calls]
+                calls = [c if c.id else replace(c, id=_new_call_id()) for c in step.tool_calls]
                 session.record(
                     "message/assistant",
                     text=step.text,
-                    tool_calls=[c.model_dump() for c in calls],
+                    tool_calls=[asdict(c) for c in calls],
                 )
                 if calls:
+                    import asyncio  # the model-driven loop runs under asyncio: its calls overlap
+
                     results = await asyncio.gather(*(self.call_tool(c, turn_id) for c in calls))
                     result.tool_results.extend(zip(calls, results, strict=True))
                     if self._stopping is not None:
@@ -255,11 +204,10 @@ class Agent:
                     continue
                 break
             return result
-        except asyncio.CancelledError as exc:
-            interrupted = _interruption(exc)
-            raise
-        except Exception as exc:
-            session.record("error", message=f"{type(exc).__name__}: {exc}")
+        except BaseException as exc:
+            interrupted = interruption(exc)
+            if interrupted is None and isinstance(exc, Exception):
+                session.record("error", message=f"{type(exc).__name__}: {exc}")
             raise
         finally:
             extra = {"interrupted": interrupted} if interrupted else {}
@@ -277,8 +225,8 @@ class Agent:
         try:
             result = await self.call_tool(call, turn_id)
             return result
-        except asyncio.CancelledError as exc:
-            interrupted = _interruption(exc)
+        except BaseException as exc:
+            interrupted = interruption(exc)
             raise
         finally:
             self._close_turn(turn_id, result, **({"interrupted": interrupted} if interrupted else {}))
@@ -322,26 +270,28 @@ class Agent:
                 execution = ToolExecution(
                     tool=call.name, call_id=call_id, arguments=arguments, agent=self.ref, turn_id=turn_id, env=env
                 )
-                token = _current_agent.set(self)
+                token = current_agent.set(self)
                 try:
                     result = await tool(arguments, execution)
-                except asyncio.CancelledError as exc:
-                    # Interrupted (a signal): the executor has killed the process group; say so in the record.
-                    self.session.record(
-                        "tool/result",
-                        call_id=call_id,
-                        name=call.name,
-                        output=f"interrupted ({_interruption(exc)}): the command's process group was killed",
-                        is_error=True,
-                        data={"interrupted": _interruption(exc)},
-                    )
-                    raise
                 except Exception as exc:
                     result = ToolResult(f"tool '{call.name}' failed: {type(exc).__name__}: {exc}", is_error=True)
+                except BaseException as exc:
+                    reason = interruption(exc)
+                    if reason is not None:
+                        # Interrupted (a signal): the executor has killed the process group; say so in the record.
+                        self.session.record(
+                            "tool/result",
+                            call_id=call_id,
+                            name=call.name,
+                            output=f"interrupted ({reason}): the command's process group was killed",
+                            is_error=True,
+                            data={"interrupted": reason},
+                        )
+                    raise
                 finally:
-                    _current_agent.reset(token)
+                    current_agent.reset(token)
                 if hooks is not None:
-                    response = {"output": result.output, "is_error": result.is_error, **_recorded(result)}
+                    response = {"output": result.output, "is_error": result.is_error, **recorded(result)}
                     post = self._settle(
                         "PostToolUse",
                         await hooks.post_tool(
@@ -365,98 +315,6 @@ class Agent:
             name=call.name,
             output=result.output,
             is_error=result.is_error,
-            data=_recorded(result),
+            data=recorded(result),
         )
         return result
-
-
-def _recorded(result: ToolResult) -> dict[str, Any]:
-    """The ``data`` a ``tool/result`` event records and PostToolUse hooks see: JSON-able, ``blocked`` when refused."""
-    data = dict(result.data)
-    if result.blocked:
-        data["blocked"] = True
-    try:
-        # The common case (shell tools) is JSON already: checked by one encoding, not rebuilt.
-        json.dumps(data)
-        return data
-    except (TypeError, ValueError):
-        return dict(json.loads(json.dumps(data, default=str)))
-
-
-SPAWN_DESCRIPTION = (
-    "Start a subagent of the given type on a task in a new child session and return its final answer. "
-    "Subagents run concurrently with other tool calls."
-)
-
-
-class SpawnTool:
-    """The ``spawn_agent`` tool: a child session (new id, parent recorded, depth + 1) and its turn."""
-
-    spec = ToolSpec(
-        name="spawn_agent",
-        description=SPAWN_DESCRIPTION,
-        parameters={
-            "type": "object",
-            "properties": {
-                "agent_type": {"type": "string", "description": "Which kind of subagent."},
-                "prompt": {"type": "string", "description": "The subagent's task."},
-            },
-            "required": ["agent_type", "prompt"],
-            "additionalProperties": False,
-        },
-    )
-
-    def __init__(self, ctx: Context) -> None:
-        self._ctx = ctx
-        self._count = itertools.count(1)
-
-    async def __call__(self, arguments: Mapping[str, Any], execution: ToolExecution) -> ToolResult:
-        parent = _current_agent.get()
-        agent_type, prompt = arguments.get("agent_type"), arguments.get("prompt")
-        if parent is None or execution.agent is None:
-            return ToolResult("spawn_agent needs a calling agent", is_error=True)
-        if not isinstance(agent_type, str) or not isinstance(prompt, str):
-            return ToolResult("arguments 'agent_type' and 'prompt' must be strings", is_error=True)
-        store = self._ctx.require(SESSIONS)
-        child_session = store.spawn(parent.session.header)
-        child = Agent(
-            parent.ctx,
-            child_session,
-            parent.model.subagent(agent_type),
-            name=f"{agent_type}-{next(self._count)}",
-            agent_type=agent_type,
-            parent=parent,
-            parent_turn_id=execution.turn_id,
-        )
-        location = child_session.locate()
-        ids = {"agent_id": child_session.id, "agent_type": agent_type}
-        parent.session.record("subagent/start", session_id=child_session.id, **ids)
-        hooks = parent._hooks()
-        if hooks is not None:
-            start = parent._settle(
-                "SubagentStart",
-                await hooks.subagent_start(parent._scope(execution.turn_id), child_session.id, agent_type),
-                context_for=child_session,
-            )
-            if start.stop:
-                parent._stopping = start.stop_reason
-                parent.session.record("subagent/end", session_id=child_session.id, text="", stopped=start.stop_reason)
-                return ToolResult(f"stopped by a SubagentStart hook: {start.stop_reason}", is_error=True)
-        # The child's own turn fires SubagentStop (in the parent's name) when it finishes.
-        turn = await child.run_turn(prompt)
-        parent.session.record("subagent/end", session_id=child_session.id, text=turn.text)
-        return ToolResult(
-            turn.text,
-            data={
-                "session_id": child_session.id,
-                "location": None if location is None else location.to_dict(),
-            },
-        )
-
-
-def _apply_spawn(ctx: Context, config: None) -> None:
-    ctx.require(TOOLS).register(SpawnTool(ctx))
-
-
-spawn_plugin = Plugin(name="spawn-agent", apply=_apply_spawn, inject=(TOOLS, SESSIONS))
-"""Registers the ``spawn_agent`` tool."""

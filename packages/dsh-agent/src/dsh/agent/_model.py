@@ -1,38 +1,47 @@
-"""Models: the protocol the loop drives, and the keyless scripted model."""
+"""Models: the protocol the loop drives, and the keyless scripted model.
+
+:class:`ToolCall` and :class:`ModelStep` are plain dataclasses (``dsh exec`` builds a call with no
+pydantic); a script is validated by pydantic, which checks them as fields of :class:`Script`.
+"""
 
 from __future__ import annotations
 
-import json
-import os
 from collections import deque
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any, Protocol
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from dataclasses import dataclass, field
+from typing import ClassVar, Protocol
 
 from dsh.core import DshError
-from dsh.core.validation import format_validation_error
 from dsh.session import Session, ToolSpec
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._script import Script
 
-class ToolCall(BaseModel):
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCall:
     """One tool call the model asks for."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}  # read when a script is validated
 
     id: str | None = None
-    name: str = Field(min_length=1)
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    name: str
+    arguments: dict[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("has an empty name")
 
 
-class ModelStep(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class ModelStep:
     """One model response: text, and the tool calls to run (none ends the turn)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}  # read when a script is validated
 
     text: str = ""
-    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
 
 
 class Model(Protocol):
@@ -51,43 +60,6 @@ class Model(Protocol):
     def subagent(self, agent_type: str) -> Model:
         """The model a spawned subagent of ``agent_type`` runs on."""
         ...
-
-
-class ScriptTurn(BaseModel):
-    """One scripted turn: the user's prompt and the model's steps."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    user: str = ""
-    steps: list[ModelStep] = Field(default_factory=list)
-
-
-class Script(BaseModel):
-    """A keyless run: turns for the main agent and steps for each subagent type."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    model: str = "dsh-scripted"
-    turns: list[ScriptTurn] = Field(default_factory=list)
-    subagents: dict[str, list[ModelStep]] = Field(default_factory=dict)
-
-
-def load_script(path: str | os.PathLike[str]) -> Script:
-    """Read a script from YAML or JSON; errors name the file and field."""
-    import yaml  # only scripts need it
-
-    source = os.fspath(path)
-    try:
-        text = Path(source).read_text(encoding="utf-8")
-        raw = json.loads(text) if source.endswith(".json") else yaml.safe_load(text)
-    except OSError as exc:
-        raise DshError(f"{source}: cannot read script: {exc.strerror or exc}") from None
-    except (ValueError, yaml.YAMLError) as exc:
-        raise DshError(f"{source}: invalid script syntax: {exc}") from None
-    try:
-        return Script.model_validate(raw or {})
-    except ValidationError as exc:
-        raise DshError(f"{source}: {format_validation_error(exc)}") from None
 
 
 class ScriptedModel:

@@ -8,7 +8,6 @@ dispatch and how a failure becomes one ``dsh:`` line and an exit status.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import signal
@@ -51,9 +50,9 @@ def dispatch(args: argparse.Namespace) -> int:
             from ._exec_cmd import exec_verb, interruptible, serve_verb
 
             if args.verb == "serve":
-                return asyncio.run(serve_verb(args))
+                return serve_verb(args)
             if args.verb == "exec":
-                return interruptible(exec_verb(args))
+                return exec_verb(args)
             from ._run_cmd import run_verb
 
             return interruptible(run_verb(args))

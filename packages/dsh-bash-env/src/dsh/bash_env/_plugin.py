@@ -11,7 +11,8 @@ from dsh.loader import EntryPointItem, follow_group
 from dsh.session import ToolExecution
 from dsh.session.persistence import SESSION_PERSISTENCE, SessionPersistence
 
-from ._registry import BASH_ENV, BUILTIN_DISTRIBUTION, DEFAULT_RESOLVE_TIMEOUT, BashEnvRegistry, as_contributor
+from ._declare import BUILTIN_DISTRIBUTION, as_contributor
+from ._registry import BASH_ENV, DEFAULT_RESOLVE_TIMEOUT, BashEnvRegistry
 
 SESSION_JSONL_KEY = DSH_ENV_PREFIX + "SESSION_JSONL"
 

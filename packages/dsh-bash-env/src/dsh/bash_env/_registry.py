@@ -1,101 +1,40 @@
-"""The registry of managed ``DSH_*`` facts."""
+"""The registry of managed ``DSH_*`` facts: who owns which key, and per-call snapshots."""
 
 from __future__ import annotations
 
-import asyncio
 import builtins
-import concurrent.futures
-import re
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
 
-from dsh.bash import DSH_ENV_PREFIX
+from dsh.bash import Interrupts
 from dsh.core import Disposer, Service, ServiceKey
 from dsh.loader import EntryPointItem
 from dsh.session import ToolExecution
 
-from ._errors import CollectionError, ContributorError
-from ._workers import _WORKERS
+from ._declare import (
+    BUILTIN_DESCRIPTIONS,
+    BUILTIN_DISTRIBUTION,
+    BUILTIN_OWNER,
+    HOME_KEY,
+    SESSION_ID_KEY,
+    SHELL_KEY,
+    TOOL_CALL_ID_KEY,
+    TURN_ID_KEY,
+    Contributor,
+    validate,
+)
+from ._errors import ContributorError
+from ._resolve import Entry, Pending, Resolves, sealed
 
-HOME_KEY = DSH_ENV_PREFIX + "HOME"
-SHELL_KEY = DSH_ENV_PREFIX + "SHELL"
-SESSION_ID_KEY = DSH_ENV_PREFIX + "SESSION_ID"
-TOOL_CALL_ID_KEY = DSH_ENV_PREFIX + "TOOL_CALL_ID"
-TURN_ID_KEY = DSH_ENV_PREFIX + "TURN_ID"
-RESERVED_KEYS = frozenset({HOME_KEY, SHELL_KEY, SESSION_ID_KEY, TOOL_CALL_ID_KEY, TURN_ID_KEY})
-KEY_PATTERN = re.compile(re.escape(DSH_ENV_PREFIX) + r"[A-Z][A-Z0-9_]*")
-BUILTIN_OWNER = "bash-env"
-BUILTIN_DISTRIBUTION = "dsh-bash-env"
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import Callable
 
 DEFAULT_RESOLVE_TIMEOUT = 1.0
 """Seconds each contributor's ``resolve()`` may take before its call fails (``resolve_timeout``)."""
-MAX_OVERDUE = 4
-"""Resolves of one contributor that may still run past their deadline before its calls fail at once."""
-MAX_VALUE_BYTES = 32 * 1024
-"""Largest value (UTF-8 bytes) a contributor may return for one key.
-
-Linux refuses any single ``KEY=value`` string over 128 KiB in a child's environment and the whole
-environment and argv over about 2 MiB; 32 KiB leaves room for several large facts and the
-user's own environment. Values are facts (ids, paths, regions), not payloads.
-"""
-
-MAX_SNAPSHOT_BYTES = 256 * 1024
-"""Largest total (keys and values, in characters) of one call's managed variables.
-
-Many keys each under :data:`MAX_VALUE_BYTES` could still exceed what the kernel accepts for a
-child's environment; the collection fails naming the largest key instead of the exec failing later.
-"""
-
-_BUILTIN_DESCRIPTIONS = {
-    HOME_KEY: "Absolute path of the harness home.",
-    SHELL_KEY: "Always 1: this shell was started by the harness for a model tool call.",
-    SESSION_ID_KEY: "Id of the agent session that made this call (absent for calls without an agent).",
-    TOOL_CALL_ID_KEY: "Id of this tool call, the call_id of its tool/call event in the transcript "
-    "(absent for calls without an agent).",
-    TURN_ID_KEY: "Id of the turn that made this call (absent for calls without an agent or a turn).",
-}
-
-
-@dataclass(frozen=True)
-class VariableSpec:
-    """The declaration of one managed variable."""
-
-    description: str
-
-
-@runtime_checkable
-class Contributor(Protocol):
-    """A source of managed facts: a stable name, declared keys, and a resolver."""
-
-    @property
-    def name(self) -> str:
-        """Stable, unique contributor name."""
-        ...
-
-    @property
-    def variables(self) -> Mapping[str, str | VariableSpec]:
-        """Every key it may return, each with a description."""
-        ...
-
-    def resolve(self, execution: ToolExecution) -> Mapping[str, str]:
-        """The values for this call; an omitted key is absent from the child."""
-        ...
-
-
-@dataclass(frozen=True)
-class FunctionContributor:
-    """A contributor made of a name, declarations and a function."""
-
-    name: str
-    variables: Mapping[str, str | VariableSpec]
-    resolver: Callable[[ToolExecution], Mapping[str, str]]
-
-    def resolve(self, execution: ToolExecution) -> Mapping[str, str]:
-        """Call the resolver."""
-        return self.resolver(execution)
 
 
 @dataclass(frozen=True)
@@ -110,69 +49,18 @@ class VariableInfo:
     builtin: bool
 
 
-@dataclass(frozen=True)
-class _Entry:
-    name: str
-    contributor: Contributor
-    resolve: Callable[[ToolExecution], Mapping[str, str]]
-    descriptions: Mapping[str, str]
-    keys: frozenset[str]
-    origin: EntryPointItem | None
-    builtin: bool
-
-
 class _State:
-    __slots__ = ("entries", "home", "ordered", "overdue", "owners", "timeout")
+    __slots__ = ("entries", "home", "ordered", "owners", "resolves")
 
     def __init__(self, home: str, timeout: float) -> None:
         self.home = home
-        self.timeout = timeout
-        self.entries: dict[str, _Entry] = {}
+        self.resolves = Resolves(timeout)
+        self.entries: dict[str, Entry] = {}
         self.owners: dict[str, str] = {}
-        self.ordered: tuple[_Entry, ...] = ()
-        # Resolves that passed their deadline and still run (a thread cannot be killed). Other
-        # calls of that contributor still get their own resolve, up to MAX_OVERDUE stuck ones;
-        # past that they fail at once instead of piling up a thread per call.
-        self.overdue: dict[str, set[concurrent.futures.Future[Mapping[str, str]]]] = {}
+        self.ordered: tuple[Entry, ...] = ()
 
     def reorder(self) -> None:
         self.ordered = tuple(self.entries[n] for n in sorted(self.entries))
-
-
-def _validate(contributor: object) -> tuple[str, dict[str, str], Callable[[ToolExecution], Mapping[str, str]]]:
-    name = getattr(contributor, "name", None)
-    if not isinstance(name, str) or not name.strip():
-        raise ContributorError(f"contributor {contributor!r} has a blank or missing name")
-    resolve = getattr(contributor, "resolve", None)
-    if not callable(resolve):
-        raise ContributorError(f"contributor '{name}' has no callable resolve", contributor=name)
-    variables = getattr(contributor, "variables", None)
-    if not isinstance(variables, Mapping) or not variables:
-        raise ContributorError(f"contributor '{name}' declares no variables", contributor=name)
-    descriptions: dict[str, str] = {}
-    for key, spec in variables.items():
-        if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
-            raise ContributorError(
-                f"contributor '{name}' declares key {key!r}, which is not {DSH_ENV_PREFIX} followed by "
-                "an upper-case letter and upper-case letters, digits or underscores",
-                contributor=name,
-                key=key,
-            )
-        if key in RESERVED_KEYS:
-            raise ContributorError(
-                f"contributor '{name}' declares key '{key}', which is reserved for the harness",
-                contributor=name,
-                key=key,
-            )
-        description = spec.description if isinstance(spec, VariableSpec) else spec
-        if isinstance(spec, Mapping):
-            description = spec.get("description")
-        if not isinstance(description, str) or not description.strip():
-            raise ContributorError(
-                f"contributor '{name}' gives key '{key}' a blank description", contributor=name, key=key
-            )
-        descriptions[key] = description
-    return name, descriptions, resolve
 
 
 class BashEnvRegistry(Service):
@@ -194,7 +82,7 @@ class BashEnvRegistry(Service):
     @property
     def resolve_timeout(self) -> float:
         """Seconds each contributor's ``resolve()`` may take."""
-        return self._state.timeout
+        return self._state.resolves.timeout
 
     @property
     def home(self) -> str:
@@ -208,7 +96,7 @@ class BashEnvRegistry(Service):
 
         Returns an idempotent disposer; unloading the calling plugin disposes it too.
         """
-        name, descriptions, resolve = _validate(contributor)
+        name, descriptions, resolve = validate(contributor)
         state = self._state
 
         def setup() -> Disposer:
@@ -223,7 +111,7 @@ class BashEnvRegistry(Service):
                         contributor=name,
                         key=key,
                     )
-            entry = _Entry(name, contributor, resolve, descriptions, frozenset(descriptions), origin, builtin)
+            entry = Entry(name, contributor, resolve, descriptions, frozenset(descriptions), origin, builtin)
             state.entries[name] = entry
             for key in descriptions:
                 state.owners[key] = name
@@ -243,34 +131,41 @@ class BashEnvRegistry(Service):
     def collect(self, execution: ToolExecution) -> Mapping[str, str]:
         """A new immutable snapshot for one call: built-ins, then each contributor in name order.
 
-        Blocks the calling thread for up to the deadline of each contributor; inside an event
-        loop use :meth:`collect_async`.
+        Blocks the calling thread for up to the deadline of each contributor (a signal caught by
+        an active :class:`dsh.bash.Interrupts` breaks the wait); inside an event loop use
+        :meth:`collect_async`.
         """
         out = self._builtins(execution)
+        resolves = self._state.resolves
         for entry in self._state.ordered:
-            future = self._start(entry, execution)
-            try:
-                out.update(future.result(self._state.timeout))
-            except concurrent.futures.TimeoutError:
-                raise self._overdue(entry, future) from None
-        return self._sealed(out)
+            pending = resolves.start(entry, execution)
+            if not pending.done():
+                with Interrupts.waiting():
+                    ended = pending.wait(resolves.timeout)
+                if not ended:
+                    raise resolves.overran(entry, pending)
+            out.update(pending.result())
+        return sealed(out)
 
     async def collect_async(self, execution: ToolExecution) -> Mapping[str, str]:
         """:meth:`collect` without blocking the event loop: other calls go on while a contributor resolves."""
+        import asyncio
+
         out = self._builtins(execution)
+        resolves = self._state.resolves
         for entry in self._state.ordered:
-            future = self._start(entry, execution)
-            if not future.done():
-                waiting = asyncio.wrap_future(future)
-                await asyncio.wait((waiting,), timeout=self._state.timeout)
-                if not waiting.done():
-                    waiting.cancel()  # stop waiting; the resolve itself cannot be stopped
-                    raise self._overdue(entry, future)
-                # The failure is raised from `future` below; mark the loop's copy of it as seen, or
-                # its finaliser logs "exception was never retrieved" from inside a later collection.
-                waiting.exception()
-            out.update(future.result())
-        return self._sealed(out)
+            pending = resolves.start(entry, execution)
+            if not pending.done():
+                loop = asyncio.get_running_loop()
+                # Only ever given a plain result: no exception is left unretrieved on the loop.
+                waiter: asyncio.Future[None] = loop.create_future()
+                pending.add_done_callback(_waker(loop, waiter))
+                await asyncio.wait((waiter,), timeout=resolves.timeout)
+                if not pending.done():
+                    waiter.cancel()  # stop waiting; the resolve itself cannot be stopped
+                    raise resolves.overran(entry, pending)
+            out.update(pending.result())
+        return sealed(out)
 
     def _builtins(self, execution: ToolExecution) -> dict[str, str]:
         out = {HOME_KEY: self._state.home, SHELL_KEY: "1"}
@@ -282,105 +177,12 @@ class BashEnvRegistry(Service):
                 out[TURN_ID_KEY] = execution.turn_id
         return out
 
-    def _start(self, entry: _Entry, execution: ToolExecution) -> concurrent.futures.Future[Mapping[str, str]]:
-        """Run one ``resolve()`` on a worker thread; its outcome, never a raise, lands in the future."""
-        stuck = self._state.overdue.get(entry.name, ())
-        if len(stuck) >= MAX_OVERDUE:
-            raise CollectionError(
-                f"contributor {_who(entry)} is still running {len(stuck)} resolve() calls that passed their "
-                f"{self._state.timeout:g} s deadline; this call fails without starting another",
-                contributor=entry.name,
-            )
-        future: concurrent.futures.Future[Mapping[str, str]] = concurrent.futures.Future()
-
-        def run() -> None:
-            if not future.set_running_or_notify_cancel():
-                return  # nobody waits any more
-            try:
-                # The result is read here too, under the deadline: a mapping whose items() sleeps or
-                # raises must not run on the caller's thread (or the server's event loop).
-                checked: dict[str, str] = {}
-                self._check(entry, entry.resolve(execution), checked)
-                future.set_result(checked)
-            except CollectionError as exc:
-                future.set_exception(exc)
-            except BaseException as exc:
-                # Even SystemExit or KeyboardInterrupt: on this thread none can come from the
-                # terminal, so each is the contributor's failure, reported as such.
-                detail = f": {exc}" if str(exc) else ""
-                future.set_exception(
-                    CollectionError(f"contributor {_who(entry)} raised {type(exc).__name__} while resolving{detail}")
-                )
-
-        if entry.builtin:
-            run()  # the harness's own contributors: no thread hop on every call
-        else:
-            _WORKERS.submit(run)
-        return future
-
-    def _overdue(self, entry: _Entry, future: concurrent.futures.Future[Mapping[str, str]]) -> CollectionError:
-        stuck = self._state.overdue.setdefault(entry.name, set())
-        stuck.add(future)
-        future.add_done_callback(stuck.discard)
-        return CollectionError(
-            f"contributor {_who(entry)} did not resolve within its {self._state.timeout:g} s deadline "
-            "(bash-env config resolve_timeout)"
-        )
-
-    @staticmethod
-    def _sealed(out: dict[str, str]) -> Mapping[str, str]:
-        total = sum(len(k) + len(v) for k, v in out.items())
-        if total > MAX_SNAPSHOT_BYTES:
-            largest = max(out, key=lambda k: len(out[k]))
-            raise CollectionError(
-                f"the managed variables of this call add up to {total} characters; the maximum is "
-                f"{MAX_SNAPSHOT_BYTES} (largest: '{largest}')",
-                key=largest,
-            )
-        return MappingProxyType(out)
-
-    @staticmethod
-    def _check(entry: _Entry, values: object, out: dict[str, str]) -> None:
-        if not isinstance(values, Mapping):
-            raise CollectionError(
-                f"contributor {_who(entry)} returned {type(values).__name__} from resolve(), "
-                "not a mapping of keys to strings",
-                contributor=entry.name,
-            )
-        keys = entry.keys
-        for key, value in values.items():
-            if key not in keys:
-                raise CollectionError(
-                    f"contributor {_who(entry)} returned undeclared key '{key}'", contributor=entry.name, key=key
-                )
-            if type(value) is not str:
-                raise CollectionError(
-                    f"contributor {_who(entry)} returned a {type(value).__name__} for key '{key}', not a string",
-                    contributor=entry.name,
-                    key=key,
-                )
-            if "\0" in value:
-                raise CollectionError(
-                    f"contributor {_who(entry)} returned a NUL character in key '{key}'",
-                    contributor=entry.name,
-                    key=key,
-                )
-            size = len(value.encode("utf-8", "surrogateescape"))
-            if size > MAX_VALUE_BYTES:
-                raise CollectionError(
-                    f"contributor {_who(entry)} returned {size} bytes for key '{key}'; "
-                    f"the maximum is {MAX_VALUE_BYTES} bytes",
-                    contributor=entry.name,
-                    key=key,
-                )
-            out[key] = value
-
     def list(self) -> builtins.list[VariableInfo]:
         """Every declared key (built-ins included, marked), sorted by key, without running resolvers."""
         version = self._version or _own_version()
         rows = [
             VariableInfo(key, desc, BUILTIN_OWNER, BUILTIN_DISTRIBUTION, version, True)
-            for key, desc in _BUILTIN_DESCRIPTIONS.items()
+            for key, desc in BUILTIN_DESCRIPTIONS.items()
         ]
         for entry in self._state.entries.values():
             dist = entry.origin.distribution if entry.origin else (BUILTIN_DISTRIBUTION if entry.builtin else None)
@@ -396,10 +198,18 @@ class BashEnvRegistry(Service):
         return sorted(self._state.entries)
 
 
-def _who(entry: _Entry) -> str:
-    """A contributor as errors name it: its name and, when it came from one, its distribution."""
-    origin = entry.origin
-    return f"'{entry.name}' ({origin.distribution} {origin.version})" if origin else f"'{entry.name}'"
+def _waker(loop: asyncio.AbstractEventLoop, waiter: asyncio.Future[None]) -> Callable[[Pending], None]:
+    """A callback for the resolving thread that wakes the waiting loop (a closed loop has nobody waiting)."""
+
+    def settle() -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    def wake(pending: Pending) -> None:
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(settle)
+
+    return wake
 
 
 def _own_version() -> str | None:
@@ -413,16 +223,3 @@ def _own_version() -> str | None:
 
 BASH_ENV: ServiceKey[BashEnvRegistry] = ServiceKey("bash_env")
 """The managed-environment registry service."""
-
-
-def as_contributor(obj: Any) -> Contributor:
-    """An entry point's object as a contributor: the object itself, or what a zero-argument callable returns."""
-    # A class has the contributor attributes too, but only its instances can resolve.
-    if not isinstance(obj, type) and hasattr(obj, "resolve") and hasattr(obj, "variables"):
-        return obj  # type: ignore[no-any-return]
-    if callable(obj):
-        made = obj()
-        if hasattr(made, "resolve") and hasattr(made, "variables"):
-            return made  # type: ignore[no-any-return]
-        raise ContributorError(f"{obj!r} returned {made!r}, which is not a contributor")
-    raise ContributorError(f"{obj!r} is neither a contributor nor a callable returning one")

@@ -46,4 +46,4 @@ class _Workers:
                 self._idle.append(inbox)
 
 
-_WORKERS = _Workers()
+WORKERS = _Workers()

@@ -1,50 +1,41 @@
-"""The shell seam of dsh: the managed ``DSH_*`` channel, requests, and the local executor."""
+"""The shell seam of dsh: the managed ``DSH_*`` channel, requests, and the local executor.
 
-from ._env import (
-    DEFAULT_CREDENTIAL_PATTERN,
-    DSH_ENV_PREFIX,
-    TERMINAL_ENV,
-    Shell,
-    build_child_env,
-    check_channels,
-    compile_credential_pattern,
-    is_managed_key,
-)
+:class:`BackgroundProcess` resolves lazily: it is asyncio's, and a one-shot run imports no asyncio.
+"""
+
+from ._env import DSH_ENV_PREFIX, Shell, is_managed_key
 from ._errors import ChannelError, ExecError
-from ._local import (
-    AMBIENT_ENV,
-    DEFAULT_MAX_OUTPUT,
-    SHELL_EXECUTOR,
-    BackgroundProcess,
-    Executor,
-    LocalExecutor,
-    LocalExecutorConfig,
-    local_executor_plugin,
-    shell_argv,
-)
-from ._request import BashExecRequest, BashExecSpec, ExecResult
+from ._interrupt import Interrupted, Interrupts, interruption
+from ._local import AMBIENT_ENV, SHELL_EXECUTOR, Executor, LocalExecutor, local_executor_plugin
+from ._request import BashExecRequest, ExecResult
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._aio import BackgroundProcess
 
 __all__ = [
     "AMBIENT_ENV",
-    "DEFAULT_CREDENTIAL_PATTERN",
-    "DEFAULT_MAX_OUTPUT",
     "DSH_ENV_PREFIX",
     "SHELL_EXECUTOR",
-    "TERMINAL_ENV",
     "BackgroundProcess",
     "BashExecRequest",
-    "BashExecSpec",
     "ChannelError",
     "ExecError",
     "ExecResult",
     "Executor",
+    "Interrupted",
+    "Interrupts",
     "LocalExecutor",
-    "LocalExecutorConfig",
     "Shell",
-    "build_child_env",
-    "check_channels",
-    "compile_credential_pattern",
+    "interruption",
     "is_managed_key",
     "local_executor_plugin",
-    "shell_argv",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name == "BackgroundProcess":
+        from ._aio import BackgroundProcess
+
+        return BackgroundProcess
+    raise AttributeError(f"module 'dsh.bash' has no attribute {name!r}")

@@ -4,25 +4,21 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh.bash import (
-    DSH_ENV_PREFIX,
-    SHELL_EXECUTOR,
-    BackgroundProcess,
-    BashExecRequest,
-    ExecResult,
-    Executor,
-    LocalExecutor,
-    Shell,
-)
+from dsh.bash import DSH_ENV_PREFIX, SHELL_EXECUTOR, BashExecRequest, ExecResult, Executor, LocalExecutor, Shell
 from dsh.bash_env import BASH_ENV, CollectionError
 from dsh.core import Context, DshError, FieldError, Plugin
 from dsh.session import TOOLS, ToolExecution, ToolResult, ToolSpec
 
 from ._errors import ArgumentError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dsh.bash import BackgroundProcess
 
 BASH_DESCRIPTION = (
     "Run a command in a fresh, non-interactive bash shell and return its output and exit code. "
@@ -72,6 +68,18 @@ def _format(result: ExecResult) -> str:
         parts.append("[timed out: the process group was killed]")
     parts.append(f"[exit code: {result.exit_code}]")
     return "\n".join(parts)
+
+
+def _event_loop_running() -> bool:
+    """True inside a running asyncio loop (a loop can run only once asyncio is imported)."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return False
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _number(arguments: Mapping[str, Any], key: str) -> float | None:
@@ -127,6 +135,11 @@ class ShellTool:
             self._fallback = LocalExecutor()
         return self._fallback
 
+    @property
+    def can_run_sync(self) -> bool:
+        """True when a foreground call runs to its end without an event loop (the executor has ``run_sync``)."""
+        return callable(getattr(self.executor(), "run_sync", None))
+
     def request(
         self, arguments: Mapping[str, Any], execution: ToolExecution, dsh_env: Mapping[str, str] | None = None
     ) -> BashExecRequest:
@@ -159,18 +172,33 @@ class ShellTool:
         )
 
     async def __call__(self, arguments: Mapping[str, Any], execution: ToolExecution) -> ToolResult:
-        """Run the command in the foreground, or start it in the background."""
+        """Run the command in the foreground, or start it in the background.
+
+        Under a running event loop the call awaits (other calls go on); without one it blocks,
+        through the executor's ``run_sync``, and the coroutine never suspends (a one-shot ``dsh exec``).
+        """
         try:
-            snapshot = await self._ctx.require(BASH_ENV).collect_async(execution)
+            registry = self._ctx.require(BASH_ENV)
+            blocking = not _event_loop_running()
+            snapshot = registry.collect(execution) if blocking else await registry.collect_async(execution)
             request = self.request(arguments, execution, snapshot)
+            executor = self.executor()
             if arguments.get("run_in_background") is True:
-                task = await self.executor().start(request)
+                if blocking:
+                    raise DshError(f"{self.spec.name}: a background task needs a running event loop")
+                task = await executor.start(request)
                 self.tasks.tasks[task.id] = task
                 return ToolResult(
                     f"started background task {task.id}; read it with {self.spec.name}_output",
                     data={"task_id": task.id},
                 )
-            result = await self.executor().run(request)
+            if blocking:
+                run_sync = getattr(executor, "run_sync", None)
+                if not callable(run_sync):
+                    raise DshError(f"the shell executor {type(executor).__name__} cannot run without an event loop")
+                result: ExecResult = run_sync(request)
+            else:
+                result = await executor.run(request)
         except (CollectionError, DshError) as exc:
             return ToolResult(str(exc), is_error=True, data={"error": str(exc)})
         return ToolResult(_format(result), is_error=result.exit_code != 0, data=result.as_data(), value=result)

@@ -1,0 +1,74 @@
+"""How the agent's coroutines run: without an event loop when nothing suspends, else under asyncio.
+
+Both drivers are interrupted the same way from the caller's side: :func:`interruptible` installs
+one :class:`dsh.bash.Interrupts` for the whole command. Without an event loop a signal arrives as
+:class:`dsh.bash.Interrupted` where a command (or a resolve) is waited for; under asyncio it
+cancels the running task. Either way the command's group is killed, the turn is flushed as
+interrupted, and the command exits ``128+N``.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from dsh.bash import Interrupts, interruption
+from dsh.core import DshError
+
+from ._status import INTERRUPTS as INTERRUPT_NAMES
+from ._status import interrupted_reason
+
+T = TypeVar("T")
+
+INTERRUPTS = tuple(signal.Signals[name] for name in INTERRUPT_NAMES)
+"""Signals that interrupt ``dsh exec`` and ``dsh run``: the command's group is killed, the turn flushed."""
+
+
+def run_sync(main: Coroutine[Any, Any, T]) -> T:
+    """Run ``main`` to its end in this thread, without an event loop.
+
+    Only for a coroutine that never suspends (see :func:`~dsh.agent._loop.needs_event_loop`);
+    one that does is closed (its ``finally`` blocks run) and reported as dsh's own failure.
+    """
+    try:
+        main.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    main.close()
+    raise DshError("internal error: a run without an event loop waited on one; run it with --debug and report it")
+
+
+def run_async(main: Coroutine[Any, Any, T], interrupts: Interrupts) -> T:
+    """Run ``main`` under asyncio (imported here, only when needed); a signal cancels it."""
+    import asyncio
+
+    async def runner() -> T:
+        loop = asyncio.get_running_loop()
+        work = asyncio.ensure_future(main)
+
+        def cancel(reason: str) -> None:
+            loop.call_soon_threadsafe(work.cancel, reason)
+
+        with interrupts.cancelling(cancel):
+            await asyncio.wait({work})
+        return work.result()
+
+    return asyncio.run(runner())
+
+
+def interruptible(main: Callable[[Interrupts], int]) -> int:
+    """Run ``main``; on SIGINT, SIGTERM or SIGHUP its run is interrupted and the status is 128+N."""
+    with Interrupts(INTERRUPTS) as interrupts:
+        try:
+            code = main(interrupts)
+        except BaseException as exc:
+            if interrupts.caught is None:
+                raise
+            if interruption(exc) is None:
+                print(f"dsh: {exc}", file=sys.stderr)
+    if interrupts.caught is None:
+        return code
+    print(f"dsh: {interrupted_reason(interrupts.caught.name)}", file=sys.stderr)
+    return 128 + interrupts.caught.value

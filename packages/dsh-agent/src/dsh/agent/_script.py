@@ -1,0 +1,51 @@
+"""Scripts of the keyless model (``dsh run --script``): read from YAML or JSON, validated by pydantic."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from dsh.core import DshError
+from dsh.core.validation import format_validation_error
+
+from ._model import ModelStep
+
+
+class ScriptTurn(BaseModel):
+    """One scripted turn: the user's prompt and the model's steps."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user: str = ""
+    steps: list[ModelStep] = Field(default_factory=list)
+
+
+class Script(BaseModel):
+    """A keyless run: turns for the main agent and steps for each subagent type."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = "dsh-scripted"
+    turns: list[ScriptTurn] = Field(default_factory=list)
+    subagents: dict[str, list[ModelStep]] = Field(default_factory=dict)
+
+
+def load_script(path: str | os.PathLike[str]) -> Script:
+    """Read a script from YAML or JSON; errors name the file and field."""
+    import yaml  # only scripts need it
+
+    source = os.fspath(path)
+    try:
+        text = Path(source).read_text(encoding="utf-8")
+        raw = json.loads(text) if source.endswith(".json") else yaml.safe_load(text)
+    except OSError as exc:
+        raise DshError(f"{source}: cannot read script: {exc.strerror or exc}") from None
+    except (ValueError, yaml.YAMLError) as exc:
+        raise DshError(f"{source}: invalid script syntax: {exc}") from None
+    try:
+        return Script.model_validate(raw or {})
+    except ValidationError as exc:
+        raise DshError(f"{source}: {format_validation_error(exc)}") from None

@@ -1,0 +1,147 @@
+"""Declarations of managed facts: the reserved keys, what a contributor is, and checking one."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from dsh.bash import DSH_ENV_PREFIX
+from dsh.session import ToolExecution
+
+from ._errors import ContributorError
+
+HOME_KEY = DSH_ENV_PREFIX + "HOME"
+SHELL_KEY = DSH_ENV_PREFIX + "SHELL"
+SESSION_ID_KEY = DSH_ENV_PREFIX + "SESSION_ID"
+TOOL_CALL_ID_KEY = DSH_ENV_PREFIX + "TOOL_CALL_ID"
+TURN_ID_KEY = DSH_ENV_PREFIX + "TURN_ID"
+RESERVED_KEYS = frozenset({HOME_KEY, SHELL_KEY, SESSION_ID_KEY, TOOL_CALL_ID_KEY, TURN_ID_KEY})
+KEY_PATTERN = re.compile(re.escape(DSH_ENV_PREFIX) + r"[A-Z][A-Z0-9_]*")
+BUILTIN_OWNER = "bash-env"
+BUILTIN_DISTRIBUTION = "dsh-bash-env"
+
+MAX_VALUE_BYTES = 32 * 1024
+"""Largest value (UTF-8 bytes) a contributor may return for one key.
+
+Linux refuses any single ``KEY=value`` string over 128 KiB in a child's environment and the whole
+environment and argv over about 2 MiB; 32 KiB leaves room for several large facts and the
+user's own environment. Values are facts (ids, paths, regions), not payloads.
+"""
+
+MAX_SNAPSHOT_BYTES = 256 * 1024
+"""Largest total (keys and values, in characters) of one call's managed variables.
+
+Many keys each under :data:`MAX_VALUE_BYTES` could still exceed what the kernel accepts for a
+child's environment; the collection fails naming the largest key instead of the exec failing later.
+"""
+
+BUILTIN_DESCRIPTIONS = {
+    HOME_KEY: "Absolute path of the harness home.",
+    SHELL_KEY: "Always 1: this shell was started by the harness for a model tool call.",
+    SESSION_ID_KEY: "Id of the agent session that made this call (absent for calls without an agent).",
+    TOOL_CALL_ID_KEY: "Id of this tool call, the call_id of its tool/call event in the transcript "
+    "(absent for calls without an agent).",
+    TURN_ID_KEY: "Id of the turn that made this call (absent for calls without an agent or a turn).",
+}
+
+
+@dataclass(frozen=True)
+class VariableSpec:
+    """The declaration of one managed variable."""
+
+    description: str
+
+
+@runtime_checkable
+class Contributor(Protocol):
+    """A source of managed facts: a stable name, declared keys, and a resolver."""
+
+    @property
+    def name(self) -> str:
+        """Stable, unique contributor name."""
+        ...
+
+    @property
+    def variables(self) -> Mapping[str, str | VariableSpec]:
+        """Every key it may return, each with a description."""
+        ...
+
+    def resolve(self, execution: ToolExecution) -> Mapping[str, str]:
+        """The values for this call; an omitted key is absent from the child."""
+        ...
+
+
+@dataclass(frozen=True)
+class FunctionContributor:
+    """A contributor made of a name, declarations and a function."""
+
+    name: str
+    variables: Mapping[str, str | VariableSpec]
+    resolver: Callable[[ToolExecution], Mapping[str, str]]
+
+    def resolve(self, execution: ToolExecution) -> Mapping[str, str]:
+        """Call the resolver."""
+        return self.resolver(execution)
+
+
+@dataclass(frozen=True)
+class VariableInfo:
+    """One row of the catalogue: a key, its description and who owns it."""
+
+    key: str
+    description: str
+    owner: str
+    distribution: str | None
+    version: str | None
+    builtin: bool
+
+
+def validate(contributor: object) -> tuple[str, dict[str, str], Callable[[ToolExecution], Mapping[str, str]]]:
+    name = getattr(contributor, "name", None)
+    if not isinstance(name, str) or not name.strip():
+        raise ContributorError(f"contributor {contributor!r} has a blank or missing name")
+    resolve = getattr(contributor, "resolve", None)
+    if not callable(resolve):
+        raise ContributorError(f"contributor '{name}' has no callable resolve", contributor=name)
+    variables = getattr(contributor, "variables", None)
+    if not isinstance(variables, Mapping) or not variables:
+        raise ContributorError(f"contributor '{name}' declares no variables", contributor=name)
+    descriptions: dict[str, str] = {}
+    for key, spec in variables.items():
+        if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
+            raise ContributorError(
+                f"contributor '{name}' declares key {key!r}, which is not {DSH_ENV_PREFIX} followed by "
+                "an upper-case letter and upper-case letters, digits or underscores",
+                contributor=name,
+                key=key,
+            )
+        if key in RESERVED_KEYS:
+            raise ContributorError(
+                f"contributor '{name}' declares key '{key}', which is reserved for the harness",
+                contributor=name,
+                key=key,
+            )
+        description = spec.description if isinstance(spec, VariableSpec) else spec
+        if isinstance(spec, Mapping):
+            description = spec.get("description")
+        if not isinstance(description, str) or not description.strip():
+            raise ContributorError(
+                f"contributor '{name}' gives key '{key}' a blank description", contributor=name, key=key
+            )
+        descriptions[key] = description
+    return name, descriptions, resolve
+
+
+def as_contributor(obj: Any) -> Contributor:
+    """An entry point's object as a contributor: the object itself, or what a zero-argument callable returns."""
+    # A class has the contributor attributes too, but only its instances can resolve.
+    if not isinstance(obj, type) and hasattr(obj, "resolve") and hasattr(obj, "variables"):
+        return obj  # type: ignore[no-any-return]
+    if callable(obj):
+        made = obj()
+        if hasattr(made, "resolve") and hasattr(made, "variables"):
+            return made  # type: ignore[no-any-return]
+        raise ContributorError(f"{obj!r} returned {made!r}, which is not a contributor")
+    raise ContributorError(f"{obj!r} is neither a contributor nor a callable returning one")

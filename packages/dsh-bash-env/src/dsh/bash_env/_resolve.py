@@ -1,0 +1,195 @@
+"""Running contributors' resolves: each under a deadline, on a worker thread, its output checked.
+
+No ``concurrent.futures``: a :class:`Pending` is the one slot a resolve's outcome lands in, waited
+for by a blocking :meth:`~dsh.bash_env.BashEnvRegistry.collect` (a thread event, interruptible by
+:class:`dsh.bash.Interrupts`) or, under an event loop, by ``collect_async``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from dsh.loader import EntryPointItem
+from dsh.session import ToolExecution
+
+from ._declare import MAX_SNAPSHOT_BYTES, MAX_VALUE_BYTES, Contributor
+from ._errors import CollectionError
+
+MAX_OVERDUE = 4
+"""Resolves of one contributor that may still run past their deadline before its calls fail at once."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A registered contributor, checked."""
+
+    name: str
+    contributor: Contributor
+    resolve: Callable[[ToolExecution], Mapping[str, str]]
+    descriptions: Mapping[str, str]
+    keys: frozenset[str]
+    origin: EntryPointItem | None
+    builtin: bool
+
+    def who(self) -> str:
+        """The contributor as errors name it: its name and, when it came from one, its distribution."""
+        origin = self.origin
+        return f"'{self.name}' ({origin.distribution} {origin.version})" if origin else f"'{self.name}'"
+
+
+class Pending:
+    """One resolve's outcome (checked values or a :class:`CollectionError`), set once, from any thread."""
+
+    __slots__ = ("_callbacks", "_done", "_error", "_lock", "_values")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._values: Mapping[str, str] | None = None
+        self._error: CollectionError | None = None
+        self._callbacks: list[Callable[[Pending], None]] = []
+
+    def done(self) -> bool:
+        """True once the outcome is set."""
+        return self._done.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds for the outcome; True when it is set."""
+        return self._done.wait(timeout)
+
+    def result(self) -> Mapping[str, str]:
+        """The checked values; raises the contributor's :class:`CollectionError`."""
+        if self._error is not None:
+            raise self._error
+        assert self._values is not None, "result() before the resolve ended"
+        return self._values
+
+    def settle(self, values: Mapping[str, str] | None = None, error: CollectionError | None = None) -> None:
+        """Set the outcome and run the callbacks (on this thread)."""
+        with self._lock:
+            self._values, self._error = values, error
+            self._done.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback(self)
+
+    def add_done_callback(self, callback: Callable[[Pending], None]) -> None:
+        """Call ``callback(self)`` once the outcome is set (at once if it is)."""
+        with self._lock:
+            if not self._done.is_set():
+                self._callbacks.append(callback)
+                return
+        callback(self)
+
+
+class Resolves:
+    """Starts resolves and keeps those that passed their deadline, per contributor."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        # Resolves that passed their deadline and still run (a thread cannot be killed). Other
+        # calls of that contributor still get their own resolve, up to MAX_OVERDUE stuck ones;
+        # past that they fail at once instead of piling up a thread per call.
+        self.overdue: dict[str, set[Pending]] = {}
+
+    def start(self, entry: Entry, execution: ToolExecution) -> Pending:
+        """Run one ``resolve()``: built-ins inline, others on a worker; its outcome (never a raise) lands in a slot."""
+        stuck = self.overdue.get(entry.name, ())
+        if len(stuck) >= MAX_OVERDUE:
+            raise CollectionError(
+                f"contributor {entry.who()} is still running {len(stuck)} resolve() calls that passed their "
+                f"{self.timeout:g} s deadline; this call fails without starting another",
+                contributor=entry.name,
+            )
+        pending = Pending()
+
+        def run() -> None:
+            try:
+                # The result is read here too, under the deadline: a mapping whose items() sleeps or
+                # raises must not run on the caller's thread (or the server's event loop).
+                checked: dict[str, str] = {}
+                check(entry, entry.resolve(execution), checked)
+            except CollectionError as exc:
+                pending.settle(error=exc)
+            except BaseException as exc:
+                # Even SystemExit or KeyboardInterrupt: on this thread none can come from the
+                # terminal, so each is the contributor's failure, reported as such.
+                detail = f": {exc}" if str(exc) else ""
+                pending.settle(
+                    error=CollectionError(
+                        f"contributor {entry.who()} raised {type(exc).__name__} while resolving{detail}"
+                    )
+                )
+            else:
+                pending.settle(checked)
+
+        if entry.builtin:
+            run()  # the harness's own contributors: no thread hop on every call
+        else:
+            from ._workers import WORKERS  # threads only when a contributor of another package runs
+
+            WORKERS.submit(run)
+        return pending
+
+    def overran(self, entry: Entry, pending: Pending) -> CollectionError:
+        """Keep ``pending`` as stuck until it ends; the error this call fails with."""
+        stuck = self.overdue.setdefault(entry.name, set())
+        stuck.add(pending)
+        pending.add_done_callback(stuck.discard)
+        return CollectionError(
+            f"contributor {entry.who()} did not resolve within its {self.timeout:g} s deadline "
+            "(bash-env config resolve_timeout)"
+        )
+
+
+def sealed(out: dict[str, str]) -> Mapping[str, str]:
+    """The snapshot, read-only, once its total size is checked."""
+    total = sum(len(k) + len(v) for k, v in out.items())
+    if total > MAX_SNAPSHOT_BYTES:
+        largest = max(out, key=lambda k: len(out[k]))
+        raise CollectionError(
+            f"the managed variables of this call add up to {total} characters; the maximum is "
+            f"{MAX_SNAPSHOT_BYTES} (largest: '{largest}')",
+            key=largest,
+        )
+    return MappingProxyType(out)
+
+
+def check(entry: Entry, values: object, out: dict[str, str]) -> None:
+    """Copy ``values`` into ``out``, refusing a non-mapping, an undeclared key or a bad value."""
+    if not isinstance(values, Mapping):
+        raise CollectionError(
+            f"contributor {entry.who()} returned {type(values).__name__} from resolve(), "
+            "not a mapping of keys to strings",
+            contributor=entry.name,
+        )
+    keys = entry.keys
+    for key, value in values.items():
+        if key not in keys:
+            raise CollectionError(
+                f"contributor {entry.who()} returned undeclared key '{key}'", contributor=entry.name, key=key
+            )
+        if type(value) is not str:
+            raise CollectionError(
+                f"contributor {entry.who()} returned a {type(value).__name__} for key '{key}', not a string",
+                contributor=entry.name,
+                key=key,
+            )
+        if "\0" in value:
+            raise CollectionError(
+                f"contributor {entry.who()} returned a NUL character in key '{key}'",
+                contributor=entry.name,
+                key=key,
+            )
+        size = len(value.encode("utf-8", "surrogateescape"))
+        if size > MAX_VALUE_BYTES:
+            raise CollectionError(
+                f"contributor {entry.who()} returned {size} bytes for key '{key}'; "
+                f"the maximum is {MAX_VALUE_BYTES} bytes",
+                contributor=entry.name,
+                key=key,
+            )
+        out[key] = value

@@ -1,0 +1,167 @@
+"""Waiting for children under asyncio: overlapping calls (``dsh run``, ``dsh serve``, hooks) and background tasks."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import signal
+
+from ._child import DRAIN_GRACE, Ended, kill_group
+from ._errors import ExecError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._request import BashExecRequest, BashExecSpec
+
+
+async def spawn_async(spec: BashExecSpec) -> asyncio.subprocess.Process:
+    """Start ``spec`` in its own process group, its output on pipes."""
+    if spec.cwd is not None and not os.path.isdir(spec.cwd):
+        raise ExecError(f"working directory {spec.cwd} does not exist", path=spec.cwd)
+    try:
+        return await asyncio.create_subprocess_exec(
+            *spec.argv,
+            stdin=asyncio.subprocess.PIPE if spec.stdin is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=dict(spec.env),
+            cwd=spec.cwd,
+            start_new_session=True,
+        )
+    except FileNotFoundError:
+        raise ExecError(f"shell '{spec.argv[0]}' was not found on PATH", shell=spec.argv[0]) from None
+
+
+async def _communicate(proc: asyncio.subprocess.Process, stdin: bytes | None, out: bytearray, err: bytearray) -> None:
+    """Feed ``stdin``, read both streams into ``out``/``err`` as they come, and wait for the exit."""
+
+    async def pump(stream: asyncio.StreamReader | None, sink: bytearray) -> None:
+        if stream is not None:
+            while chunk := await stream.read(65536):
+                sink += chunk
+
+    async def feed() -> None:
+        if proc.stdin is None:
+            return
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            if stdin:
+                proc.stdin.write(stdin)
+                await proc.stdin.drain()
+            proc.stdin.close()
+
+    await asyncio.gather(pump(proc.stdout, out), pump(proc.stderr, err), feed(), proc.wait())
+
+
+async def _drain(proc: asyncio.subprocess.Process, work: asyncio.Future[None]) -> None:
+    """After the group was killed: read what is left for a moment, then reap the command."""
+    await asyncio.wait({work}, timeout=DRAIN_GRACE)
+    if not work.done():
+        work.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await work
+    with contextlib.suppress(TimeoutError, ProcessLookupError):
+        await asyncio.wait_for(proc.wait(), DRAIN_GRACE)
+
+
+async def wait_async(spec: BashExecSpec) -> Ended:
+    """Spawn ``spec`` and wait for it or its timeout; a cancelled wait kills and reaps the group, then re-raises."""
+    spawning = asyncio.ensure_future(spawn_async(spec))
+    try:
+        proc = await asyncio.shield(spawning)
+    except asyncio.CancelledError:
+        # Cancelled while asyncio was still wiring the pipes: the child may be running already.
+        # Never leave it behind (asyncio would kill only the leader and wait on its pipes).
+        with contextlib.suppress(Exception):
+            child = await spawning
+            kill_group(child.pid)
+            await _drain(child, asyncio.ensure_future(_communicate(child, None, bytearray(), bytearray())))
+        raise
+    out, err = bytearray(), bytearray()
+    work = asyncio.ensure_future(_communicate(proc, spec.stdin, out, err))
+    timed_out = False
+    try:
+        done, _ = await asyncio.wait({work}, timeout=spec.timeout)
+        if not done:
+            timed_out = True
+            kill_group(proc.pid)
+            await _drain(proc, work)
+        else:
+            work.result()
+    except asyncio.CancelledError:
+        kill_group(proc.pid)
+        with contextlib.suppress(asyncio.CancelledError):
+            await _drain(proc, work)
+        raise
+    return Ended(proc.returncode, bytes(out), bytes(err), timed_out)
+
+
+class BackgroundProcess:
+    """A command running in the background; its output accumulates until read."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self, proc: asyncio.subprocess.Process, request: BashExecRequest) -> None:
+        self.id = f"task-{next(self._ids)}"
+        self.request = request
+        self.proc = proc
+        self._out: list[bytes] = []
+        self._err: list[bytes] = []
+        self._read_out = 0
+        self._read_err = 0
+        self._pumps = [
+            asyncio.ensure_future(self._pump(proc.stdout, self._out)),
+            asyncio.ensure_future(self._pump(proc.stderr, self._err)),
+        ]
+
+    @staticmethod
+    async def _pump(stream: asyncio.StreamReader | None, sink: list[bytes]) -> None:
+        if stream is None:
+            return
+        while chunk := await stream.read(65536):
+            sink.append(chunk)
+
+    @property
+    def exit_code(self) -> int | None:
+        """The exit status once the command ended and all its output was read, else None."""
+        if self.proc.returncode is None or not all(p.done() for p in self._pumps):
+            return None
+        return self.proc.returncode
+
+    def read(self) -> tuple[str, str]:
+        """Output (stdout, stderr) produced since the previous read."""
+        out = b"".join(self._out[self._read_out :])
+        err = b"".join(self._err[self._read_err :])
+        self._read_out, self._read_err = len(self._out), len(self._err)
+        return out.decode(errors="replace"), err.decode(errors="replace")
+
+    async def wait(self) -> int:
+        """Wait for the command and its output to end; return the exit status."""
+        code = await self.proc.wait()
+        await asyncio.gather(*self._pumps)
+        return code
+
+    def kill(self) -> None:
+        """Kill the whole process group at once (SIGKILL), without waiting: for an owner unloading."""
+        kill_group(self.proc.pid)
+
+    async def stop(self, grace: float = 2.0) -> int:
+        """Terminate the process group (SIGTERM, then SIGKILL after ``grace`` seconds)."""
+        if self.proc.returncode is None:
+            kill_group(self.proc.pid, signal.SIGTERM)
+            try:
+                await asyncio.wait_for(self.proc.wait(), grace)
+            except TimeoutError:
+                kill_group(self.proc.pid)
+        kill_group(self.proc.pid)
+        return await self.wait()
+
+
+async def start_background(spec: BashExecSpec, request: BashExecRequest) -> BackgroundProcess:
+    """Start ``spec`` without waiting; see :class:`BackgroundProcess`."""
+    proc = await spawn_async(spec)
+    if spec.stdin is not None and proc.stdin is not None:
+        proc.stdin.write(spec.stdin)
+        proc.stdin.close()
+    return BackgroundProcess(proc, request)

@@ -1,0 +1,39 @@
+"""What the two ways of waiting share: how a child ended, and killing its whole process group."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from dataclasses import dataclass
+
+TIMEOUT_EXIT = 124
+"""Exit status of a command its timeout killed (as GNU ``timeout``)."""
+DRAIN_GRACE = 2.0
+"""Seconds to keep reading a killed group's output; a process that escaped the group may hold the pipes."""
+
+
+def kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
+    """Send ``sig`` to the process group led by ``pid``; a group already gone is no error."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+@dataclass(frozen=True)
+class Ended:
+    """How a child ended, before its output is decoded and trimmed."""
+
+    returncode: int | None
+    """As ``subprocess`` reports it (negative for a signal); None when it could not be reaped."""
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+
+    @property
+    def exit_code(self) -> int:
+        """The status as a shell reports it: 124 on timeout, ``128+N`` for signal N."""
+        if self.timed_out:
+            return TIMEOUT_EXIT
+        if self.returncode is None:
+            return 128 + signal.SIGKILL
+        return self.returncode if self.returncode >= 0 else 128 - self.returncode

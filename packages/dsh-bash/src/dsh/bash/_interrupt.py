@@ -1,0 +1,119 @@
+"""How a signal interrupts a run, with or without an event loop.
+
+Under asyncio a signal cancels the waiting task (``asyncio.CancelledError``). Without an event loop
+:class:`Interrupts` turns the first of its signals into :class:`Interrupted`, raised in the main
+thread only inside :meth:`Interrupts.waiting` (where a command or a resolve is waited for), so a
+signal never lands in the middle of a spawn or a flush; one that comes at another moment is kept and
+raised by the next wait. :func:`interruption` recognises both, without importing asyncio.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
+    from types import FrameType
+
+
+class Interrupted(BaseException):
+    """The run was interrupted (``reason``: a signal's name); like ``asyncio.CancelledError``, not an Exception."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def interruption(exc: BaseException) -> str | None:
+    """Why ``exc`` interrupts a run (a signal's name, or ``"cancelled"``); None when it is no interruption."""
+    if isinstance(exc, Interrupted):
+        return exc.reason
+    asyncio = sys.modules.get("asyncio")  # a run without asyncio loaded cannot have been cancelled by it
+    if asyncio is not None and isinstance(exc, asyncio.CancelledError):
+        return str(exc.args[0]) if exc.args and exc.args[0] else "cancelled"
+    return None
+
+
+class Interrupts:
+    """While active (a ``with`` block on the main thread), ``signals`` interrupt the run.
+
+    The first signal is kept in :attr:`caught`; later ones are ignored (the first one's cleanup is
+    under way). Inside :meth:`cancelling` (an event loop runs) it calls the given ``cancel`` instead.
+    """
+
+    _active: Interrupts | None = None
+
+    def __init__(self, signals: Iterable[signal.Signals]) -> None:
+        self.signals = tuple(signals)
+        self.caught: signal.Signals | None = None
+        """The first signal received, if one was."""
+        self._armed = False
+        self._cancel: Callable[[str], object] | None = None
+        self._saved: dict[signal.Signals, object] = {}
+        self._outer: Interrupts | None = None
+
+    def __enter__(self) -> Interrupts:
+        for sig in self.signals:
+            self._saved[sig] = signal.signal(sig, self._handle)
+        self._outer, Interrupts._active = Interrupts._active, self
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        Interrupts._active = self._outer
+        for sig, previous in self._saved.items():
+            signal.signal(sig, previous)  # type: ignore[arg-type]
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.caught is not None:
+            return
+        self.caught = signal.Signals(signum)
+        if self._cancel is not None:
+            self._cancel(self.caught.name)
+        elif self._armed:
+            raise Interrupted(self.caught.name)
+
+    def check(self) -> None:
+        """Raise :class:`Interrupted` if a signal was caught."""
+        if self.caught is not None:
+            raise Interrupted(self.caught.name)
+
+    @staticmethod
+    def checkpoint() -> None:
+        """Raise :class:`Interrupted` now if the active :class:`Interrupts` caught a signal (nothing started yet)."""
+        active = Interrupts._active
+        if active is not None:
+            active.check()
+
+    @contextlib.contextmanager
+    def cancelling(self, cancel: Callable[[str], object]) -> Iterator[None]:
+        """While inside, a signal calls ``cancel(reason)`` (at once if one was caught already)."""
+        self._cancel = cancel
+        try:
+            if self.caught is not None:
+                cancel(self.caught.name)
+            yield
+        finally:
+            self._cancel = None
+
+    @staticmethod
+    @contextlib.contextmanager
+    def waiting() -> Iterator[None]:
+        """A blocking wait the active :class:`Interrupts` may break with :class:`Interrupted`.
+
+        A signal caught before raises on entry. Outside an active ``Interrupts``, or off the main
+        thread (where signals are not delivered), the wait is not interruptible.
+        """
+        active = Interrupts._active
+        if active is None or threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        active.check()
+        active._armed = True
+        try:
+            yield
+        finally:
+            active._armed = False
