@@ -105,6 +105,27 @@ def test_a_signal_to_dsh_exec_kills_the_group_flushes_the_turn_and_exits_128_plu
     assert starts == [f"{session_id}:turn-1", f"{session_id}:turn-2"]
 
 
+def test_a_signal_to_dsh_exec_with_hooks_under_asyncio_also_kills_and_flushes(tmp_path: Path) -> None:
+    # A configured hook runs the turn under asyncio (the default one runs without an event loop):
+    # the same signal contract holds on that path.
+    home, pidfile = tmp_path / "home", tmp_path / "pid"
+    (home / "hooks").mkdir(parents=True)
+    hook = {"type": "command", "command": "cat > /dev/null"}
+    (home / "hooks" / "claude.json").write_text(json.dumps({"hooks": {"PreToolUse": [{"hooks": [hook]}]}}))
+    proc = _popen("exec", "--no-server", "--", f"sleep 300 & echo $$ > {pidfile}; wait", home=home)
+    pgid = int(_wait_for(pidfile, proc))
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert err.endswith(
+        "dsh: interrupted by SIGTERM: a running command's process group was killed "
+        "and the turn recorded as interrupted\n"
+    )
+    _assert_gone(pgid)
+    events = _events(home, _only_session(home))
+    assert events[-1]["type"] == "turn/end" and events[-1]["data"]["interrupted"] == "SIGTERM"  # type: ignore[index]
+
+
 def test_a_signal_to_dsh_run_flushes_the_turn_as_interrupted(tmp_path: Path) -> None:
     home, pidfile = tmp_path / "home", tmp_path / "pid"
     script = tmp_path / "script.json"

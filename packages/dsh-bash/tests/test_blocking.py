@@ -1,0 +1,121 @@
+"""The synchronous executor (``run_sync``) keeps ``run()``'s contract, and signals interrupt it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from dsh.bash import BashExecRequest, ExecError, ExecResult, LocalExecutor
+
+
+def _sync(request: BashExecRequest, **kwargs: object) -> ExecResult:
+    return LocalExecutor(**kwargs).run_sync(request)  # type: ignore[arg-type]
+
+
+def _async(request: BashExecRequest, **kwargs: object) -> ExecResult:
+    return asyncio.run(LocalExecutor(**kwargs).run(request))  # type: ignore[arg-type]
+
+
+BOTH = pytest.mark.parametrize("run", [_sync, _async], ids=["run_sync", "run"])
+
+
+@BOTH
+def test_status_output_stdin_and_cwd(run: Callable[..., ExecResult], tmp_path: Path) -> None:
+    result = run(BashExecRequest("pwd; read l; echo got:$l; echo oops >&2; exit 3", cwd=str(tmp_path), stdin="hi\n"))
+    assert (result.exit_code, result.stdout, result.stderr) == (3, f"{tmp_path}\ngot:hi\n", "oops\n")
+
+
+@BOTH
+@pytest.mark.parametrize(("command", "status"), [("kill -TERM $$", 143), ("kill -KILL $$", 137), ("exit 0", 0)])
+def test_a_command_killed_by_signal_n_exits_128_plus_n(run: Callable[..., ExecResult], command: str, status: int) -> None:
+    result = run(BashExecRequest(f"echo out; {command}"))
+    assert (result.exit_code, result.stdout, result.timed_out) == (status, "out\n", False)
+
+
+@BOTH
+def test_a_timeout_keeps_partial_output_kills_the_group_and_exits_124(
+    run: Callable[..., ExecResult], tmp_path: Path
+) -> None:
+    marker = tmp_path / "grandchild"
+    result = run(BashExecRequest(f"echo before; echo err >&2; sleep 300 & echo $! > {marker}; wait", timeout=0.5))
+    assert result.timed_out and result.exit_code == 124
+    assert (result.stdout, result.stderr) == ("before\n", "err\n")
+    pid = int(marker.read_text())
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"grandchild {pid} survived the timeout")
+
+
+@BOTH
+def test_huge_output_keeps_its_tail_and_spills(run: Callable[..., ExecResult], tmp_path: Path) -> None:
+    result = run(BashExecRequest("seq 1 50000"), max_output=1000, spill_dir=tmp_path)
+    assert result.stdout.endswith("49999\n50000\n") and result.stdout_spill is not None
+    assert Path(result.stdout_spill).read_text().splitlines()[0] == "1"
+
+
+@BOTH
+def test_a_missing_workdir_is_a_clear_error(run: Callable[..., ExecResult], tmp_path: Path) -> None:
+    with pytest.raises(ExecError, match=r"working directory .* does not exist"):
+        run(BashExecRequest("true", cwd=str(tmp_path / "absent")))
+
+
+INTERRUPTED_RUN = """
+import os, signal, sys
+from dsh.bash import BashExecRequest, Interrupted, Interrupts, LocalExecutor
+
+with Interrupts([signal.SIGTERM]) as interrupts:
+    try:
+        LocalExecutor().run_sync(BashExecRequest(f"echo $$ > {sys.argv[1]}; sleep 300 & wait"))
+    except Interrupted as exc:
+        print(f"interrupted by {exc.reason}", flush=True)
+"""
+
+
+def test_a_signal_interrupts_a_blocking_run_killing_and_reaping_the_group(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED_RUN, str(pidfile)], stdout=subprocess.PIPE, text=True)
+    try:
+        for _ in range(600):
+            if pidfile.exists() and pidfile.read_text().strip():
+                break
+            time.sleep(0.02)
+        pgid = int(pidfile.read_text())
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert (proc.returncode, out) == (0, "interrupted by SIGTERM\n")
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pgid, 0)  # every member of the group is gone
+
+
+LATE_SIGNAL = """
+import os, signal
+from dsh.bash import BashExecRequest, Interrupted, Interrupts, LocalExecutor
+
+with Interrupts([signal.SIGTERM]):
+    os.kill(os.getpid(), signal.SIGTERM)  # outside any wait: kept, not raised here
+    print("went on", flush=True)
+    try:
+        LocalExecutor().run_sync(BashExecRequest("echo ran"))
+    except Interrupted as exc:
+        print(f"not started: {exc.reason}", flush=True)
+"""
+
+
+def test_a_signal_outside_a_wait_is_kept_and_nothing_starts_after_it() -> None:
+    done = subprocess.run([sys.executable, "-c", LATE_SIGNAL], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "went on\nnot started: SIGTERM\n"), done.stderr
