@@ -35,7 +35,9 @@ def test_status_output_stdin_and_cwd(run: Callable[..., ExecResult], tmp_path: P
 
 @BOTH
 @pytest.mark.parametrize(("command", "status"), [("kill -TERM $$", 143), ("kill -KILL $$", 137), ("exit 0", 0)])
-def test_a_command_killed_by_signal_n_exits_128_plus_n(run: Callable[..., ExecResult], command: str, status: int) -> None:
+def test_a_command_killed_by_signal_n_exits_128_plus_n(
+    run: Callable[..., ExecResult], command: str, status: int
+) -> None:
     result = run(BashExecRequest(f"echo out; {command}"))
     assert (result.exit_code, result.stdout, result.timed_out) == (status, "out\n", False)
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from dsh.core import Context, ServiceKey
-from dsh.session import Session
+from dsh.session import Session, ToolResult
+
+from ._model import ToolCall
+from ._turns import recorded
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from typing import Any
 
     from dsh.hooks import HookOutcome, HookRunner, HookScope, Notice
@@ -26,6 +31,8 @@ class HookPoints:
     parent: HookPoints | None
     parent_turn_id: str | None
     notify: Callable[[Notice], None] | None
+    _stopping: str | None
+    """Why a hook said the turn must stop (``continue: false``), once one did."""
 
     def _hooks(self) -> HookRunner | None:
         return self.ctx.get(HOOKS)
@@ -67,3 +74,45 @@ class HookPoints:
         hooks = self._hooks()
         if hooks is not None:
             self._settle("async", await hooks.background())
+
+    async def _pre_tool(
+        self, call: ToolCall, call_id: str, turn_id: str | None
+    ) -> tuple[Mapping[str, Any], ToolResult | None]:
+        """PreToolUse: the arguments the tool gets (a hook may rewrite them), or the refusal replacing the call."""
+        hooks = self._hooks()
+        assert hooks is not None
+        pre = self._settle("PreToolUse", await hooks.pre_tool(self._scope(turn_id), call.name, call.arguments, call_id))
+        if pre.stop:
+            self._stopping = pre.stop_reason
+            return call.arguments, ToolResult(
+                f"stopped by a PreToolUse hook: {pre.stop_reason}", is_error=True, blocked=True
+            )
+        if pre.blocked:
+            return call.arguments, ToolResult(
+                f"blocked by a PreToolUse hook: {pre.reason}", is_error=True, blocked=True
+            )
+        if pre.updated_input is None:
+            return call.arguments, None
+        arguments = dict(pre.updated_input)
+        self.session.record(
+            "tool/input_updated", call_id=call_id, name=call.name, original=call.arguments, arguments=arguments
+        )
+        return arguments, None
+
+    async def _post_tool(
+        self, call: ToolCall, call_id: str, arguments: Mapping[str, Any], turn_id: str | None, result: ToolResult
+    ) -> ToolResult:
+        """PostToolUse: the result as the model will see it (a blocking hook's reason appended)."""
+        hooks = self._hooks()
+        assert hooks is not None
+        response = {"output": result.output, "is_error": result.is_error, **recorded(result)}
+        error = result.output if result.is_error else None
+        post = self._settle(
+            "PostToolUse",
+            await hooks.post_tool(self._scope(turn_id), call.name, arguments, call_id, response, error=error),
+        )
+        if post.stop:
+            self._stopping = post.stop_reason
+        if post.blocked:
+            return replace(result, output=f"{result.output}\n[PostToolUse hook: {post.reason}]", is_error=True)
+        return result

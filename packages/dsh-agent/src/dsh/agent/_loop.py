@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from dsh.bash import interruption
 from dsh.core import Context
 from dsh.loader import CATALOG
-from dsh.session import TOOLS, AgentRef, PersistenceError, Session, ToolExecution, ToolResult, ToolSpec
+from dsh.session import TOOLS, AgentRef, PersistenceError, Session, Tool, ToolExecution, ToolResult, ToolSpec
 
 from ._hookpoints import HOOKS, HookPoints
 from ._model import Model, ToolCall
@@ -238,77 +238,19 @@ class Agent(HookPoints):
         tools = self.ctx.get(TOOLS)
         tool = None if tools is None else tools.get(call.name)
         hooks = self._hooks()
-        arguments: Mapping[str, Any] = call.arguments
         if tool is None:
             known = ", ".join(s.name for s in self._tool_specs()) or "none"
             result = ToolResult(f"no tool named '{call.name}'; tools: {known}", is_error=True)
         else:
-            refusal: ToolResult | None = None
-            if hooks is not None:
-                scope = self._scope(turn_id)
-                pre = self._settle("PreToolUse", await hooks.pre_tool(scope, call.name, arguments, call_id))
-                if pre.stop:
-                    self._stopping = pre.stop_reason
-                    refusal = ToolResult(
-                        f"stopped by a PreToolUse hook: {pre.stop_reason}", is_error=True, blocked=True
-                    )
-                elif pre.blocked:
-                    refusal = ToolResult(f"blocked by a PreToolUse hook: {pre.reason}", is_error=True, blocked=True)
-                elif pre.updated_input is not None:
-                    arguments = dict(pre.updated_input)
-                    self.session.record(
-                        "tool/input_updated",
-                        call_id=call_id,
-                        name=call.name,
-                        original=call.arguments,
-                        arguments=arguments,
-                    )
+            arguments, refusal = (
+                (call.arguments, None) if hooks is None else await self._pre_tool(call, call_id, turn_id)
+            )
             if refusal is not None:
                 result = refusal
             else:
-                env = {} if hooks is None else hooks.session_env(self.session.header)
-                execution = ToolExecution(
-                    tool=call.name, call_id=call_id, arguments=arguments, agent=self.ref, turn_id=turn_id, env=env
-                )
-                token = current_agent.set(self)
-                try:
-                    result = await tool(arguments, execution)
-                except Exception as exc:
-                    result = ToolResult(f"tool '{call.name}' failed: {type(exc).__name__}: {exc}", is_error=True)
-                except BaseException as exc:
-                    reason = interruption(exc)
-                    if reason is not None:
-                        # Interrupted (a signal): the executor has killed the process group; say so in the record.
-                        self.session.record(
-                            "tool/result",
-                            call_id=call_id,
-                            name=call.name,
-                            output=f"interrupted ({reason}): the command's process group was killed",
-                            is_error=True,
-                            data={"interrupted": reason},
-                        )
-                    raise
-                finally:
-                    current_agent.reset(token)
+                result = await self._run_tool(tool, call, call_id, arguments, turn_id)
                 if hooks is not None:
-                    response = {"output": result.output, "is_error": result.is_error, **recorded(result)}
-                    post = self._settle(
-                        "PostToolUse",
-                        await hooks.post_tool(
-                            self._scope(turn_id),
-                            call.name,
-                            arguments,
-                            call_id,
-                            response,
-                            error=result.output if result.is_error else None,
-                        ),
-                    )
-                    if post.stop:
-                        self._stopping = post.stop_reason
-                    if post.blocked:
-                        result = replace(
-                            result, output=f"{result.output}\n[PostToolUse hook: {post.reason}]", is_error=True
-                        )
+                    result = await self._post_tool(call, call_id, arguments, turn_id, result)
         self.session.record(
             "tool/result",
             call_id=call_id,
@@ -318,3 +260,32 @@ class Agent(HookPoints):
             data=recorded(result),
         )
         return result
+
+    async def _run_tool(
+        self, tool: Tool, call: ToolCall, call_id: str, arguments: Mapping[str, Any], turn_id: str | None
+    ) -> ToolResult:
+        hooks = self._hooks()
+        env = {} if hooks is None else hooks.session_env(self.session.header)
+        execution = ToolExecution(
+            tool=call.name, call_id=call_id, arguments=arguments, agent=self.ref, turn_id=turn_id, env=env
+        )
+        token = current_agent.set(self)
+        try:
+            return await tool(arguments, execution)
+        except Exception as exc:
+            return ToolResult(f"tool '{call.name}' failed: {type(exc).__name__}: {exc}", is_error=True)
+        except BaseException as exc:
+            reason = interruption(exc)
+            if reason is not None:
+                # Interrupted (a signal): the executor has killed the process group; say so in the record.
+                self.session.record(
+                    "tool/result",
+                    call_id=call_id,
+                    name=call.name,
+                    output=f"interrupted ({reason}): the command's process group was killed",
+                    is_error=True,
+                    data={"interrupted": reason},
+                )
+            raise
+        finally:
+            current_agent.reset(token)
