@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import asdict, replace
@@ -26,7 +26,7 @@ current_agent: ContextVar[Agent | None] = ContextVar("dsh_current_agent", defaul
 
 
 def _new_call_id() -> str:
-    return f"call-{uuid.uuid4().hex[:16]}"
+    return f"call-{os.urandom(8).hex()}"
 
 
 def needs_event_loop(ctx: Context, tool: str) -> bool:

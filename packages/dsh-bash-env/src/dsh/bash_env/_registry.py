@@ -111,7 +111,7 @@ class BashEnvRegistry(Service):
                         contributor=name,
                         key=key,
                     )
-            entry = Entry(name, contributor, resolve, descriptions, frozenset(descriptions), origin, builtin)
+            entry = Entry(name, contributor, resolve, descriptions, origin, builtin)
             state.entries[name] = entry
             for key in descriptions:
                 state.owners[key] = name

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 
 from dsh.loader import EntryPointItem
@@ -22,17 +21,27 @@ MAX_OVERDUE = 4
 """Resolves of one contributor that may still run past their deadline before its calls fail at once."""
 
 
-@dataclass(frozen=True)
 class Entry:
-    """A registered contributor, checked."""
+    """A registered contributor, checked (internal: a plain class, cheap to define)."""
 
-    name: str
-    contributor: Contributor
-    resolve: Callable[[ToolExecution], Mapping[str, str]]
-    descriptions: Mapping[str, str]
-    keys: frozenset[str]
-    origin: EntryPointItem | None
-    builtin: bool
+    __slots__ = ("builtin", "contributor", "descriptions", "keys", "name", "origin", "resolve")
+
+    def __init__(
+        self,
+        name: str,
+        contributor: Contributor,
+        resolve: Callable[[ToolExecution], Mapping[str, str]],
+        descriptions: Mapping[str, str],
+        origin: EntryPointItem | None,
+        builtin: bool,
+    ) -> None:
+        self.name = name
+        self.contributor = contributor
+        self.resolve = resolve
+        self.descriptions = descriptions
+        self.keys = frozenset(descriptions)
+        self.origin = origin
+        self.builtin = builtin
 
     def who(self) -> str:
         """The contributor as errors name it: its name and, when it came from one, its distribution."""

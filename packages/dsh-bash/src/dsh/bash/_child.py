@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from dataclasses import dataclass
 
 TIMEOUT_EXIT = 124
 """Exit status of a command its timeout killed (as GNU ``timeout``)."""
@@ -19,15 +18,17 @@ def kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
         os.killpg(pid, sig)
 
 
-@dataclass(frozen=True)
 class Ended:
-    """How a child ended, before its output is decoded and trimmed."""
+    """How a child ended, before its output is decoded and trimmed (internal: a plain class, cheap to define)."""
 
-    returncode: int | None
-    """As ``subprocess`` reports it (negative for a signal); None when it could not be reaped."""
-    stdout: bytes
-    stderr: bytes
-    timed_out: bool
+    __slots__ = ("returncode", "stderr", "stdout", "timed_out")
+
+    def __init__(self, returncode: int | None, stdout: bytes, stderr: bytes, timed_out: bool) -> None:
+        self.returncode = returncode
+        """As ``subprocess`` reports it (negative for a signal); None when it could not be reaped."""
+        self.stdout = stdout
+        self.stderr = stderr
+        self.timed_out = timed_out
 
     @property
     def exit_code(self) -> int:
