@@ -6,7 +6,7 @@
 from ._env import DSH_ENV_PREFIX, Shell, is_managed_key
 from ._errors import ChannelError, ExecError
 from ._interrupt import Interrupted, Interrupts, interruption
-from ._local import AMBIENT_ENV, SHELL_EXECUTOR, Executor, LocalExecutor, local_executor_plugin
+from ._local import AMBIENT_ENV, SHELL_EXECUTOR, Executor, LocalExecutor, LocalExecutorConfig, local_executor_plugin
 from ._request import BashExecRequest, ExecResult
 
 TYPE_CHECKING = False
@@ -26,6 +26,7 @@ __all__ = [
     "Interrupted",
     "Interrupts",
     "LocalExecutor",
+    "LocalExecutorConfig",
     "Shell",
     "interruption",
     "is_managed_key",
