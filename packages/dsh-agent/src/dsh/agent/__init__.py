@@ -14,12 +14,11 @@ if TYPE_CHECKING:
     from ._runtime import BUILTINS, DEFAULT_SOURCE, default_deployment, open_runtime
     from ._script import Script, ScriptTurn, load_script
     from ._spawn import SPAWN_DESCRIPTION, SpawnTool, spawn_plugin
-    from ._turns import HookVerdict, TranscriptNotSaved, TurnResult
+    from ._turns import TranscriptNotSaved, TurnResult
 
 _EXPORTS = {
     "SPAWN_DESCRIPTION": "._spawn",
     "Agent": "._loop",
-    "HookVerdict": "._turns",
     "SpawnTool": "._spawn",
     "TranscriptNotSaved": "._turns",
     "TurnResult": "._turns",

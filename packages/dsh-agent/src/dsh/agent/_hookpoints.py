@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from dsh.core import Context, ServiceKey
+from dsh.core import Context
+from dsh.hooks import HOOKS
 from dsh.session import Session, ToolResult
 
 from ._model import ToolCall
@@ -16,10 +17,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from dsh.hooks import HookOutcome, HookRunner, HookScope, Notice
-
-# Named here rather than imported: dsh.hooks (and asyncio with it) is only imported when a
-# deployment loads hooks.
-HOOKS: ServiceKey[HookRunner] = ServiceKey("hooks")
 
 
 class HookPoints:
@@ -52,9 +49,7 @@ class HookPoints:
         """
         if not outcome.reports and not outcome.warnings:
             return outcome
-        from dsh.hooks import reports_as_data
-
-        data: dict[str, Any] = {"event": event, "reports": reports_as_data(outcome.reports)}
+        data: dict[str, Any] = {"event": event, "reports": [r.as_data() for r in outcome.reports]}
         if outcome.warnings:
             data["warnings"] = list(outcome.warnings)
         self.session.record("hook/result", **data)

@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 from dsh.bash import interruption
 from dsh.core import Context
+from dsh.hooks import HOOKS
 from dsh.loader import CATALOG
 from dsh.session import TOOLS, AgentRef, PersistenceError, Session, Tool, ToolExecution, ToolResult, ToolSpec
 
-from ._hookpoints import HOOKS, HookPoints
+from ._hookpoints import HookPoints
 from ._model import Model, ToolCall
 from ._request import REQUEST_EVENT, request_data
-from ._turns import HookVerdict, TranscriptNotSaved, TurnResult, recorded
+from ._turns import TranscriptNotSaved, TurnResult, recorded
 
 if TYPE_CHECKING:
     from dsh.hooks import Notice
@@ -88,8 +89,11 @@ class Agent(HookPoints):
         tools = self.ctx.get(TOOLS)
         return [] if tools is None else tools.specs()
 
-    async def start(self, source: str = "startup") -> HookVerdict:
-        """Fire SessionStart (``startup``, ``resume`` or ``fork``); ``stop`` means the run should not go on."""
+    async def start(self, source: str = "startup") -> str | None:
+        """Fire SessionStart (``startup``, ``resume`` or ``fork``): why a hook stopped the run, else None.
+
+        A stopped run should not go on (``continue: false``); the reason is the hooks' ``stopReason``.
+        """
         hooks = self._hooks()
         if hooks is None:
             return None

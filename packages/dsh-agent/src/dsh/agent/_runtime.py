@@ -24,7 +24,6 @@ from dsh.paths import check_trusted, ensure_private_dir, resolve_dsh_home
 from dsh.session import sessions_plugin, tools_plugin
 
 from ._choice import DeploymentChoice, choose_deployment
-from ._hookpoints import HOOKS
 from ._spawn import spawn_plugin
 
 BUILTINS = (tools_plugin, sessions_plugin, spawn_plugin)

@@ -22,15 +22,6 @@ class TranscriptNotSaved(DshError):
         self.result = result
 
 
-@dataclass(frozen=True)
-class HookVerdict:
-    """What the hooks of one event decided (nothing, when no hooks are loaded)."""
-
-    blocked: bool = False
-    stop: bool = False
-    reason: str = ""
-
-
 @dataclass
 class TurnResult:
     """What one turn produced."""
