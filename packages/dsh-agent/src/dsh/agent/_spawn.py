@@ -77,7 +77,7 @@ class SpawnTool:
             turn.text,
             data={
                 "session_id": child_session.id,
-                "location": None if location is None else location.model_dump(),
+                "location": None if location is None else location.to_dict(),
             },
         )
 
