@@ -43,9 +43,9 @@ def test_whenever_the_small_parser_answers_the_full_parser_agrees(argv: list[str
         return  # the full parser takes the line: help, usage errors and all
     full = _full(argv)
     assert not isinstance(full, int | None), f"the small parser accepted {argv}, the full one exits {full}"
-    fields = ("deployment", "session", "cwd", "timeout", "json", "command")
+    fields = ("deployment", "session", "cwd", "timeout", "json", "no_server", "command", "verb", "debug")
     assert {f: getattr(small, f) for f in fields} == {f: getattr(full, f) for f in fields}, argv
-    assert not full.debug and not full.no_server
+    assert not full.debug
     assert command_line(small.command).strip()
 
 
@@ -53,13 +53,14 @@ def test_the_plain_forms_are_read_without_the_full_parser() -> None:
     args = parse_exec(["exec", "--json", "--session", "s1", "--timeout=2.5", "--", "printf", "%s", "a b"])
     assert args is not None
     assert (args.json, args.session, args.timeout, args.command) == (True, "s1", 2.5, ["--", "printf", "%s", "a b"])
+    no_server = parse_exec(["exec", "--no-server", "--", "true"])
+    assert no_server is not None and no_server.no_server and not no_server.json
     for handed_on in (
         ["exec", "--help"],
         ["exec", "--"],
         ["exec", "--", " "],
         ["exec", "echo", "hi"],
         ["exec", "--debug", "--", "true"],
-        ["exec", "--no-server", "--", "true"],
         ["exec", "--cwd", "/tmp", "--session", "s1", "--", "true"],
         ["exec", "--timeout", "0", "--", "true"],
         ["--debug", "exec", "--", "true"],

@@ -2,8 +2,8 @@
 
 :func:`parse_exec` reads only what the served fast path needs and recognises only the exact
 spellings of ``dsh exec``'s own options, each followed by ``--`` and a command. Anything else (help,
-an abbreviation, an unknown or repeated-with-error option, a missing command, ``--debug``,
-``--no-server``) gives None, and the caller hands the line to the full parser (``_parser``), which
+an abbreviation, an unknown or repeated-with-error option, a missing command, ``--debug``)
+gives None, and the caller hands the line to the full parser (``_parser``), which
 owns help, usage errors and exit status 2. A property test checks that whenever this parser answers,
 the full parser reads the line the same way.
 """
@@ -14,15 +14,26 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
     from collections.abc import Sequence
 
+    from ._choice import DeploymentChoice
+
 _VALUED = {"--deployment": "deployment", "--session": "session", "--cwd": "cwd", "--timeout": "timeout"}
 
 
 class ExecArgs:
-    """``dsh exec``'s options as the served client needs them (the attribute names of the full parser's)."""
+    """``dsh exec``'s options with the attribute names of the full parser's, so a plain line skips argparse.
 
-    __slots__ = ("command", "cwd", "deployment", "json", "session", "timeout")
+    The served client sends them; without a server the in-process ``dsh exec`` runs them as they are.
+    """
+
+    __slots__ = ("choice", "command", "cwd", "debug", "deployment", "json", "no_server", "session", "timeout")
+
+    verb = "exec"
+    choice: DeploymentChoice
+    """Which deployment runs it: set by the caller with :func:`._choice.choose_deployment`."""
 
     def __init__(self) -> None:
+        self.debug = False
+        self.no_server = False
         self.deployment: str | None = None
         self.session: str | None = None
         self.cwd: str | None = None
@@ -54,8 +65,8 @@ def parse_exec(argv: Sequence[str]) -> ExecArgs | None:
                 return None  # no command (or a blank one): the full parser says so, with exit status 2
             args.command = list(argv[i:])
             break
-        if word == "--json":
-            args.json = True
+        if word in ("--json", "--no-server"):
+            setattr(args, word[2:].replace("-", "_"), True)
             i += 1
             continue
         name, equals, value = word.partition("=")

@@ -6,10 +6,9 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh.bash import Interrupts
 from dsh.core import DshError
@@ -23,13 +22,18 @@ from ._output import print_json
 from ._runtime import open_runtime
 from ._status import exec_notices, exec_status
 
+if TYPE_CHECKING:
+    import argparse
+
+    from ._exec_argv import ExecArgs
+
 
 def interruptible(main: Coroutine[Any, Any, int]) -> int:
     """Run ``main`` under asyncio; on SIGINT, SIGTERM or SIGHUP cancel it (its finally blocks flush), exit 128+N."""
     return _interruptible(lambda interrupts: run_async(main, interrupts))
 
 
-def exec_verb(args: argparse.Namespace) -> int:
+def exec_verb(args: argparse.Namespace | ExecArgs) -> int:
     """``dsh exec``: one command as one turn, in this process."""
     command = command_line(args.command)
     if not command:

@@ -60,9 +60,9 @@ class HookPoints:
             if self.notify is not None:
                 self.notify(notice)
             else:
-                import logging
+                from dsh.core.log import logger
 
-                logging.getLogger("dsh.agent").warning("%s", notice.text)
+                logger("dsh.agent").warning("%s", notice.text)
         return outcome
 
     async def _background_hooks(self) -> None:

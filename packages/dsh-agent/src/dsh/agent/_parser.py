@@ -7,6 +7,7 @@ comes here for anything else, so help, errors and their exit status are this mod
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -71,6 +72,32 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's raw-description help, told the terminal width so it never imports :mod:`shutil`.
+
+    argparse builds a formatter for every option it adds (to check its arguments), and one that is
+    not told its width imports :mod:`shutil` (with its compression modules) to ask the terminal:
+    milliseconds of every cold ``dsh env`` or ``dsh sessions list``, which print no help.
+    """
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None):
+        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
+
+
+def _columns() -> int:
+    """The terminal's width as :func:`shutil.get_terminal_size` reports it: ``$COLUMNS``, the tty, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80 if sys.__stdout__ else 80
+    except (OSError, ValueError):
+        return 80
+
+
 _DEPLOYMENT_HELP = (
     "deployment YAML; default: $DSH_DEPLOYMENT, else $DSH_HOME/deployment.yaml if it exists, else the built-in one"
 )
@@ -87,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _build() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     """The parser of every verb, and ``exec``'s own (for its usage errors)."""
-    raw = argparse.RawDescriptionHelpFormatter
+    raw = _Formatter
     parser = argparse.ArgumentParser(
         prog="dsh",
         description="Run shell commands and agents that know their session: every shell call gets\n"
@@ -125,7 +152,7 @@ def _build() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         "exec",
         help="run COMMAND as the model's bash tool would, as one turn",
         epilog=EXEC_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_Formatter,
     )
     common(p, session="run as the next turn of this stored session instead of a new one")
     p.add_argument("--cwd", metavar="DIR", help="working directory of a new session")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -23,6 +22,8 @@ def request_data(model: str, specs: Sequence[ToolSpec]) -> dict[str, Any]:
     The digest is SHA-256 over the specs' canonical JSON (sorted keys, no spaces), so two
     requests offered the same tools byte for byte carry the same digest.
     """
+    import hashlib  # here, not at the top: its OpenSSL start costs a cold `dsh exec` that asks no model
+
     tools = tool_specs_json(specs)
     canonical = json.dumps(tools, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return {"model": model, "tools": tools, "tools_sha256": hashlib.sha256(canonical.encode()).hexdigest()}

@@ -7,22 +7,27 @@ dispatch and how a failure becomes one ``dsh:`` line and an exit status.
 
 from __future__ import annotations
 
-import argparse
-import logging
 import os
 import signal
 import sys
-import traceback
-from collections.abc import Sequence
 
 from dsh.core import DshError
+from dsh.core.log import configure_command
 from dsh.session import SessionLockedError, SessionNotFoundError
 
 from ._choice import choose_deployment, relative_home
+from ._exec_argv import ExecArgs
 from ._status import FAILURE_EXIT, failure_document
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
 
-def _own_session_hint(args: argparse.Namespace, exc: BaseException) -> str:
+    Args = argparse.Namespace | ExecArgs
+
+
+def _own_session_hint(args: Args, exc: BaseException) -> str:
     """Why the session of the very shell running this command cannot be opened yet, if that is the case."""
     wanted = getattr(args, "session", None) or getattr(args, "id", None)
     if not wanted or wanted != os.environ.get("DSH_SESSION_ID"):
@@ -37,22 +42,27 @@ def _own_session_hint(args: argparse.Namespace, exc: BaseException) -> str:
     return ""
 
 
-def dispatch(args: argparse.Namespace) -> int:
+def dispatch(args: Args) -> int:
     """Run a parsed ``dsh`` command line in this process; return the exit status."""
     # The command reports failures itself (boot report, warnings); --debug adds the library's log.
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.CRITICAL, format="dsh: %(name)s: %(message)s")
+    configure_command(debug=args.debug)
     try:
         refused = relative_home()
         if refused is not None:
             raise DshError(refused)
         args.choice = choose_deployment(getattr(args, "deployment", None))
-        if args.verb in ("exec", "serve", "run"):
-            from ._exec_cmd import exec_verb, interruptible, serve_verb
+        if isinstance(args, ExecArgs) or args.verb == "exec":
+            from ._exec_cmd import exec_verb
+
+            return exec_verb(args)
+        if args.verb in ("serve", "run"):
+            import gc
+
+            gc.enable()  # these run for long: the console script turned collection off for one-shot verbs
+            from ._exec_cmd import interruptible, serve_verb
 
             if args.verb == "serve":
                 return serve_verb(args)
-            if args.verb == "exec":
-                return exec_verb(args)
             from ._run_cmd import run_verb
 
             return interruptible(run_verb(args))
@@ -77,6 +87,8 @@ def dispatch(args: argparse.Namespace) -> int:
         return 128 + signal.SIGPIPE
     except (DshError, OSError) as exc:
         if args.debug:
+            import traceback
+
             traceback.print_exc()
         message = f"{exc}{_own_session_hint(args, exc)}"
         print(f"dsh: {message}", file=sys.stderr)

@@ -22,10 +22,9 @@ if TYPE_CHECKING:
 
 
 def _log_error(message: str, *args: object) -> None:
-    # logging is imported only when there is something to log: a command that fails nothing skips it.
-    import logging
+    from .log import logger  # logging is imported only when there is something to log
 
-    logging.getLogger("dsh.core").error(message, *args)
+    logger("dsh.core").error(message, *args)
 
 
 _ids = itertools.count(1)

@@ -37,15 +37,15 @@ class HooksConfig:
 
 def _apply(ctx: Context, config: HooksConfig) -> None:
     # Imported here, not at the top: a deployment without hooks never pays for the runner.
-    import logging
     from pathlib import Path
 
     from dsh.bash import LocalExecutor
+    from dsh.core.log import logger
 
     from ._load import load_hook_table
     from ._service import HookRunner
 
-    log = logging.getLogger("dsh.hooks")
+    log = logger("dsh.hooks")
     base = Path(config.base_dir).expanduser() if config.base_dir else None
     tables: dict[Dialect, HookTable] = {
         "claude": load_hook_table("claude", config.claude, base),

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import itertools
 import json
-import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any, Literal
 
 from dsh.bash import Executor, LocalExecutor
 from dsh.core import DSH_HOME, Context
+from dsh.core.log import logger
 from dsh.session import SessionHeader
 from dsh.session.persistence import SESSION_PERSISTENCE
 
@@ -32,7 +32,7 @@ from ._scope import HookScope
 from ._select import select_hooks
 from ._table import Dialect, HookCommand, HookTable
 
-log = logging.getLogger("dsh.hooks")
+log = logger("dsh.hooks")
 
 DIALECTS: tuple[Dialect, ...] = ("claude", "codex")
 

@@ -147,9 +147,9 @@ class JsonlPersistence:
         # An interrupted flush was never complete: drop it rather than glue the next one onto it.
         if end < size:
             os.ftruncate(fd, end)
-            import logging  # only here: importing it costs every cold command milliseconds
+            from dsh.core.log import logger  # logging is imported only here, when there is news
 
-            logging.getLogger("dsh.persistence.jsonl").warning(
+            logger("dsh.persistence.jsonl").warning(
                 "%s: cut an interrupted flush of %d bytes before appending", path, size - end
             )
 

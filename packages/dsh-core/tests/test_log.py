@@ -1,0 +1,45 @@
+"""dsh's library log: imported only when something is logged, silent or shown as the dsh command asks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+def _run(code: str) -> subprocess.CompletedProcess[str]:
+    # A fresh interpreter each time: logging's configuration is process-wide.
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+
+
+def test_configuring_the_command_does_not_import_logging() -> None:
+    done = _run(
+        "import sys; from dsh.core.log import configure_command; configure_command(debug=False); "
+        "print('logging' in sys.modules)"
+    )
+    assert done.stdout == "False\n"
+
+
+@pytest.mark.parametrize(("debug", "shown"), [(False, False), (True, True)])
+def test_the_command_shows_the_library_log_only_with_debug(debug: bool, shown: bool) -> None:
+    done = _run(
+        "from dsh.core.log import configure_command, logger; "
+        f"configure_command(debug={debug}); logger('dsh.test').warning('a warning %s', 1)"
+    )
+    assert ("dsh: dsh.test: a warning 1" in done.stderr) is shown
+
+
+def test_without_the_command_logging_keeps_its_own_defaults() -> None:
+    # A program embedding dsh did not ask for silence: a warning reaches stderr as logging does by default.
+    done = _run("from dsh.core.log import logger; logger('dsh.test').warning('plain warning')")
+    assert done.stderr == "plain warning\n"
+
+
+def test_a_program_s_own_logging_configuration_wins() -> None:
+    done = _run(
+        "import logging, sys; logging.basicConfig(stream=sys.stdout, format='mine: %(message)s'); "
+        "from dsh.core.log import configure_command, logger; configure_command(debug=False); "
+        "logger('dsh.test').warning('kept')"
+    )
+    assert done.stdout == "mine: kept\n"
