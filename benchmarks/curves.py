@@ -317,6 +317,69 @@ LOAD_FLOOR = (
 """The loading floor: find every contributor, import it and name its distribution, with the stdlib alone."""
 
 
+BOOT_TIMED = (
+    "import time\n"
+    "from dsh.agent._runtime import open_runtime\n"
+    "from dsh.bash_env import BASH_ENV\n"
+    "start = time.perf_counter()\n"
+    "with open_runtime() as runtime:\n"
+    "    keys = len(runtime.ctx.require(BASH_ENV).list())\n"
+    "print((time.perf_counter() - start) * 1000, keys)"
+)
+"""Boot the default deployment (discovery, loading every plugin and contributor), timed inside the process."""
+
+LOAD_FLOOR_TIMED = (
+    "import time, importlib.metadata as m\n"
+    "start = time.perf_counter()\n"
+    "for ep in m.entry_points(group='dsh.bash_env'):\n"
+    "    ep.load(); ep.dist.metadata['Name']\n"
+    "print((time.perf_counter() - start) * 1000, 0)"
+)
+
+
+def _timed_child(argv: list[str], env: Mapping[str, str]) -> float:
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True, timeout=120)
+    return float(done.stdout.split()[0])
+
+
+def bench_discovery_inprocess(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
+    """Discovery per contributor timed inside each process (1 vs 50 contributors), free of process start noise.
+
+    Each child imports dsh first, then times only the boot of the default deployment: finding
+    every plugin and ``dsh.bash_env`` contributor (through the discovery cache, as a repeated
+    command does) and loading each in its fiber. The floor child times the stdlib finding,
+    importing and naming the distribution of each contributor.
+    """
+    home = tmp / "disc-inproc-home"
+    home.mkdir(mode=0o700)
+    c0, c1 = size["contributors"]
+    runs: dict[str, list[float]] = {}
+    jobs = []
+    for count in (c0, c1):
+        site = tmp / f"site-inproc-{count}"
+        site.mkdir()
+        _contributors(site, count)
+        env = child_env(os.environ, DSH_HOME=str(home), PYTHONPATH=str(site))
+        jobs.append((f"dsh_{count}", [sys.executable, "-c", BOOT_TIMED], env))
+        jobs.append((f"floor_{count}", [sys.executable, "-c", LOAD_FLOOR_TIMED], env))
+        _timed_child(jobs[-2][1], env)  # warm-up: bytecode, and the discovery cache for this sys.path
+    order = random.Random(14)
+    for _ in range(size["process_rounds"]):
+        for key, argv, env in order.sample(jobs, len(jobs)):
+            runs.setdefault(key, []).append(_timed_child(argv, env))
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    per = (med[f"dsh_{c1}"] - med[f"dsh_{c0}"]) / (c1 - c0)
+    floor = (med[f"floor_{c1}"] - med[f"floor_{c0}"]) / (c1 - c0)
+    return {
+        "discovery_inprocess": {
+            "median_boot_ms": med,
+            "per_contributor_ms": per,
+            "floor_per_contributor_ms": floor,
+            "ratio": per / floor if floor > 0 else None,
+        }
+    }
+
+
 def bench_discovery_curve(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
     """``dsh env`` with 10 / 500 installed distributions and 1 / 50 contributors, against the loading floor."""
     home = tmp / "disc-home"

@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from curves import (
     bench_cold,
     bench_discovery_curve,
+    bench_discovery_inprocess,
     bench_overlap_matched,
     bench_resume,
     bench_serve_growth,
@@ -74,13 +75,17 @@ TARGETS = {
     "sessions_list_jsonl": ("ratio", 1.3),
     "sessions_list_sqlite": ("ratio", 1.3),
     "discovery_per_contributor": ("per_contributor_ms", 0.1),
+    # The issue's 0.1 ms was 1.43 times its loading floor (0.07 ms); on a slower machine the floor
+    # itself can exceed 0.1 ms, so the same target is also judged as a ratio to the floor of the run.
+    "discovery_per_contributor_ratio": ("ratio", 1.43),
     "discovery_dists_growth": ("dists_growth_ratio", 1.3),
     "overlapping_matched": ("ratio", 1.1),
 }
 ALIASES = {
     "resume_by_events_memory": "resume_by_events",
     "resume_by_events_sqlite_memory": "resume_by_events_sqlite",
-    "discovery_per_contributor": "discovery_curve",
+    "discovery_per_contributor": "discovery_inprocess",
+    "discovery_per_contributor_ratio": "discovery_inprocess",
     "discovery_dists_growth": "discovery_curve",
 }
 """Targets read from another figure's entry."""
@@ -600,6 +605,7 @@ def main() -> int:
             bench_show,
             bench_sessions,
             bench_discovery_curve,
+            bench_discovery_inprocess,
             bench_serve_growth,
         ):
             if wanted(curve):
