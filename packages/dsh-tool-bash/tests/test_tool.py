@@ -207,16 +207,11 @@ def test_unloading_the_plugin_kills_its_background_tasks(harness: Harness, tmp_p
         assert tool.tasks.tasks == {}
         return code
 
-    assert asyncio.run(scenario()) in (-signal.SIGKILL, 128 + signal.SIGKILL)
+    assert asyncio.run(scenario()) == 128 + signal.SIGKILL
     with pytest.raises(ProcessLookupError):
         os.kill(int(pid_file.read_text()), 0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="dsh.bash BackgroundProcess reports a signal as Python's negative returncode (-15), "
-    "not the documented 128+N the foreground uses",
-)
 def test_a_stopped_background_task_reports_128_plus_the_signal(harness: Harness) -> None:
     async def scenario() -> ToolResult:
         started = await harness.tool()({"command": "exec sleep 30", "run_in_background": True}, harness.execution())

@@ -8,7 +8,7 @@ import itertools
 import os
 import signal
 
-from ._child import DRAIN_GRACE, Ended, kill_group
+from ._child import DRAIN_GRACE, Ended, kill_group, shell_status
 from ._errors import ExecError
 
 TYPE_CHECKING = False
@@ -124,10 +124,10 @@ class BackgroundProcess:
 
     @property
     def exit_code(self) -> int | None:
-        """The exit status once the command ended and all its output was read, else None."""
+        """The exit status (``128+N`` for signal N) once the command ended and all its output was read, else None."""
         if self.proc.returncode is None or not all(p.done() for p in self._pumps):
             return None
-        return self.proc.returncode
+        return shell_status(self.proc.returncode)
 
     def read(self) -> tuple[str, str]:
         """Output (stdout, stderr) produced since the previous read."""
@@ -137,10 +137,10 @@ class BackgroundProcess:
         return out.decode(errors="replace"), err.decode(errors="replace")
 
     async def wait(self) -> int:
-        """Wait for the command and its output to end; return the exit status."""
+        """Wait for the command and its output to end; return the exit status (``128+N`` for signal N)."""
         code = await self.proc.wait()
         await asyncio.gather(*self._pumps)
-        return code
+        return shell_status(code)
 
     def kill(self) -> None:
         """Kill the whole process group at once (SIGKILL), without waiting: for an owner unloading."""

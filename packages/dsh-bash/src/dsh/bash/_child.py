@@ -18,6 +18,11 @@ def kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
         os.killpg(pid, sig)
 
 
+def shell_status(returncode: int) -> int:
+    """A child's status as a shell reports it: its own, or ``128+N`` for signal N (``subprocess`` says ``-N``)."""
+    return returncode if returncode >= 0 else 128 - returncode
+
+
 class Ended:
     """How a child ended, before its output is decoded and trimmed (internal: a plain class, cheap to define)."""
 
@@ -37,4 +42,4 @@ class Ended:
             return TIMEOUT_EXIT
         if self.returncode is None:
             return 128 + signal.SIGKILL
-        return self.returncode if self.returncode >= 0 else 128 - self.returncode
+        return shell_status(self.returncode)
