@@ -9,18 +9,23 @@ TYPE_CHECKING = False  # not `typing`: importing it is a measurable part of a se
 if TYPE_CHECKING:
     from typing import Any
 
+    from ._errors import MissingPluginError, ScriptError, ServeError, TranscriptNotSaved, UsageError
     from ._loop import Agent
     from ._model import Model, ModelStep, ScriptedModel, ToolCall
     from ._runtime import BUILTINS, DEFAULT_SOURCE, default_deployment, open_runtime
     from ._script import Script, ScriptTurn, load_script
     from ._spawn import SPAWN_DESCRIPTION, SpawnTool, spawn_plugin
-    from ._turns import TranscriptNotSaved, TurnResult
+    from ._turns import TurnResult
 
 _EXPORTS = {
     "SPAWN_DESCRIPTION": "._spawn",
     "Agent": "._loop",
     "SpawnTool": "._spawn",
-    "TranscriptNotSaved": "._turns",
+    "MissingPluginError": "._errors",
+    "ScriptError": "._errors",
+    "ServeError": "._errors",
+    "TranscriptNotSaved": "._errors",
+    "UsageError": "._errors",
     "TurnResult": "._turns",
     "spawn_plugin": "._spawn",
     "Model": "._model",
@@ -41,15 +46,19 @@ __all__ = [
     "DEFAULT_SOURCE",
     "SPAWN_DESCRIPTION",
     "Agent",
+    "MissingPluginError",
     "Model",
     "ModelStep",
     "Script",
+    "ScriptError",
     "ScriptTurn",
     "ScriptedModel",
+    "ServeError",
     "SpawnTool",
     "ToolCall",
     "TranscriptNotSaved",
     "TurnResult",
+    "UsageError",
     "default_deployment",
     "load_script",
     "open_runtime",

@@ -8,14 +8,13 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from dsh.bash import ExecResult
-from dsh.core import DshError
 from dsh.loader import Runtime
 from dsh.session import SESSIONS, TOOLS, PersistenceError, Session, ToolResult
 
+from ._errors import TranscriptNotSaved, UsageError
 from ._loop import Agent
 from ._model import ScriptedModel, ToolCall
 from ._status import BLOCKED_EXIT, FAILURE_EXIT
-from ._turns import TranscriptNotSaved
 
 if TYPE_CHECKING:
     from dsh.hooks import Notice
@@ -55,11 +54,15 @@ def _timeout(runtime: Runtime, requested: float | None) -> float | None:
         default = getattr(config, "default_timeout", None)
         return float(default) if isinstance(default, int | float) else None
     if not (math.isfinite(requested) and requested > 0):
-        raise DshError(f"--timeout must be a positive number of seconds, not {requested!r}")
+        raise UsageError(
+            f"--timeout must be a positive number of seconds, not {requested!r}", option="--timeout", value=requested
+        )
     if isinstance(maximum, int | float) and requested > maximum:
-        raise DshError(
+        raise UsageError(
             f"--timeout {requested:g} is over the bash tool's limit of {maximum:g} s "
-            "(max_timeout of tool-bash in the deployment)"
+            "(max_timeout of tool-bash in the deployment)",
+            option="--timeout",
+            value=requested,
         )
     return requested
 
@@ -79,9 +82,9 @@ async def exec_command(
     When the command ran but its transcript could not be saved, the outcome carries ``error``.
     """
     if not command.strip():
-        raise DshError("dsh exec needs a command after --")
+        raise UsageError("dsh exec needs a command after --", option="--", value=command)
     if cwd is not None and not os.path.isdir(cwd):
-        raise DshError(f"--cwd {cwd} is not a directory")
+        raise UsageError(f"--cwd {cwd} is not a directory", option="--cwd", value=cwd)
     allowed = _timeout(runtime, timeout)
     store = runtime.ctx.require(SESSIONS)
     if session_id is not None:

@@ -11,10 +11,10 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from dsh.bash import Interrupts
-from dsh.core import DshError
 
 from ._drive import interruptible as _interruptible
 from ._drive import run_async, run_sync
+from ._errors import UsageError
 from ._exec import ExecOutcome, exec_command
 from ._exec_argv import command_line
 from ._loop import needs_event_loop
@@ -37,7 +37,7 @@ def exec_verb(args: argparse.Namespace | ExecArgs) -> int:
     """``dsh exec``: one command as one turn, in this process."""
     command = command_line(args.command)
     if not command:
-        raise DshError("dsh exec needs a command after --")
+        raise UsageError("dsh exec needs a command after --", option="--", value=command)
 
     def main(interrupts: Interrupts) -> int:
         with open_runtime(choice=args.choice) as runtime:

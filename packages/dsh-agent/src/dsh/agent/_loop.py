@@ -14,10 +14,11 @@ from dsh.hooks import HOOKS
 from dsh.loader import CATALOG
 from dsh.session import TOOLS, AgentRef, PersistenceError, Session, Tool, ToolExecution, ToolResult, ToolSpec
 
+from ._errors import TranscriptNotSaved
 from ._hookpoints import HookPoints
 from ._model import Model, ToolCall
 from ._request import REQUEST_EVENT, request_data
-from ._turns import TranscriptNotSaved, TurnResult, recorded
+from ._turns import TurnResult, recorded
 
 if TYPE_CHECKING:
     from dsh.hooks import Notice

@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
-from dsh.core import DshError
 from dsh.session import Session, ToolSpec
+
+from ._errors import ScriptError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -96,5 +97,7 @@ class ScriptedModel:
         """A model replaying ``subagents[agent_type]`` as one turn."""
         if agent_type not in self._subagents:
             known = ", ".join(sorted(self._subagents)) or "none"
-            raise DshError(f"the script has no subagent '{agent_type}'; scripted subagents: {known}")
+            raise ScriptError(
+                f"the script has no subagent '{agent_type}'; scripted subagents: {known}", subagent=agent_type
+            )
         return ScriptedModel([self._subagents[agent_type]], self._subagents, self.name)

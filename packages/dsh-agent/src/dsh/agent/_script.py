@@ -8,9 +8,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from dsh.core import DshError
 from dsh.core.validation import format_validation_error
 
+from ._errors import ScriptError
 from ._model import ModelStep
 
 
@@ -42,10 +42,10 @@ def load_script(path: str | os.PathLike[str]) -> Script:
         text = Path(source).read_text(encoding="utf-8")
         raw = json.loads(text) if source.endswith(".json") else yaml.safe_load(text)
     except OSError as exc:
-        raise DshError(f"{source}: cannot read script: {exc.strerror or exc}") from None
+        raise ScriptError(f"{source}: cannot read script: {exc.strerror or exc}", path=source) from None
     except (ValueError, yaml.YAMLError) as exc:
-        raise DshError(f"{source}: invalid script syntax: {exc}") from None
+        raise ScriptError(f"{source}: invalid script syntax: {exc}", path=source) from None
     try:
         return Script.model_validate(raw or {})
     except ValidationError as exc:
-        raise DshError(f"{source}: {format_validation_error(exc)}") from None
+        raise ScriptError(f"{source}: {format_validation_error(exc)}", path=source) from None

@@ -31,6 +31,7 @@ from dsh.core import DshError, EscapedError, describe
 from dsh.loader import Runtime
 from dsh.paths import ensure_private_dir
 
+from ._errors import ServeError
 from ._exec import exec_command
 from ._output import json_text
 from ._runtime import warnings
@@ -57,7 +58,7 @@ def _claim(path: Path) -> None:
         except OSError:
             path.unlink()  # left behind by a server that is gone
         else:
-            raise DshError(f"a dsh server already listens on {path}")
+            raise ServeError(f"a dsh server already listens on {path}", path=str(path))
         finally:
             probe.close()
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dsh.bash_env import SESSION_ID_KEY, SESSION_JSONL_KEY, TOOL_CALL_ID_KEY, TURN_ID_KEY
-from dsh.core import DshError
 from dsh.persistence.jsonl import JsonlPersistence
 from dsh.session import SESSIONS, PersistenceError, Session, SessionEvent, SessionNotFoundError, validate_session_id
 
+from ._errors import UsageError
 from ._exec import location_json
 from ._output import print_json
 from ._runtime import open_runtime
@@ -25,7 +25,9 @@ def turn_boundary(session: Session, turns: int) -> int:
     """How many events precede turn ``turns + 1``: the prefix holding the first ``turns`` turns."""
     total = session.turns
     if not 0 <= turns <= total:
-        raise DshError(f"session {session.id} has {total} turn(s); --at takes 0 to {total}")
+        raise UsageError(
+            f"session {session.id} has {total} turn(s); --at takes 0 to {total}", option="--at", value=turns
+        )
     seen = 0
     for index, event in enumerate(session.history):
         if event.type == "turn/start":
@@ -166,9 +168,10 @@ def run_verify(
     current = env.get(SESSION_ID_KEY) or None
     session_id = session or current
     if not session_id:
-        raise DshError(
+        raise UsageError(
             f"dsh sessions verify needs a session: pass --session ID, or run it in a harness-managed shell "
-            f"(${SESSION_ID_KEY} is not set)"
+            f"(${SESSION_ID_KEY} is not set)",
+            option="--session",
         )
     validate_session_id(session_id)
     own = session_id == current  # the calling shell's own session: its other $DSH_* facts apply

@@ -6,9 +6,9 @@ import argparse
 import json
 import sys
 
-from dsh.core import DshError
 from dsh.skills import SKILLS
 
+from ._errors import MissingPluginError
 from ._runtime import open_runtime
 
 
@@ -17,7 +17,11 @@ def skills(args: argparse.Namespace) -> int:
     with open_runtime(args.deployment) as runtime:
         registry = runtime.ctx.get(SKILLS)
         if registry is None:
-            raise DshError(f"{runtime.source}: the deployment loads no skills plugin; add {{id: skills, name: skills}}")
+            raise MissingPluginError(
+                f"{runtime.source}: the deployment loads no skills plugin; add {{id: skills, name: skills}}",
+                deployment=str(runtime.source),
+                plugin="skills",
+            )
         found = registry.discover()
         for warning in found.warnings:
             print(f"dsh: warning: {warning}", file=sys.stderr)

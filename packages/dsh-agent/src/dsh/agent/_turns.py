@@ -6,20 +6,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh.core import DshError
 from dsh.session import ToolResult
 
 from ._model import ToolCall
-
-
-class TranscriptNotSaved(DshError):
-    """A turn ran to its end but its flush failed; ``result`` keeps what the turn produced."""
-
-    def __init__(self, session_id: str, cause: BaseException, result: object) -> None:
-        super().__init__(f"the transcript of session {session_id} could not be saved: {cause}")
-        self.session_id = session_id
-        self.cause = cause
-        self.result = result
 
 
 @dataclass
