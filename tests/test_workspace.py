@@ -294,3 +294,20 @@ def test_every_declared_third_party_dependency_is_imported() -> None:
                 used |= {_IMPORT_NAMES.get(name.split(".")[0], name.split(".")[0]) for name in names}
         unused = {d for d in declared if not d.startswith("dsh-")} - used
         assert not unused, f"{pkg.name} declares {sorted(unused)} but its source never imports them"
+
+
+def test_every_exported_exception_is_drawn_in_its_package_s_errors_tree() -> None:
+    """Each package's ``_errors`` docstring is the map of its exceptions, including those defined elsewhere."""
+    import importlib
+
+    checked = []
+    for errors_file in sorted(REPO.glob("packages/*/src/dsh/**/_errors.py")):
+        src = next(p for p in errors_file.parents if p.name == "src")
+        name = ".".join(errors_file.parent.relative_to(src).parts)
+        package, errors = importlib.import_module(name), importlib.import_module(f"{name}._errors")
+        for export in package.__all__:
+            value = getattr(package, export)
+            if isinstance(value, type) and issubclass(value, BaseException):
+                assert f"{export} " in (errors.__doc__ or ""), f"{name}._errors does not draw {export}"
+                checked.append(export)
+    assert {"EscapedError", "TranscriptNotSaved", "UsageError", "ToolError"} <= set(checked)

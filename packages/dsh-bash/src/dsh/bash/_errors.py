@@ -3,6 +3,9 @@
 DshError (dsh.core)
 ├── ChannelError (ValueError)   .key, .channel: an environment entry passed through the wrong channel
 └── ExecError                   .path, .shell: a child could not be started or its output not spilled
+
+BaseException (builtin)
+└── Interrupted (``_interrupt``)  .reason: the run was interrupted by a signal; like ``CancelledError``, not an error
 """
 
 from __future__ import annotations

@@ -21,11 +21,16 @@ __all__ = ["EscapedError", "contained", "describe"]
 
 
 class EscapedError(Exception):
-    """A ``BaseException`` that third-party code raised, caught and turned into an ordinary failure."""
+    """A ``BaseException`` that third-party code raised, caught and turned into an ordinary failure.
+
+    Not a ``DshError`` (see ``dsh.core._errors``): it reports a bug in the code that raised, not
+    input dsh refused.
+    """
 
     def __init__(self, original: BaseException) -> None:
         super().__init__(describe(original))
         self.original = original
+        """The exception the third-party code raised."""
 
 
 def describe(exc: BaseException) -> str:

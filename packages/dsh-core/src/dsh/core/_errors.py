@@ -5,6 +5,14 @@ DshError                          every error dsh raises on purpose (loaders and
 └── PluginError                   .plugin: malformed plugin, invalid config, or a raising ``apply``
     ├── ServiceConflictError      .service, .provider: the service is already provided by another plugin
     └── RegistrationConflictError .kind, .key, .owner: the key is taken in a service's registry
+
+Exception (builtin)
+└── EscapedError (``_contain``)   .original: a ``BaseException`` third-party code raised, made an ordinary failure
+
+``EscapedError`` is deliberately not a ``DshError``: a ``DshError`` says dsh refused something and
+names what to fix, and callers catch it to print one line (``dsh`` exits 1 with no traceback). An
+escaped ``SystemExit`` or ``GeneratorExit`` from a plugin or hook is a bug in that code: it must
+travel as any other unexpected exception does, with its traceback and the original at hand.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ DshError (dsh.core)
 │   ├── SessionNotFoundError (LookupError) .session_id: no stored session has the id
 │   └── SessionLockedError                 .session_id: another writer holds the session
 ├── ForkError                              .session_id, .upto: a fork boundary outside the session
-└── ToolError                              .tool: a tool cannot be registered or called
+└── ToolError                              .tool: a tool call failed (tools subclass it: tool-bash's ArgumentError)
 """
 
 from __future__ import annotations
@@ -68,7 +68,11 @@ class ForkError(DshError):
 
 
 class ToolError(DshError):
-    """A tool cannot be registered or called."""
+    """A tool call failed; a tool raises a subclass naming what is wrong (``dsh.tool_bash``'s ``ArgumentError``).
+
+    A duplicate registration is not a ``ToolError``: the registry raises ``dsh.core``'s
+    ``RegistrationConflictError`` (``.kind`` ``tool``, ``.key`` the name, ``.owner``).
+    """
 
     def __init__(self, message: str, *, tool: str | None = None) -> None:
         super().__init__(message)
