@@ -69,6 +69,33 @@ def test_a_plain_cold_exec_never_builds_the_full_command_line_parser(tmp_path: P
     assert (code, loaded) == (0, ["argparse"])  # anything but the plain form goes to the full parser
 
 
+HOOK_MACHINERY = ("asyncio", "concurrent.futures", "ssl", "logging")
+"""What running a hook needs, and a loaded hooks plugin with no hook for the turn must not import."""
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {},
+        {"hooks": {}},
+        {"hooks": {"Notification": [{"hooks": [{"type": "command", "command": "exit 2"}]}]}},
+        {"disableAllHooks": True, "hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "exit 2"}]}]}},
+    ],
+    ids=["empty-file", "no-hooks", "only-an-event-exec-never-fires", "all-disabled"],
+)
+def test_the_hooks_plugin_without_a_hook_for_the_turn_imports_no_asyncio(
+    tmp_path: Path, config: dict[str, object]
+) -> None:
+    home = tmp_path / "home"
+    (home / "hooks").mkdir(parents=True)
+    (home / "hooks" / "claude.json").write_text(json.dumps(config))
+    listed = _cold(home, "plugins")[2].splitlines()
+    assert [line.split()[-1] for line in listed if line.split()[1:2] == ["hooks"]] == ["active"]
+    # pydantic may load (a non-empty plugin config is validated); what hooks would need must not
+    code, loaded, out = _cold(home, "exec", "--no-server", "--", "echo ran", watched=HOOK_MACHINERY)
+    assert (code, out, loaded) == (0, "ran\n", [])
+
+
 def test_a_configured_hook_brings_asyncio_and_still_runs(tmp_path: Path) -> None:
     home = tmp_path / "home"
     (home / "hooks").mkdir(parents=True)

@@ -31,15 +31,29 @@ def _new_call_id() -> str:
     return f"call-{os.urandom(8).hex()}"
 
 
+ONE_CALL_EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "Stop",
+    "SessionEnd",
+)
+"""The hook events a one-turn run that calls one tool (``dsh exec``) fires, in either dialect."""
+
+
 def needs_event_loop(ctx: Context, tool: str) -> bool:
     """True when one agent call of ``tool`` may have to wait under asyncio.
 
-    That is when hooks are loaded (their commands run concurrently), or when the tool cannot run
-    to its end without an event loop (a shell tool whose executor has no ``run_sync``). Otherwise
-    the call's coroutine never suspends and :func:`~dsh.agent._drive.run_sync` runs it, so a
-    one-shot ``dsh exec`` imports no asyncio.
+    That is when a hook is configured for an event of that turn (hook commands run concurrently),
+    or when the tool cannot run to its end without an event loop (a shell tool whose executor has
+    no ``run_sync``). Otherwise the call's coroutine never suspends (an event without hooks returns
+    at once) and :func:`~dsh.agent._drive.run_sync` runs it, so a one-shot ``dsh exec`` imports no
+    asyncio, even when the hooks plugin is loaded with nothing configured.
     """
-    if ctx.get(HOOKS) is not None:
+    hooks = ctx.get(HOOKS)
+    if hooks is not None and hooks.has_hooks(ONE_CALL_EVENTS):
         return True
     tools = ctx.get(TOOLS)
     found = None if tools is None else tools.get(tool)

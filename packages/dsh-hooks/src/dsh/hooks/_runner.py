@@ -40,20 +40,21 @@ def _apply(ctx: Context, config: HooksConfig) -> None:
     from pathlib import Path
 
     from dsh.bash import LocalExecutor
-    from dsh.core.log import logger
 
     from ._load import load_hook_table
     from ._service import HookRunner
 
-    log = logger("dsh.hooks")
     base = Path(config.base_dir).expanduser() if config.base_dir else None
     tables: dict[Dialect, HookTable] = {
         "claude": load_hook_table("claude", config.claude, base),
         "codex": load_hook_table("codex", config.codex, base),
     }
-    for table in tables.values():
-        for warning in table.warnings:
-            log.warning("%s", warning)
+    if any(table.warnings for table in tables.values()):
+        from dsh.core.log import logger  # only to report them: a clean hooks config loads no logging
+
+        for table in tables.values():
+            for warning in table.warnings:
+                logger("dsh.hooks").warning("%s", warning)
     runner = HookRunner(
         ctx,
         tables,

@@ -5,15 +5,18 @@ The agent loop talks to :class:`HookRunner` through one method per lifecycle poi
 ``session_end``); the runner picks each dialect's event (``PostToolUseFailure`` for Claude Code,
 ``PostToolUse`` for Codex; ``Stop`` for the main agent, ``SubagentStop`` inside a subagent), the
 hooks that match, and merges what they decided into a :class:`HookOutcome`.
+
+Importing this module loads no asyncio (nor logging): an event with no hook to run returns without
+suspending, so a deployment that loads the plugin but configures no hook for the events of a
+one-shot ``dsh exec`` keeps that command off asyncio (see :meth:`HookRunner.has_hooks`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import itertools
 import json
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -32,7 +35,9 @@ from ._scope import HookScope
 from ._select import select_hooks
 from ._table import Dialect, HookCommand, HookTable
 
-log = logger("dsh.hooks")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import asyncio
 
 DIALECTS: tuple[Dialect, ...] = ("claude", "codex")
 
@@ -67,6 +72,15 @@ class HookRunner:
     def warnings(self) -> list[str]:
         """Everything skipped or ignored while loading the hook files, one line each."""
         return [w for table in self.tables.values() for w in table.warnings]
+
+    def has_hooks(self, events: Iterable[str]) -> bool:
+        """Whether any enabled hook file configures a hook for one of ``events`` (peer event names).
+
+        Cheap (no matching, no process): a host asks it before choosing to run without asyncio,
+        since an event without hooks returns at once, without suspending.
+        """
+        wanted = set(events)
+        return any(group.hooks for table in self.tables.values() for event in wanted for group in table.groups(event))
 
     def close(self) -> None:
         """Remove the ``CLAUDE_ENV_FILE`` folder; background hooks still running are cancelled."""
@@ -226,6 +240,8 @@ class HookRunner:
         """Reports of ``async`` hooks that finished (with ``wait``, of all of them)."""
         tasks = set(self._background)
         if wait and tasks:
+            import asyncio  # tasks exist only if a hook ran under it
+
             await asyncio.wait(tasks)
         done = [t for t in tasks if t.done() and not t.cancelled()]
         self._background.difference_update(done)
@@ -269,15 +285,21 @@ class HookRunner:
                     env.update(extra_env(dialect, index))
                 job = self._run(dialect, event, hook, payload, scope.header.cwd, env, tool)
                 if hook.run_async:
+                    import asyncio  # only a hook that runs needs it
+
                     self._background.add(asyncio.ensure_future(job))
                 else:
                     jobs.append(job)
         if not jobs:
             return HookOutcome(ask=self.ask)
+        import asyncio
+
         reports = tuple(await asyncio.gather(*jobs))
         for report in reports:
             if report.error is not None:
-                log.warning("%s %s hook (%s) failed: %s", report.dialect, report.event, report.command, report.error)
+                logger("dsh.hooks").warning(
+                    "%s %s hook (%s) failed: %s", report.dialect, report.event, report.command, report.error
+                )
         return HookOutcome(reports, self.ask)
 
     async def _run(
