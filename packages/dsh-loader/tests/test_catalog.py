@@ -97,3 +97,20 @@ def test_plugin_from_entry_point_runs_in_a_fiber_with_its_origin(site: Path) -> 
     assert fiber.origin is not None and fiber.origin.distribution == "svc-dist"
     assert root.get("svc-svc") == "4.2"
     sys.modules.pop("svc_mod", None)
+
+
+def test_an_unchanged_refresh_stats_each_search_path_entry_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``dsh serve`` refreshes at every turn: with nothing installed since, that is one stat per entry."""
+    import os
+
+    catalog = Catalog()
+    calls: list[object] = []
+    real_stat = os.stat
+
+    def counting(path: object, *args: object, **kwargs: object) -> os.stat_result:
+        calls.append(path)
+        return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "stat", counting)
+    assert catalog.refresh() == []
+    assert len(calls) == len(sys.path), calls

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import stat
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -114,6 +115,7 @@ class _PathWatch:
         self._seen: dict[str, tuple[int, frozenset[tuple[str, int, int]] | None]] = {}
 
     def fingerprint(self, paths: Iterable[str]) -> tuple[tuple[str, object], ...]:
+        # One stat per entry when nothing moved: `dsh serve` takes this at every turn.
         out: list[tuple[str, object]] = []
         for entry in paths:
             directory = entry or "."
@@ -122,7 +124,7 @@ class _PathWatch:
             except OSError:
                 out.append((entry, None))
                 continue
-            if not os.path.isdir(directory):  # a zip or egg file: its own time is its content's
+            if not stat.S_ISDIR(st.st_mode):  # a zip or egg file: its own time is its content's
                 out.append((entry, (st.st_ino, st.st_mtime_ns)))
                 continue
             seen = self._seen.get(entry)
