@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from dsh.bash import interruption
 from dsh.core import Context
 from dsh.hooks import HOOKS
-from dsh.loader import CATALOG
+from dsh.loader import TURN_REFRESH
 from dsh.session import TOOLS, AgentRef, PersistenceError, Session, Tool, ToolExecution, ToolResult, ToolSpec
 
 from ._errors import TranscriptNotSaved
@@ -139,10 +139,11 @@ class Agent(HookPoints):
         # number is taken from the transcript as other writers left it.
         self.session.acquire()
         try:
-            # Installed distributions are re-read at every turn start; unchanged, that costs a few stats.
-            catalog = self.ctx.get(CATALOG)
-            if catalog is not None:
-                catalog.refresh()
+            # Installed distributions are re-read at every turn start (unless the deployment says
+            # refresh_per_turn: false); unchanged, that costs one stat per sys.path entry.
+            refresh = self.ctx.get(TURN_REFRESH)
+            if refresh is not None:
+                refresh()
         except BaseException:
             self.session.release()
             raise

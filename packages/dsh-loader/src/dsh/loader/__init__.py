@@ -8,11 +8,12 @@ from ._deployment import Deployment, PersistenceChoice, PluginEntry, load_deploy
 from ._discovery import PLUGINS_GROUP, Catalog, EntryPointItem, GroupDiff
 from ._errors import BootError, DeploymentError, DiscoveryError
 from ._follow import follow_group
-from ._runtime import CATALOG, Runtime, boot, compose
+from ._runtime import CATALOG, TURN_REFRESH, Runtime, boot, compose
 
 __all__ = [
     "CATALOG",
     "PLUGINS_GROUP",
+    "TURN_REFRESH",
     "BootError",
     "Catalog",
     "Deployment",

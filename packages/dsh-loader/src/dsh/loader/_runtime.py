@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -17,6 +17,10 @@ from ._errors import BootError, DiscoveryError
 
 CATALOG: ServiceKey[Catalog] = ServiceKey("catalog")
 """The entry-point catalog of the running deployment."""
+
+TURN_REFRESH: ServiceKey[Callable[[], object]] = ServiceKey("turn_refresh")
+"""What a host calls at each turn start: the catalog's ``refresh``, provided only when the
+deployment's ``refresh_per_turn`` is true (the default), so ``false`` really turns it off."""
 
 
 def load_object(ref: str) -> Any:
@@ -166,6 +170,8 @@ def compose(
     root = runtime.ctx
     root.provide(DSH_HOME, home)
     root.provide(CATALOG, runtime.catalog)
+    if deployment.refresh_per_turn:
+        root.provide(TURN_REFRESH, runtime.catalog.refresh)
     root.effect(lambda: runtime.catalog.watch(PLUGINS_GROUP, runtime._on_diff), label="watch dsh.plugins")
     root.effect(lambda: runtime.catalog.watch(PERSISTENCE_GROUP, runtime._on_diff), label="watch dsh.persistence")
     for plugin in builtins:
