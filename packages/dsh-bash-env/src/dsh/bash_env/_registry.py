@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,14 +138,14 @@ class BashEnvRegistry(Service):
         """
         out = self._builtins(execution)
         resolves = self._state.resolves
-        for entry in self._state.ordered:
-            pending = resolves.start(entry, execution)
-            if not pending.done():
-                with Interrupts.waiting():
-                    ended = pending.wait(resolves.timeout)
-                if not ended:
-                    raise resolves.overran(entry, pending)
-            out.update(pending.result())
+        with resolves.started(self._state.ordered, execution) as started:
+            for entry, pending, deadline in started:
+                if not pending.done():
+                    with Interrupts.waiting():
+                        ended = pending.wait(max(0.0, deadline - time.monotonic()))
+                    if not ended:
+                        raise resolves.overran(entry, pending)
+                out.update(pending.result())
         return sealed(out)
 
     async def collect_async(self, execution: ToolExecution) -> Mapping[str, str]:
@@ -153,18 +154,18 @@ class BashEnvRegistry(Service):
 
         out = self._builtins(execution)
         resolves = self._state.resolves
-        for entry in self._state.ordered:
-            pending = resolves.start(entry, execution)
-            if not pending.done():
-                loop = asyncio.get_running_loop()
-                # Only ever given a plain result: no exception is left unretrieved on the loop.
-                waiter: asyncio.Future[None] = loop.create_future()
-                pending.add_done_callback(_waker(loop, waiter))
-                await asyncio.wait((waiter,), timeout=resolves.timeout)
+        with resolves.started(self._state.ordered, execution) as started:
+            for entry, pending, deadline in started:
                 if not pending.done():
-                    waiter.cancel()  # stop waiting; the resolve itself cannot be stopped
-                    raise resolves.overran(entry, pending)
-            out.update(pending.result())
+                    loop = asyncio.get_running_loop()
+                    # Only ever given a plain result: no exception is left unretrieved on the loop.
+                    waiter: asyncio.Future[None] = loop.create_future()
+                    pending.add_done_callback(_waker(loop, waiter))
+                    await asyncio.wait((waiter,), timeout=max(0.0, deadline - time.monotonic()))
+                    if not pending.done():
+                        waiter.cancel()  # stop waiting; the resolve itself cannot be stopped
+                        raise resolves.overran(entry, pending)
+                out.update(pending.result())
         return sealed(out)
 
     def _builtins(self, execution: ToolExecution) -> dict[str, str]:

@@ -8,7 +8,9 @@ for by a blocking :meth:`~dsh.bash_env.BashEnvRegistry.collect` (a thread event,
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from types import MappingProxyType
 
 from dsh.loader import EntryPointItem
@@ -143,11 +145,34 @@ class Resolves:
             WORKERS.submit(run)
         return pending
 
-    def overran(self, entry: Entry, pending: Pending) -> CollectionError:
-        """Keep ``pending`` as stuck until it ends; the error this call fails with."""
+    @contextmanager
+    def started(
+        self, entries: Sequence[Entry], execution: ToolExecution
+    ) -> Iterator[list[tuple[Entry, Pending, float]]]:
+        """Start every entry's resolve at once (each with its own deadline); the caller waits in order.
+
+        Resolves of other packages run on worker threads: started together, their thread hops
+        overlap instead of adding up. Whatever the caller leaves unwaited (it stopped at a failing
+        contributor) and still runs is kept as stuck, so a contributor that hangs stays bounded.
+        """
+        started: list[tuple[Entry, Pending, float]] = []
+        try:
+            for entry in entries:
+                started.append((entry, self.start(entry, execution), time.monotonic() + self.timeout))
+            yield started
+        finally:
+            for entry, pending, _ in started:
+                if not pending.done():
+                    self._keep(entry, pending)
+
+    def _keep(self, entry: Entry, pending: Pending) -> None:
         stuck = self.overdue.setdefault(entry.name, set())
         stuck.add(pending)
         pending.add_done_callback(stuck.discard)
+
+    def overran(self, entry: Entry, pending: Pending) -> CollectionError:
+        """Keep ``pending`` as stuck until it ends; the error this call fails with."""
+        self._keep(entry, pending)
         return CollectionError(
             f"contributor {entry.who()} did not resolve within its {self.timeout:g} s deadline "
             "(bash-env config resolve_timeout)"
