@@ -262,3 +262,32 @@ def test_many_keys_cannot_add_up_past_the_snapshot_maximum(registry: BashEnvRegi
     registry.register(FunctionContributor("many", keys, lambda e: dict.fromkeys(keys, "v" * (MAX_VALUE_BYTES - 64))))
     with pytest.raises(CollectionError, match=r"add up to \d+ characters; the maximum is 262144 \(largest: 'DSH_MANY_"):
         registry.collect(CALL)
+
+
+def test_a_hanging_contributor_behind_a_failing_one_stays_bounded(registry: BashEnvRegistry) -> None:
+    # Resolves start together; a call that stops at the failing "a" never waits for the hanging "b",
+    # yet each of b's stuck resolves still counts, so b's threads stop at MAX_OVERDUE.
+    release = threading.Event()
+
+    def fail(execution: ToolExecution) -> Mapping[str, str]:
+        raise RuntimeError("broken")
+
+    def hang(execution: ToolExecution) -> Mapping[str, str]:
+        release.wait(30)
+        return {}
+
+    registry.register(FunctionContributor("a", {"DSH_A": "x"}, fail))
+    registry.register(FunctionContributor("b", {"DSH_B": "x"}, hang))
+    before = threading.active_count()
+    try:
+        errors = []
+        for _ in range(MAX_OVERDUE + 20):
+            with pytest.raises(CollectionError) as caught:
+                registry.collect(CALL)
+            errors.append(str(caught.value))
+        assert all("'a'" in e or "contributor a" in e or " a " in e for e in errors[:MAX_OVERDUE]), errors
+        assert any("still running" in e for e in errors[MAX_OVERDUE:]), errors
+        # b's stuck resolves, plus a's workers caught busy at a submit (without the bound: 24 of b's).
+        assert threading.active_count() <= before + MAX_OVERDUE + 4
+    finally:
+        release.set()
