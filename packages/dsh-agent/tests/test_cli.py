@@ -221,6 +221,27 @@ def test_sessions_show_reads_like_a_transcript(tmp_path: Path) -> None:
     assert structured["header"]["id"] == ran["session_id"] and structured["events"][0]["type"] == "turn/start"
 
 
+def test_sessions_show_marks_wrongly_typed_events_and_shows_the_rest(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    made = json.loads(dsh("exec", "--json", "--", "echo kept", home=home).stdout)
+    odd = [
+        {"type": "tool/call", "at": 1, "data": {"call_id": "c", "name": "bash", "arguments": "rm -rf /"}},
+        {"type": "tool/result", "at": 1, "data": {"call_id": 5, "data": 7}},
+        {"type": "hook/result", "at": 1, "data": {"event": "Stop", "reports": [3]}},
+        {"type": "message/user", "at": 1, "data": {"text": "after the odd ones"}},
+    ]
+    with open(made["location"]["path"], "a", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(event, separators=(",", ":")) + "\n" for event in odd)
+        fh.write(json.dumps({"type": "session/flush", "events": len(odd)}, separators=(",", ":")) + "\n")
+    shown = dsh("sessions", "show", made["session_id"], home=home)
+    assert shown.returncode == 0 and "Traceback" not in shown.stderr, shown.stderr
+    assert "| kept" in shown.stdout, "the well-formed events are still shown"
+    assert '  [tool/call: unexpected data] {"call_id": "c", "name": "bash", "arguments": "rm -rf /"}' in shown.stdout
+    assert '  [tool/result: unexpected data] {"call_id": 5, "data": 7}' in shown.stdout
+    assert "  [hook/result: unexpected data]" in shown.stdout
+    assert shown.stdout.endswith("user:\n    after the odd ones\n")
+
+
 @pytest.mark.parametrize(
     "verb",
     [

@@ -67,7 +67,19 @@ def render(header: SessionHeader, location: str | None, events: Sequence[Session
     yield f"  created {header.created_at}, cwd {header.cwd}"
     yield f"  transcript {location}" if location else "  transcript: none on this machine (not a file backend)"
     for event in events:
-        yield from _event(event.type, event.data, event.at)
+        try:
+            lines = list(_event(event.type, event.data, event.at))
+        except (AttributeError, KeyError, TypeError, ValueError):
+            # A transcript is data from disk: a wrongly typed field marks its event, never ends the listing.
+            lines = [f"  [{event.type}: unexpected data] {_raw(event.data)}"]
+        yield from lines
+
+
+def _raw(data: object) -> str:
+    try:
+        return json.dumps(data, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):  # a cycle or a non-string key
+        return repr(data)
 
 
 def _event(kind: str, data: Mapping[str, Any], at: float) -> Iterable[str]:
@@ -106,4 +118,4 @@ def _event(kind: str, data: Mapping[str, Any], at: float) -> Iterable[str]:
         return []  # what the model was offered: the same every turn in the common case; --json shows it
     if kind == "session/fork":
         return [f"  forked from {data.get('parent_session')} after turn {data.get('at_turn')}"]
-    return [f"  [{kind}] {json.dumps(dict(data), ensure_ascii=False, default=str)}"]
+    return [f"  [{kind}] {_raw(data)}"]
