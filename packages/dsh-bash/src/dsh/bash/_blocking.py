@@ -1,23 +1,33 @@
 """Waiting for a child without an event loop: the one-shot ``dsh exec`` imports no asyncio.
 
-The same contract as :mod:`._aio`: output read as it comes (a timeout keeps it), the whole group
-killed on timeout or interruption, the command reaped. A signal turned into
+The same contract as :mod:`._aio`: output read as it comes into bounded :class:`~._capture.Capture`
+objects (a timeout keeps it), the whole group killed on timeout or interruption, the command
+reaped, and reading stopped a short grace after the shell itself exited. A signal turned into
 :class:`~dsh.bash.Interrupted` by the active :class:`~dsh.bash.Interrupts` breaks the wait.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
+import select
+import selectors
 import subprocess
+import time
 
-from ._child import DRAIN_GRACE, Ended, kill_group
+from ._child import DRAIN_GRACE, EXIT_GRACE, POLL, Ended, kill_group
 from ._errors import ExecError
 from ._interrupt import Interrupts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import IO
+
+    from ._capture import Capture
     from ._request import BashExecSpec
+
+_CHUNK = 65536
 
 
 def _spawn(spec: BashExecSpec) -> subprocess.Popen[bytes]:
@@ -37,39 +47,98 @@ def _spawn(spec: BashExecSpec) -> subprocess.Popen[bytes]:
         raise ExecError(f"shell '{spec.argv[0]}' was not found on PATH", shell=spec.argv[0]) from None
 
 
-def _drain(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
-    """After the group was killed: read what is left for a moment, then reap the command."""
+def _read(
+    proc: subprocess.Popen[bytes],
+    stdin: bytes | None,
+    out: Capture,
+    err: Capture,
+    deadline: float | None,
+    after_exit: float,
+) -> bool:
+    """Feed ``stdin`` and read both pipes into ``out``/``err`` until they close: True, or False at ``deadline``.
+
+    Once the shell itself has exited, read for ``after_exit`` seconds at most, then stop (True): a
+    process it left behind may hold the pipes for ever.
+    """
+    sel = selectors.DefaultSelector()
     try:
-        out, err = proc.communicate(timeout=DRAIN_GRACE)
-    except subprocess.TimeoutExpired as exc:  # a process that escaped the group holds the pipes
-        out = exc.stdout if isinstance(exc.stdout, bytes) else b""
-        err = exc.stderr if isinstance(exc.stderr, bytes) else b""
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
+        readers = 0
+        for stream, sink in ((proc.stdout, out), (proc.stderr, err)):
             if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(DRAIN_GRACE)
-    return out or b"", err or b""
+                sel.register(stream.fileno(), selectors.EVENT_READ, sink)
+                readers += 1
+        pending = memoryview(stdin or b"")
+        if proc.stdin is not None and not proc.stdin.closed:
+            if pending:
+                sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE, None)
+            else:
+                _close(proc.stdin)
+        exited_at: float | None = None
+        while readers:
+            now = time.monotonic()
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            limit = deadline if exited_at is None else min(deadline or math.inf, exited_at + after_exit)
+            if limit is not None and now >= limit:
+                return exited_at is not None
+            for key, _ in sel.select(POLL if limit is None else min(POLL, limit - now)):
+                if key.data is None:  # the shell's stdin can take PIPE_BUF bytes without blocking
+                    try:
+                        pending = pending[os.write(key.fd, pending[: select.PIPE_BUF]) :]
+                    except (BrokenPipeError, ConnectionResetError):
+                        pending = pending[:0]
+                    if not pending:
+                        sel.unregister(key.fd)
+                        if proc.stdin is not None:
+                            _close(proc.stdin)
+                elif chunk := os.read(key.fd, _CHUNK):
+                    key.data.feed(chunk)
+                else:
+                    sel.unregister(key.fd)
+                    readers -= 1
+        return True
+    finally:
+        sel.close()
 
 
-def wait_blocking(spec: BashExecSpec) -> Ended:
+def _close(stream: IO[bytes]) -> None:
+    with contextlib.suppress(OSError):
+        stream.close()
+
+
+def _finish(proc: subprocess.Popen[bytes]) -> None:
+    """Close our ends of the pipes (a process left behind may still hold theirs) and reap the shell."""
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            _close(stream)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(DRAIN_GRACE)
+
+
+def wait_blocking(spec: BashExecSpec, out: Capture, err: Capture) -> Ended:
     """Spawn ``spec`` in its own process group and wait for it, its timeout or an interruption.
 
-    An interruption (or any exception while waiting) kills and reaps the group, then propagates.
+    Output goes into ``out`` and ``err`` as it comes. An interruption (or any exception while
+    waiting) kills and reaps the group, then propagates.
     """
     Interrupts.checkpoint()  # a signal came before the command started: nothing starts
     proc = _spawn(spec)
+    deadline = None if spec.timeout is None else time.monotonic() + spec.timeout
     try:
         with Interrupts.waiting():
-            out, err = proc.communicate(spec.stdin, timeout=spec.timeout)
-    except subprocess.TimeoutExpired:
-        kill_group(proc.pid)
-        out, err = _drain(proc)
-        return Ended(proc.returncode, out, err, timed_out=True)
+            finished = _read(proc, spec.stdin, out, err, deadline, EXIT_GRACE)
+            if finished and proc.poll() is None:  # it closed its output but runs on
+                try:
+                    proc.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    finished = False
     except BaseException:
         kill_group(proc.pid)
         with contextlib.suppress(Exception):
-            _drain(proc)
+            _finish(proc)
         raise
-    return Ended(proc.returncode, out, err, timed_out=False)
+    if not finished:
+        kill_group(proc.pid)
+        _read(proc, None, out, err, None, DRAIN_GRACE)
+    _finish(proc)
+    return Ended(proc.returncode, timed_out=not finished)

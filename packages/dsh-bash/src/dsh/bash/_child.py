@@ -10,6 +10,10 @@ TIMEOUT_EXIT = 124
 """Exit status of a command its timeout killed (as GNU ``timeout``)."""
 DRAIN_GRACE = 2.0
 """Seconds to keep reading a killed group's output; a process that escaped the group may hold the pipes."""
+EXIT_GRACE = 0.5
+"""Seconds to keep reading after the shell itself exited: a daemon it started may hold the pipes for ever."""
+POLL = 0.1
+"""While the pipes are open, how often to check whether the shell itself has exited."""
 
 
 def kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
@@ -24,15 +28,13 @@ def shell_status(returncode: int) -> int:
 
 
 class Ended:
-    """How a child ended, before its output is decoded and trimmed (internal: a plain class, cheap to define)."""
+    """How a child ended; its output is in the :class:`~._capture.Capture` objects it was read into."""
 
-    __slots__ = ("returncode", "stderr", "stdout", "timed_out")
+    __slots__ = ("returncode", "timed_out")
 
-    def __init__(self, returncode: int | None, stdout: bytes, stderr: bytes, timed_out: bool) -> None:
+    def __init__(self, returncode: int | None, timed_out: bool) -> None:
         self.returncode = returncode
         """As ``subprocess`` reports it (negative for a signal); None when it could not be reaped."""
-        self.stdout = stdout
-        self.stderr = stderr
         self.timed_out = timed_out
 
     @property

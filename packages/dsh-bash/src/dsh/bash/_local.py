@@ -13,10 +13,10 @@ from typing import Protocol
 from dsh.core import DSH_HOME, Context, DshError, Plugin, ServiceKey
 from dsh.paths import resolve_dsh_home
 
+from ._capture import Capture
 from ._child import Ended
 from ._env import DEFAULT_CREDENTIAL_PATTERN, Shell, build_child_env, compile_credential_pattern
 from ._request import BashExecRequest, BashExecSpec, ExecResult
-from ._spill import spill
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -70,10 +70,13 @@ class LocalExecutor:
         credential_pattern: str | None = DEFAULT_CREDENTIAL_PATTERN,
         max_output: int = DEFAULT_MAX_OUTPUT,
         spill_dir: str | os.PathLike[str] | None = None,
+        max_spill: int | None = None,
         ambient: Mapping[str, str] | None = None,
     ) -> None:
         self.credentials = compile_credential_pattern(credential_pattern)
         self.max_output = max_output
+        self.max_spill = max_spill
+        """Bytes of one stream kept in its spill file; the rest is counted and dropped. None: ``SPILL_MAX_BYTES``."""
         # Never a shared temporary directory: another user could pre-create or read it.
         self.spill_dir = (
             Path(os.path.expanduser(spill_dir)).absolute() if spill_dir is not None else resolve_dsh_home() / "output"
@@ -110,7 +113,13 @@ class LocalExecutor:
 
         spec = self.spec(request)
         started = time.monotonic()
-        return self._result(await wait_async(spec), started)
+        out, err = self._captures()
+        try:
+            return self._result(await wait_async(spec, out, err), out, err, started)
+        except BaseException:
+            out.discard()
+            err.discard()
+            raise
 
     def run_sync(self, request: BashExecRequest) -> ExecResult:
         """:meth:`run` without an event loop, blocking the calling thread.
@@ -122,7 +131,13 @@ class LocalExecutor:
 
         spec = self.spec(request)
         started = time.monotonic()
-        return self._result(wait_blocking(spec), started)
+        out, err = self._captures()
+        try:
+            return self._result(wait_blocking(spec, out, err), out, err, started)
+        except BaseException:
+            out.discard()
+            err.discard()
+            raise
 
     async def start(self, request: BashExecRequest) -> BackgroundProcess:
         """Start without waiting; see :class:`~dsh.bash.BackgroundProcess`."""
@@ -130,9 +145,16 @@ class LocalExecutor:
 
         return await start_background(self.spec(request), request)
 
-    def _result(self, ended: Ended, started: float) -> ExecResult:
-        stdout, stdout_spill = self._trim(ended.stdout, "stdout")
-        stderr, stderr_spill = self._trim(ended.stderr, "stderr")
+    def _captures(self) -> tuple[Capture, Capture]:
+        return tuple(  # type: ignore[return-value]
+            Capture(stream, max_output=self.max_output, spill_dir=self.spill_dir, max_spill=self.max_spill)
+            for stream in ("stdout", "stderr")
+        )
+
+    @staticmethod
+    def _result(ended: Ended, out: Capture, err: Capture, started: float) -> ExecResult:
+        stdout, stdout_spill = out.result()
+        stderr, stderr_spill = err.result()
         return ExecResult(
             exit_code=ended.exit_code,
             stdout=stdout,
@@ -142,19 +164,6 @@ class LocalExecutor:
             stdout_spill=stdout_spill,
             stderr_spill=stderr_spill,
         )
-
-    def _trim(self, data: bytes, stream: str) -> tuple[str, str | None]:
-        text = data.decode(errors="replace")
-        if len(text) <= self.max_output:
-            return text, None
-        shown = f"[{stream} truncated: showing the last {self.max_output} of {len(text)} characters"
-        tail = text[-self.max_output :]
-        try:
-            path = spill(self.spill_dir, data, stream)
-        except DshError as exc:
-            # The command has run: keep what can be shown rather than lose its whole result.
-            return f"{shown}; the full text was not kept: {exc}]\n" + tail, None
-        return f"{shown}; full text in {path}]\n" + tail, str(path)
 
 
 SHELL_EXECUTOR: ServiceKey[Executor] = ServiceKey("shell_executor")
@@ -170,6 +179,8 @@ class LocalExecutorConfig:
     max_output: int = DEFAULT_MAX_OUTPUT
     spill_dir: str | None = None
     """Where truncated output is spilled; default ``<DSH_HOME>/output``."""
+    max_spill: int | None = None
+    """Bytes of one stream's output kept in its spill file (default 256 MiB); the rest is counted and dropped."""
 
 
 def _apply(ctx: Context, config: LocalExecutorConfig) -> None:
@@ -177,7 +188,12 @@ def _apply(ctx: Context, config: LocalExecutorConfig) -> None:
     spill = config.spill_dir or (str(home / "output") if home is not None else None)
     ctx.provide(
         SHELL_EXECUTOR,
-        LocalExecutor(credential_pattern=config.credential_pattern, max_output=config.max_output, spill_dir=spill),
+        LocalExecutor(
+            credential_pattern=config.credential_pattern,
+            max_output=config.max_output,
+            spill_dir=spill,
+            max_spill=config.max_spill,
+        ),
     )
 
 

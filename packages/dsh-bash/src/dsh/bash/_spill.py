@@ -18,31 +18,29 @@ SPILL_MAX_BYTES = 256 * 1024 * 1024
 """Past this total, the oldest spilled files are removed when the next spill is written."""
 
 _SPILL_NAME = re.compile(r"[0-9a-f]{32}\.[a-z]+")
-"""The names :func:`spill` writes; retention never touches any other file of the folder."""
+"""The names :func:`create_spill` makes; retention never touches any other file of the folder."""
 
 
-def spill(directory: Path, data: bytes, stream: str) -> Path:
-    """Write ``data`` to a new private file under ``directory`` and apply the retention rule.
+def create_spill(directory: Path, stream: str) -> tuple[Path, int]:
+    """A new private file under ``directory`` for ``stream``'s output: its path and a descriptor open for writing.
 
     The directory is created 0700 and checked like the home; the file is created exclusively,
-    0600, under an unpredictable name, never through a symbolic link.
+    0600, under an unpredictable name, never through a symbolic link. The caller writes as output
+    arrives and applies the retention rule (:func:`prune`) once it is closed.
     """
     try:
         ensure_private_dir(directory, "output directory")
         path = directory / f"{os.urandom(16).hex()}.{stream}"
-        with os.fdopen(create_private_file(path), "wb") as fh:
-            fh.write(data)
+        return path, create_private_file(path)
     except UntrustedPathError as exc:
         raise ExecError(str(exc), path=str(exc.path)) from None
     except OSError as exc:
         raise ExecError(
             f"cannot spill {stream} under {directory}: {exc.strerror or exc}", path=str(directory)
         ) from None
-    _prune(directory, keep=path)
-    return path
 
 
-def _prune(directory: Path, keep: Path) -> None:
+def prune(directory: Path, keep: Path) -> None:
     """Remove spills past :data:`SPILL_MAX_AGE`, then the oldest while the total passes :data:`SPILL_MAX_BYTES`."""
     now = time.time()
     files: list[tuple[float, int, str]] = []

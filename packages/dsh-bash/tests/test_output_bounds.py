@@ -1,0 +1,92 @@
+"""Output far past the limits stays bounded in memory and on disk; a daemon holding the pipes does not stall a finished command."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from dsh.bash import BashExecRequest, LocalExecutor
+
+_PRODUCED = 200 * 1024 * 1024
+_CAP = 1024 * 1024
+
+_CHILD = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from dsh.bash import BashExecRequest, LocalExecutor
+
+    executor = LocalExecutor(max_output=1000, spill_dir=sys.argv[2], max_spill=int(sys.argv[3]))
+    request = BashExecRequest(f"head -c {sys.argv[4]} /dev/zero | tr '\\\\0' x; echo; echo done >&2")
+    if sys.argv[1] == "sync":
+        result = executor.run_sync(request)
+    else:
+        result = asyncio.run(executor.run(request))
+    with open("/proc/self/status") as fh:
+        peak = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:")) * 1024
+    print(json.dumps({"peak": peak, "stdout": result.stdout[:300], "tail": result.stdout[-20:],
+                      "spill": result.stdout_spill, "stderr": result.stderr, "exit": result.exit_code}))
+    """
+)
+
+
+@pytest.mark.parametrize("how", ["sync", "async"])
+def test_output_far_past_the_caps_keeps_memory_and_the_spill_bounded(tmp_path: Path, how: str) -> None:
+    out = tmp_path / "output"
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, how, str(out), str(_CAP), str(_PRODUCED)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["exit"] == 0 and got["stderr"] == "done\n"
+    assert got["tail"] == "x" * 19 + "\n"
+    # 200 MB went through; the process never held more than a small fraction of it.
+    assert got["peak"] < 80 * 1024 * 1024, f"peak RSS {got['peak']} bytes for {_PRODUCED} bytes of output"
+    assert got["spill"] is not None and os.path.getsize(got["spill"]) == _CAP
+    assert got["stdout"].startswith(
+        f"[stdout truncated: showing the last 1000 of {_PRODUCED + 1} characters; the first {_CAP} of "
+        f"{_PRODUCED + 1} bytes in {got['spill']}; the remaining {_PRODUCED + 1 - _CAP} bytes were dropped "
+        f"(the spill cap is {_CAP} bytes)]\n"
+    )
+
+
+def _run(how: str, request: BashExecRequest) -> tuple[int, str, bool, float]:
+    executor = LocalExecutor()
+    started = time.monotonic()
+    if how == "sync":
+        result = executor.run_sync(request)
+    else:
+        import asyncio
+
+        result = asyncio.run(executor.run(request))
+    return result.exit_code, result.stdout, result.timed_out, time.monotonic() - started
+
+
+@pytest.mark.parametrize("how", ["sync", "async"])
+@pytest.mark.parametrize("detach", ["setsid ", ""])
+def test_a_process_left_holding_the_pipes_does_not_turn_an_exit_into_a_timeout(
+    tmp_path: Path, how: str, detach: str
+) -> None:
+    marker = tmp_path / "daemon.pid"
+    command = f"({detach}sleep 40 & echo $! > {marker}); echo started; exit 3"
+    try:
+        code, stdout, timed_out, took = _run(how, BashExecRequest(command, timeout=20))
+    finally:
+        for _ in range(100):
+            if marker.exists() and marker.read_text().strip():
+                os.kill(int(marker.read_text()), signal.SIGKILL)
+                break
+            time.sleep(0.02)
+    assert (code, stdout, timed_out) == (3, "started\n", False)
+    assert took < 10, "the call waited for the process holding the pipes"
