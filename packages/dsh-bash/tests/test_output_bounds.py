@@ -1,4 +1,4 @@
-"""Output far past the limits stays bounded in memory and on disk; a daemon holding the pipes does not stall a finished command."""
+"""Output far past the limits stays bounded in memory and on disk; a daemon holding the pipes stalls no exit."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from dsh.core import DSH_HOME, Context, DshError, Plugin, ServiceKey
+from dsh.core import DSH_HOME, Context, Plugin, ServiceKey
 from dsh.paths import resolve_dsh_home
 
 from ._capture import Capture
