@@ -62,11 +62,14 @@ def test_a_cold_verb_on_the_default_deployment_imports_none_of_the_heavy_modules
     assert loaded == []
 
 
-def test_a_plain_cold_exec_never_builds_the_full_command_line_parser(tmp_path: Path) -> None:
+def test_plain_cold_verbs_never_build_the_full_command_line_parser(tmp_path: Path) -> None:
     code, loaded, out = _cold(tmp_path / "home", "exec", "--no-server", "--", "echo ran", watched=("argparse",))
     assert (code, loaded, out) == (0, [], "ran\n")
+    for verb in (("env", "--json"), ("plugins",), ("sessions", "list"), ("sessions", "locate", "nope")):
+        code, loaded, _ = _cold(tmp_path / "home", *verb, watched=("argparse",))
+        assert loaded == [], verb
     code, loaded, _ = _cold(tmp_path / "home", "exec", "--debug", "--no-server", "--", "true", watched=("argparse",))
-    assert (code, loaded) == (0, ["argparse"])  # anything but the plain form goes to the full parser
+    assert (code, loaded) == (0, ["argparse"])  # anything but the plain forms goes to the full parser
 
 
 HOOK_MACHINERY = ("asyncio", "concurrent.futures", "ssl", "logging")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 from dsh.bash_env import BASH_ENV, TOOL_CALL_ID_KEY, TURN_ID_KEY
@@ -12,6 +11,10 @@ from dsh.session import SESSIONS, AgentRef, ToolExecution
 
 from ._output import print_json
 from ._runtime import open_runtime
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # argparse itself is not imported for the plain forms of the verbs (`_plain`)
+    import argparse
 
 
 def env_verb(args: argparse.Namespace) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from dsh.loader import Runtime
@@ -12,6 +11,10 @@ from ._exec import location_json
 from ._output import print_json
 from ._runtime import open_runtime
 from ._show import render
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # argparse itself is not imported for the plain forms of the verbs (`_plain`)
+    import argparse
 
 
 def _migrate(runtime: Runtime) -> int:
