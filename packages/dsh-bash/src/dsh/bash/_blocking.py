@@ -111,8 +111,33 @@ def _finish(proc: subprocess.Popen[bytes]) -> None:
     for stream in (proc.stdin, proc.stdout, proc.stderr):
         if stream is not None:
             _close(stream)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(DRAIN_GRACE)
+    _reap(proc, DRAIN_GRACE)
+
+
+def _reap(proc: subprocess.Popen[bytes], timeout: float | None) -> bool:
+    """Reap the shell within ``timeout`` seconds (None: however long it takes); False if it still runs.
+
+    ``Popen.wait`` with a timeout polls with growing sleeps, so a shell that exits a moment after
+    closing its output costs a cold ``dsh exec`` up to several milliseconds; a pidfd wakes at the exit.
+    """
+    if timeout is None or proc.poll() is not None:
+        proc.wait()
+        return True
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux 5.3+: the standard library's polling wait
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        exited = bool(select.select([pidfd], [], [], timeout)[0])
+    finally:
+        os.close(pidfd)
+    if exited:
+        proc.wait()
+    return exited
 
 
 def wait_blocking(spec: BashExecSpec, out: Capture, err: Capture) -> Ended:
@@ -127,11 +152,8 @@ def wait_blocking(spec: BashExecSpec, out: Capture, err: Capture) -> Ended:
     try:
         with Interrupts.waiting():
             finished = _read(proc, spec.stdin, out, err, deadline, EXIT_GRACE)
-            if finished and proc.poll() is None:  # it closed its output but runs on
-                try:
-                    proc.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    finished = False
+            if finished and proc.poll() is None:  # it closed its output but runs on (or is just ending)
+                finished = _reap(proc, None if deadline is None else max(0.0, deadline - time.monotonic()))
     except BaseException:
         kill_group(proc.pid)
         with contextlib.suppress(Exception):
