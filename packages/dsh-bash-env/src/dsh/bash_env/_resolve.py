@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 
 from dsh.loader import EntryPointItem
@@ -145,27 +144,17 @@ class Resolves:
             WORKERS.submit(run)
         return pending
 
-    @contextmanager
-    def started(
-        self, entries: Sequence[Entry], execution: ToolExecution
-    ) -> Iterator[list[tuple[Entry, Pending, float]]]:
+    def started(self, entries: Sequence[Entry], execution: ToolExecution) -> Started:
         """Start every entry's resolve at once (each with its own deadline); the caller waits in order.
 
         Resolves of other packages run on worker threads: started together, their thread hops
         overlap instead of adding up. Whatever the caller leaves unwaited (it stopped at a failing
         contributor) and still runs is kept as stuck, so a contributor that hangs stays bounded.
         """
-        started: list[tuple[Entry, Pending, float]] = []
-        try:
-            for entry in entries:
-                started.append((entry, self.start(entry, execution), time.monotonic() + self.timeout))
-            yield started
-        finally:
-            for entry, pending, _ in started:
-                if not pending.done():
-                    self._keep(entry, pending)
+        return Started(self, entries, execution)
 
     def _keep(self, entry: Entry, pending: Pending) -> None:
+        """Count ``pending`` as stuck for ``entry`` until it ends."""
         stuck = self.overdue.setdefault(entry.name, set())
         stuck.add(pending)
         pending.add_done_callback(stuck.discard)
@@ -177,6 +166,31 @@ class Resolves:
             f"contributor {entry.who()} did not resolve within its {self.timeout:g} s deadline "
             "(bash-env config resolve_timeout)"
         )
+
+
+class Started:
+    """The resolves of one call, started together: ``with resolves.started(...) as started:``."""
+
+    __slots__ = ("_entries", "_execution", "_resolves", "_started")
+
+    def __init__(self, resolves: Resolves, entries: Sequence[Entry], execution: ToolExecution) -> None:
+        self._resolves, self._entries, self._execution = resolves, entries, execution
+        self._started: list[tuple[Entry, Pending, float]] = []
+
+    def __enter__(self) -> list[tuple[Entry, Pending, float]]:
+        resolves, started = self._resolves, self._started
+        try:
+            for entry in self._entries:
+                started.append((entry, resolves.start(entry, self._execution), time.monotonic() + resolves.timeout))
+        except BaseException:
+            self.__exit__()
+            raise
+        return started
+
+    def __exit__(self, *exc: object) -> None:
+        for entry, pending, _ in self._started:
+            if not pending.done():
+                self._resolves._keep(entry, pending)
 
 
 def sealed(out: dict[str, str]) -> Mapping[str, str]:
