@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import ast
 import copy
 import pickle
@@ -76,6 +78,15 @@ def test_header_requires_absolute_cwd_and_keeps_lineage() -> None:
     ("fields", "message"),
     [
         ({"created_at": 5}, "field 'created_at' must be a string, not an integer"),
+        (
+            {"created_at": "\x1b[31mRED"},
+            "field 'created_at' must be an ISO 8601 timestamp such as 2026-11-30T08:42:05+00:00, not '\\x1b[31mRED'",
+        ),
+        (
+            {"created_at": "2026-11-30T08:42:05+00:00\n"},
+            "field 'created_at' must be an ISO 8601 timestamp such as 2026-11-30T08:42:05+00:00, "
+            "not '2026-11-30T08:42:05+00:00\\n'",
+        ),
         ({"origin": ["x"]}, "field 'origin' must be a string, not a list"),
         ({"delegation_depth": -1}, "field 'delegation_depth' must be a non-negative integer, not -1"),
         ({"delegation_depth": True}, "field 'delegation_depth' must be a non-negative integer, not a boolean"),
@@ -91,7 +102,7 @@ def test_each_header_field_is_checked_and_named(fields: dict[str, Any], message:
         SessionHeader(**{"id": "s1", "cwd": "/w", **fields})
     assert str(err.value) == f"session s1: {message}" and err.value.problem == message
     assert err.value.field == next(iter(fields)) and err.value.session_id == "s1"
-    with pytest.raises(SessionFormatError, match=message):
+    with pytest.raises(SessionFormatError, match=re.escape(message)):
         SessionHeader.from_dict({"id": "s1", "cwd": "/w", **fields})
 
 

@@ -95,6 +95,14 @@ async def exec_command(
     error: str | None = None
     # The lock, taken above before anything ran, is kept for the turn and SessionEnd's record after it.
     with session.holding():
+        if session_id is not None and not os.path.isdir(session.header.cwd):
+            # Checked before SessionStart and the turn: a command that cannot run leaves no record.
+            raise UsageError(
+                f"session {session.id}: its working directory {session.header.cwd} does not exist; "
+                "recreate it to resume the session (nothing was run or recorded)",
+                option="--session",
+                value=session_id,
+            )
         agent = Agent(runtime.ctx, session, ScriptedModel([]), notify=lambda n: notices.append(notice_line(n)))
         stopped = await agent.start("resume" if session_id is not None else "startup")
         if stopped is not None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dsh.core.validation import format_validation_error
+from dsh.paths import read_regular_text
 
 from ._errors import ScriptError
 from ._model import ModelStep
@@ -39,7 +39,7 @@ def load_script(path: str | os.PathLike[str]) -> Script:
 
     source = os.fspath(path)
     try:
-        text = Path(source).read_text(encoding="utf-8")
+        text = read_regular_text(source, "script")
         raw = json.loads(text) if source.endswith(".json") else yaml.safe_load(text)
     except OSError as exc:
         raise ScriptError(f"{source}: cannot read script: {exc.strerror or exc}", path=source) from None

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dsh.paths import UntrustedPathError, check_trusted
+from dsh.paths import UntrustedPathError, check_trusted, read_regular_text
 
 from ._errors import HookConfigError
 from ._rules import parse_rule
@@ -113,7 +113,7 @@ def read_hook_file(path: Path, where: str, what: str = "hooks file") -> Any:
     except OSError:
         pass  # a missing file or folder is reported by the read below
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_text(path, what)
     except OSError as exc:
         raise HookConfigError(f"{where}: cannot read: {exc.strerror or exc}", source=where, path=str(path)) from None
     try:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from dsh.core import FieldError
-from dsh.paths import resolve_dsh_home
+from dsh.paths import read_regular_text, resolve_dsh_home
 
 from ._errors import DeploymentError
 
@@ -115,7 +115,7 @@ def load_deployment(path: str | os.PathLike[str]) -> Deployment:
     """Read and validate a YAML deployment file."""
     source = os.fspath(path)
     try:
-        text = Path(source).read_text(encoding="utf-8")
+        text = read_regular_text(source, "deployment file")
     except OSError as exc:
         raise DeploymentError(f"{source}: cannot read deployment file: {exc.strerror or exc}", source=source) from None
     import yaml  # only deployment files need it; the default deployment does not

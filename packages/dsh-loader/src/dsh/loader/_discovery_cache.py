@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
 import sys
+
+from dsh.paths import open_regular
 
 _MAGIC = "dsh discovery cache 2"
 _KEY = "key "
@@ -41,12 +42,12 @@ def cache_key(fingerprint: tuple[tuple[str, object], ...]) -> str:
 def _read_trusted(path: str) -> list[str] | None:
     """The file's lines when it is ours, private, not a link and complete; else None."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        fd = open_regular(path, follow=False)  # a FIFO planted here must not hang every verb: refused, then rewritten
     except OSError:
         return None
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        if info.st_uid != os.geteuid() or info.st_mode & 0o077:
             return None
         with os.fdopen(fd, "r", encoding="utf-8", closefd=False) as handle:
             text = handle.read()

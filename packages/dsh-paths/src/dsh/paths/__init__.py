@@ -5,14 +5,16 @@ environment variable (a blank value counts as unset), else ``~/.dsh``. The resul
 always absolute with ``~`` expanded. Resolution is pure: it creates nothing.
 
 :func:`ensure_private_dir`, :func:`check_trusted` and :func:`create_private_file` are the one
-trust rule every consumer of the home applies (see ``_trust``).
+trust rule every consumer of the home applies (see ``_trust``); :func:`open_regular` and
+:func:`read_regular_text` the one safe way to open a file someone could replace by a FIFO (see ``_read``).
 """
 
 from __future__ import annotations
 
 import os
 
-from ._errors import UntrustedPathError
+from ._errors import NotRegularFileError, UntrustedPathError
+from ._read import open_regular, read_regular_text
 from ._trust import check_trusted, create_private_file, ensure_private_dir
 
 TYPE_CHECKING = False
@@ -23,11 +25,14 @@ if TYPE_CHECKING:  # neither typing nor pathlib at import: a served `dsh exec` r
 __all__ = [
     "DEFAULT_HOME",
     "HOME_ENV",
+    "NotRegularFileError",
     "UntrustedPathError",
     "check_trusted",
     "create_private_file",
     "ensure_private_dir",
     "home_text",
+    "open_regular",
+    "read_regular_text",
     "resolve_dsh_home",
 ]
 

@@ -18,11 +18,13 @@ from ._json import json_bytes
 from ._rules import (
     FAST_ID,
     FORMAT_VERSION,
+    TIMESTAMP,
     as_object,
     check_absolute_path,
     check_count,
     check_session_id,
     check_string,
+    check_timestamp,
     check_version,
     decode_json,
     fail,
@@ -89,8 +91,8 @@ class SessionHeader(_Record):
             cwd = check_absolute_path(cwd, "cwd", id)
         if created_at is None:
             created_at = now()
-        elif created_at.__class__ is not str:
-            created_at = check_string(created_at, "created_at", id)
+        elif created_at.__class__ is not str or not TIMESTAMP.fullmatch(created_at):
+            created_at = check_timestamp(created_at, "created_at", id)
         if parent_session is not None and (
             parent_session.__class__ is not str or not FAST_ID.fullmatch(parent_session)
         ):

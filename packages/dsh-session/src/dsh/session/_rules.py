@@ -81,6 +81,18 @@ def fail(field: str | None, problem: str, session_id: str | None = None) -> Sess
     )
 
 
+TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?")
+"""An ISO 8601 date or date and time (``2026-11-30T08:42:05.764711+00:00``): ASCII digits and separators only."""
+
+
+def check_timestamp(value: object, field: str, sid: str | None) -> str:
+    """An ISO 8601 timestamp: a stored one is printed by ``dsh sessions list``, so no control characters."""
+    text = check_string(value, field, sid)
+    if not TIMESTAMP.fullmatch(text):
+        raise fail(field, f"must be an ISO 8601 timestamp such as 2026-11-30T08:42:05+00:00, not {text[:64]!r}", sid)
+    return text
+
+
 def check_string(value: object, field: str, sid: str | None) -> str:
     if not isinstance(value, str):
         raise fail(field, f"must be a string, not {kind(value)}", sid)

@@ -11,7 +11,7 @@ from typing import Any
 
 from dsh.core import Disposer, Registry, Service, ServiceKey
 from dsh.loader import EntryPointItem
-from dsh.paths import UntrustedPathError, check_trusted
+from dsh.paths import UntrustedPathError, check_trusted, read_regular_text
 
 from ._errors import SkillError
 
@@ -84,7 +84,7 @@ def parse_skill(path: str | os.PathLike[str], source: str = HOME_SOURCE, origin:
     """Read one ``SKILL.md``; raise :class:`SkillError` naming the file and what is wrong."""
     where = os.path.abspath(os.fspath(path))
     try:
-        text = Path(where).read_text(encoding="utf-8")
+        text = read_regular_text(where, "skill file")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise SkillError(f"{where}: cannot read skill: {reason}", path=where) from None

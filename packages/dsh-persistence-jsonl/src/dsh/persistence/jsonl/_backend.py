@@ -15,7 +15,7 @@ from dsh.session import (
 )
 from dsh.session.persistence import SessionScan, SessionTail, StoredSession
 
-from ._files import append, check_regular, fsync_dir, open_nofollow, rfind
+from ._files import append, check_regular, fsync_dir, open_nofollow, open_read, rfind
 from ._format import (
     LAYOUT,
     complete_end,
@@ -49,13 +49,20 @@ class JsonlPersistence:
         self.home = home
         """The ``DSH_HOME`` the root was derived from, named in errors (None for a configured root)."""
         self._locks = TurnLocks()
+        self._found: dict[str, str] = {}
+        """The file each session was read from: a resumed session is written where it was read."""
 
     def __repr__(self) -> str:
         return f"JsonlPersistence({self.root!r})"
 
     def locate(self, header: SessionHeader) -> SessionLocation:
-        """The transcript path; computed only, nothing is read or created."""
-        return SessionLocation(kind=KIND, path=session_path(self.root, header.cwd, header.id))
+        """The transcript path: the file the session was read from, else computed (nothing read or created).
+
+        A header whose ``cwd`` no longer matches the folder its file is in (edited, or the folder
+        renamed) keeps its one file: deriving the path anew would split the session in two.
+        """
+        found = self._found.get(header.id)
+        return SessionLocation(kind=KIND, path=found or session_path(self.root, header.cwd, header.id))
 
     # -- the turn lock -------------------------------------------------------------------------------
 
@@ -93,7 +100,7 @@ class JsonlPersistence:
     def _check_transcript(self, header: SessionHeader, path: str) -> None:
         """An existing transcript must be a regular file with an intact header of this session."""
         try:
-            fd = open_nofollow(path, os.O_RDWR, session_id=header.id)
+            fd = open_nofollow(path, os.O_RDWR | os.O_NONBLOCK, session_id=header.id)
         except FileNotFoundError:
             return
         try:
@@ -120,7 +127,7 @@ class JsonlPersistence:
         path = self.locate(header).path
         sid = header.id
         try:
-            fd = open_nofollow(path, os.O_RDWR | os.O_APPEND, session_id=sid)
+            fd = open_nofollow(path, os.O_RDWR | os.O_APPEND | os.O_NONBLOCK, session_id=sid)
         except FileNotFoundError:
             self._publish(header, path, lines + end_marker)
             return
@@ -192,6 +199,7 @@ class JsonlPersistence:
         for entry in self._directories():
             candidate = os.path.join(entry.path, name)
             if entry.is_dir() and os.path.lexists(candidate):
+                self._found[session_id] = candidate
                 return candidate
         raise SessionNotFoundError(f"no session {session_id} under {self.root}", session_id=session_id)
 
@@ -207,7 +215,7 @@ class JsonlPersistence:
         """
         path = self._find(session_id)
         try:
-            fd = open_nofollow(path, os.O_RDONLY, session_id=session_id)
+            fd = open_read(path, session_id=session_id)
         except FileNotFoundError:
             raise SessionNotFoundError(f"no session {session_id} under {self.root}", session_id=session_id) from None
         try:
@@ -222,7 +230,7 @@ class JsonlPersistence:
     def load_file(path: str, session_id: str | None = None) -> StoredSession:
         """Read one transcript file (see :meth:`load`); with ``session_id``, refuse a header naming another."""
         try:
-            fd = open_nofollow(path, os.O_RDONLY, session_id=session_id)
+            fd = open_read(path, session_id=session_id)
         except FileNotFoundError:
             raise PersistenceError(f"{path} does not exist", session_id=session_id) from None
         try:
@@ -249,7 +257,7 @@ class JsonlPersistence:
             for name in names:
                 path = os.path.join(directory.path, name)
                 try:
-                    fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
+                    fd = open_read(path)
                     try:
                         check_regular(fd, path)
                         header, _, _ = read_header(fd, path, name[: -len(".jsonl")])

@@ -6,6 +6,7 @@ import errno
 import os
 import stat
 
+from dsh.paths import NotRegularFileError, open_regular
 from dsh.session import PersistenceError
 
 NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
@@ -22,6 +23,20 @@ def open_nofollow(path: str, flags: int, mode: int = 0o600, *, session_id: str |
             raise PersistenceError(
                 f"{path} is a symbolic link; dsh never writes through one (remove it)", session_id=session_id
             ) from None
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise PersistenceError(f"cannot open {path}: {exc.strerror}", session_id=session_id) from None
+
+
+def open_read(path: str, *, session_id: str | None = None) -> int:
+    """Open a transcript for reading: never through a symlink, never blocking on a FIFO or device."""
+    try:
+        return open_regular(path, follow=False)
+    except NotRegularFileError:
+        raise PersistenceError(f"{path} is not a regular file; move it aside", session_id=session_id) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise PersistenceError(f"{path} is a symbolic link; move it aside", session_id=session_id) from None
         if isinstance(exc, FileNotFoundError):
             raise
         raise PersistenceError(f"cannot open {path}: {exc.strerror}", session_id=session_id) from None

@@ -81,6 +81,14 @@ def parse_header(raw: bytes, path: str, session_id: str | None) -> tuple[Session
         else:
             header = SessionHeader.from_dict(first.get("header"))
             layout = first.get("jsonl", 1)
+            if layout.__class__ is not int or layout < 1:
+                reason = f"its 'jsonl' layout marker must be a positive integer, not {repr(layout)[:40]}"
+            elif layout > LAYOUT:
+                raise PersistenceError(
+                    f"{path}: its layout {layout} was written by a newer dsh-persistence-jsonl "
+                    f"(this one reads up to {LAYOUT}); upgrade",
+                    session_id=session_id or header.id,
+                )
     except orjson.JSONDecodeError:
         reason = "it is not JSON"
     except SessionFormatError as exc:
@@ -90,7 +98,7 @@ def parse_header(raw: bytes, path: str, session_id: str | None) -> tuple[Session
         raise PersistenceError(
             f"{path}: line 1 is not a valid session header ({reason}); the transcript is damaged", session_id=session_id
         )
-    return header, layout if isinstance(layout, int) else 1
+    return header, layout
 
 
 def read_header(fd: int, path: str, session_id: str | None) -> tuple[SessionHeader, int, int]:

@@ -193,6 +193,13 @@ class SqlitePersistence:
                 (last,) = conn.execute(
                     "SELECT COALESCE(MAX(seq), -1) FROM flushes WHERE session_id = ?", (header.id,)
                 ).fetchone()
+                if last.__class__ is not int:
+                    # SQLite keeps any type in any column: an edited row must not crash after the command ran.
+                    raise PersistenceError(
+                        f"{self.where}: session {header.id} is damaged: field 'flushes.seq' holds "
+                        f"{repr(last)[:40]}, not an integer; move the database aside or repair the row",
+                        session_id=header.id,
+                    )
                 seq = last + 1
             conn.execute("INSERT INTO flushes (session_id, seq, events) VALUES (?, ?, ?)", (header.id, seq, batch))
             conn.execute("COMMIT")
@@ -209,9 +216,16 @@ class SqlitePersistence:
         if row is None:
             raise SessionNotFoundError(f"no session {session_id} in {self.path}", session_id=session_id)
         try:
-            return SessionHeader.from_json(row[0])
+            header = SessionHeader.from_json(row[0])
         except SessionFormatError as exc:
             raise self._damaged(session_id, exc) from None
+        if header.id != session_id:
+            raise PersistenceError(self._foreign(header, session_id), session_id=session_id)
+        return header
+
+    def _foreign(self, header: SessionHeader, session_id: str) -> str:
+        # The words of the JSONL backend: a header is never accepted under another session's id.
+        return f"{self.where}: its header names session {header.id}, not {session_id}; refusing it"
 
     def _damaged(self, session_id: str, exc: SessionFormatError) -> PersistenceError:
         return PersistenceError(f"{self.where}: session {session_id} is damaged: {exc.problem}", session_id=session_id)
@@ -253,6 +267,8 @@ class SqlitePersistence:
                 rows = conn.execute("SELECT events FROM flushes WHERE session_id = ? ORDER BY seq DESC", (session_id,))
                 try:
                     for (batch,) in rows:
+                        if batch.__class__ is not str:
+                            return None  # damaged: the whole load reports it
                         found = batch_last_turn(batch)
                         if found is not None:
                             turn = found
@@ -285,9 +301,14 @@ class SqlitePersistence:
         from_json = SessionHeader.from_json
         for session_id, text in rows:
             try:
-                headers.append(from_json(text))
+                header = from_json(text)
             except SessionFormatError as exc:
                 damaged.append(f"{self.where}: the header of session {session_id} is damaged: {exc.problem}")
+                continue
+            if header.id != session_id:
+                damaged.append(self._foreign(header, session_id))
+                continue
+            headers.append(header)
         return SessionScan(tuple(headers), tuple(damaged))
 
     def close(self) -> None:
