@@ -315,6 +315,22 @@ def test_bad_hook_file_fails_the_plugin_naming_the_file(tmp_path: Path) -> None:
     assert HOOKS.name == "hooks"
 
 
+def test_a_fifo_as_the_hook_file_fails_the_plugin_at_once(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    from dsh.loader import BootError
+
+    fifo = tmp_path / "settings.json"
+    os.mkfifo(fifo, 0o600)
+    signal.alarm(20)  # a blocking open() would wait for a writer forever: SIGALRM ends the run instead
+    try:
+        with pytest.raises(BootError, match=rf"claude hooks file {fifo}: cannot read: it is a FIFO, not a regular file"):
+            _runtime(tmp_path, claude=str(fifo))
+    finally:
+        signal.alarm(0)
+
+
 def test_blocking_stop_hook_continues_the_agent_each_time(tmp_path: Path) -> None:
     # A Stop hook as the peers' docs write one: it keeps the agent going until its own condition
     # holds (here: it has been asked three times), reading stop_hook_active from stdin.

@@ -363,3 +363,45 @@ def test_a_lock_held_elsewhere_names_its_process(tmp_path: Path) -> None:
         holder.wait()
     session.acquire()  # the lock died with its holder
     session.release()
+
+
+@pytest.mark.parametrize(
+    ("marker", "reason"),
+    [
+        (99, "its layout 99 was written by a newer dsh-persistence-jsonl (this one reads up to 2); upgrade"),
+        ('"2"', "line 1 is not a valid session header (its 'jsonl' layout marker must be a positive integer, not '2')"),
+        ("true", "line 1 is not a valid session header (its 'jsonl' layout marker must be a positive integer, not True)"),
+        (0, "line 1 is not a valid session header (its 'jsonl' layout marker must be a positive integer, not 0)"),
+    ],
+)
+def test_a_layout_marker_that_is_not_a_known_integer_is_refused(tmp_path: Path, marker: object, reason: str) -> None:
+    backend, store = _store(tmp_path / "root")
+    session = store.create(tmp_path)
+    _flush(session, *_turn(1))
+    path = Path(backend.locate(session.header).path)
+    head, rest = path.read_bytes().split(b"\n", 1)
+    path.write_bytes(head.replace(b'"jsonl":2', f'"jsonl":{marker}'.encode()) + b"\n" + rest)
+    damaged = path.read_bytes()
+    with pytest.raises(PersistenceError) as info:
+        backend.load(session.id)
+    assert str(info.value).startswith(f"{path}: {reason}"), str(info.value)
+    session.record("turn/start")
+    with pytest.raises(PersistenceError):
+        session.flush()
+    assert path.read_bytes() == damaged, "never written over"
+
+
+def test_a_fifo_under_a_session_name_is_refused_by_load_and_tail(tmp_path: Path) -> None:
+    backend, store = _store(tmp_path / "root")
+    session = store.create(tmp_path)
+    _flush(session, *_turn(1))
+    fifo = Path(backend.locate(session.header).path).with_name("ff.jsonl")
+    os.mkfifo(fifo, 0o600)
+    signal.alarm(10)  # a blocking open() would hang here: SIGALRM's default action fails the run
+    try:
+        for read in (backend.load, backend.tail, lambda sid: backend.load_file(str(fifo), sid)):
+            with pytest.raises(PersistenceError, match=rf"^{fifo} is not a regular file; move it aside$"):
+                read("ff")
+        assert backend.scan().damaged == (f"{fifo} is not a regular file; move it aside",)
+    finally:
+        signal.alarm(0)

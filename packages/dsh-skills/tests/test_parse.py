@@ -57,3 +57,18 @@ def test_a_malformed_skill_error_carries_its_file(tmp_path: Path) -> None:
     with pytest.raises(SkillError, match="'name' is 'Bad Name'") as err:
         parse_skill(path)
     assert err.value.path == str(path)
+
+
+def test_a_fifo_as_skill_md_is_refused_without_waiting(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    (tmp_path / "ff").mkdir()
+    fifo = tmp_path / "ff" / "SKILL.md"
+    os.mkfifo(fifo, 0o600)
+    signal.alarm(10)  # a blocking open() would wait for a writer forever: SIGALRM ends the run instead
+    try:
+        with pytest.raises(SkillError, match=rf"^{fifo}: cannot read skill: it is a FIFO, not a regular file$"):
+            parse_skill(fifo)
+    finally:
+        signal.alarm(0)
