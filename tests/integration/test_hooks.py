@@ -325,7 +325,8 @@ def test_a_fifo_as_the_hook_file_fails_the_plugin_at_once(tmp_path: Path) -> Non
     os.mkfifo(fifo, 0o600)
     signal.alarm(20)  # a blocking open() would wait for a writer forever: SIGALRM ends the run instead
     try:
-        with pytest.raises(BootError, match=rf"claude hooks file {fifo}: cannot read: it is a FIFO, not a regular file"):
+        refused = rf"claude hooks file {fifo}: cannot read: it is a FIFO, not a regular file"
+        with pytest.raises(BootError, match=refused):
             _runtime(tmp_path, claude=str(fifo))
     finally:
         signal.alarm(0)

@@ -68,8 +68,9 @@ def test_resume_writes_the_file_it_read_even_when_the_header_cwd_was_edited(tmp_
     elsewhere.mkdir()
     made = _new_session(home, cwd=str(work))
     path = Path(str(made["location"]["path"]))  # type: ignore[index]
-    lines = path.read_bytes().split(b"\n", 1)
-    path.write_bytes(lines[0].replace(json.dumps(str(work)).encode(), json.dumps(str(elsewhere)).encode()) + b"\n" + lines[1])
+    head, rest = path.read_bytes().split(b"\n", 1)
+    head = head.replace(json.dumps(str(work)).encode(), json.dumps(str(elsewhere)).encode())
+    path.write_bytes(head + b"\n" + rest)
     done = dsh("exec", "--no-server", "--json", "--session", str(made["session_id"]), "--", "echo two", home=home)
     assert done.returncode == 0, done
     assert json.loads(done.stdout)["location"]["path"] == str(path)

@@ -58,7 +58,7 @@ def test_a_regular_file_is_read_through_a_blocking_descriptor(tmp_path: Path) ->
 def test_a_symlink_is_refused_when_not_followed(tmp_path: Path) -> None:
     (tmp_path / "target").write_text("x")
     (tmp_path / "link").symlink_to(tmp_path / "target")
-    with pytest.raises(OSError) as info:
+    with pytest.raises(OSError, match="link") as info:
         open_regular(tmp_path / "link", follow=False)
     assert info.value.errno == errno.ELOOP
     os.close(open_regular(tmp_path / "link"))

@@ -365,13 +365,16 @@ def test_a_lock_held_elsewhere_names_its_process(tmp_path: Path) -> None:
     session.release()
 
 
+_BAD_LAYOUT = "line 1 is not a valid session header (its 'jsonl' layout marker must be a positive integer"
+
+
 @pytest.mark.parametrize(
     ("marker", "reason"),
     [
         (99, "its layout 99 was written by a newer dsh-persistence-jsonl (this one reads up to 2); upgrade"),
-        ('"2"', "line 1 is not a valid session header (its 'jsonl' layout marker must be a positive integer, not '2')"),
-        ("true", "line 1 is not a valid session header (its 'jsonl' layout marker must be a positive integer, not True)"),
-        (0, "line 1 is not a valid session header (its 'jsonl' layout marker must be a positive integer, not 0)"),
+        ('"2"', f"{_BAD_LAYOUT}, not '2')"),
+        ("true", f"{_BAD_LAYOUT}, not True)"),
+        (0, f"{_BAD_LAYOUT}, not 0)"),
     ],
 )
 def test_a_layout_marker_that_is_not_a_known_integer_is_refused(tmp_path: Path, marker: object, reason: str) -> None:

@@ -1,10 +1,9 @@
 from __future__ import annotations
 
-import re
-
 import ast
 import copy
 import pickle
+import re
 from pathlib import Path
 from typing import Any
 

@@ -42,7 +42,8 @@ def open_regular(path: str | os.PathLike[str], what: str = "", *, follow: bool =
             label = f"{what} {os.fspath(path)}" if what else os.fspath(path)
             kind = _kind(mode)
             raise NotRegularFileError(
-                path, f"refusing {label}: it is {kind}, not a regular file; move it aside",
+                path,
+                f"refusing {label}: it is {kind}, not a regular file; move it aside",
                 f"it is {kind}, not a regular file",
             )
         os.set_blocking(fd, True)
