@@ -14,8 +14,14 @@ import gc
 import os
 import sys
 
-from ._exec_argv import parse_exec
-from ._served import served_exec
+try:
+    from ._exec_argv import parse_exec
+    from ._served import served_exec
+except KeyboardInterrupt:  # Ctrl-C while dsh loads: one line, no traceback (see `run`)
+    from ._status import interrupted_early
+
+    print(f"dsh: {interrupted_early('SIGINT')}", file=sys.stderr)
+    sys.exit(130)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
@@ -62,6 +68,14 @@ def run() -> None:
     try:
         code = main()
         sys.stdout.flush()
+    except KeyboardInterrupt:
+        # SIGINT before a verb installed its own handling (while dsh loads its modules): nothing
+        # ran, so one line and 128+SIGINT, never a traceback. (Python's own start-up, before any
+        # dsh module runs, is out of our reach.)
+        from ._status import interrupted_early
+
+        print(f"dsh: {interrupted_early('SIGINT')}", file=sys.stderr)
+        code = 130
     except BrokenPipeError:
         # The reader went away before the last of the output (`dsh env | head -1`, a served exec
         # piped into `true`): end quietly, with the status a shell tool killed by SIGPIPE has, not a

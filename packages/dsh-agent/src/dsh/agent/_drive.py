@@ -1,10 +1,13 @@
 """How the agent's coroutines run: without an event loop when nothing suspends, else under asyncio.
 
 Both drivers are interrupted the same way from the caller's side: :func:`interruptible` installs
-one :class:`dsh.bash.Interrupts` for the whole command. Without an event loop a signal arrives as
-:class:`dsh.bash.Interrupted` where a command (or a resolve) is waited for; under asyncio it
-cancels the running task. Either way the command's group is killed, the turn is flushed as
-interrupted, and the command exits ``128+N``.
+one :class:`dsh.bash.Interrupts` for the whole command. Before any command started (imports, boot,
+opening the session) a signal stops dsh at once, either driver: ``128+N`` and one line saying
+nothing ran. Once a command started, without an event loop a signal arrives as
+:class:`dsh.bash.Interrupted` where the command is waited for; under asyncio it cancels the running
+task. Either way the command's group is killed, the turn is flushed as interrupted (a signal during
+a flush lets it finish), and dsh exits ``128+N``. A signal that comes after the command ended does
+not undo it: its turn is recorded as it ran and dsh exits with the command's status, saying so.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from dsh.bash import Interrupts, interruption
 from dsh.core import DshError
 
 from ._status import INTERRUPTS as INTERRUPT_NAMES
-from ._status import interrupted_reason
+from ._status import interrupted_early, interrupted_late, interrupted_reason
 
 T = TypeVar("T")
 
@@ -59,16 +62,26 @@ def run_async(main: Coroutine[Any, Any, T], interrupts: Interrupts) -> T:
 
 
 def interruptible(main: Callable[[Interrupts], int]) -> int:
-    """Run ``main``; on SIGINT, SIGTERM or SIGHUP its run is interrupted and the status is 128+N."""
+    """Run ``main``; on SIGINT, SIGTERM or SIGHUP its run is interrupted and the status is 128+N.
+
+    A signal that came after the command ended (``main`` returned) leaves its status, with a note.
+    """
+    interrupted = False
     with Interrupts(INTERRUPTS) as interrupts:
         try:
             code = main(interrupts)
         except BaseException as exc:
             if interrupts.caught is None:
                 raise
+            interrupted = True
             if interruption(exc) is None:
                 print(f"dsh: {exc}", file=sys.stderr)
-    if interrupts.caught is None:
+    caught = interrupts.caught
+    if caught is None:
         return code
-    print(f"dsh: {interrupted_reason(interrupts.caught.name)}", file=sys.stderr)
-    return 128 + interrupts.caught.value
+    if not interrupted:
+        print(f"dsh: {interrupted_late(caught.name)}", file=sys.stderr)
+        return code
+    reason = interrupted_reason if interrupts.started else interrupted_early
+    print(f"dsh: {reason(caught.name)}", file=sys.stderr)
+    return 128 + caught.value

@@ -20,6 +20,7 @@ from ._exec_argv import command_line
 from ._loop import needs_event_loop
 from ._output import print_json
 from ._runtime import open_runtime
+from ._served import write_all
 from ._status import exec_notices, exec_status
 
 if TYPE_CHECKING:
@@ -56,9 +57,8 @@ def _report(outcome: ExecOutcome, *, json_output: bool) -> int:
     if json_output:
         print_json(result)
     else:
-        sys.stdout.write(outcome.stdout)
-        sys.stdout.flush()
-        sys.stderr.write(outcome.stderr)
+        write_all(outcome.stdout, sys.stdout)
+        write_all(outcome.stderr, sys.stderr)
     for line in exec_notices(result):
         print(line, file=sys.stderr)
     return exec_status(result)

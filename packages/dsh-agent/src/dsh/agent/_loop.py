@@ -8,7 +8,7 @@ from contextvars import ContextVar
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
-from dsh.bash import interruption
+from dsh.bash import Interrupts, interruption
 from dsh.core import Context
 from dsh.hooks import HOOKS
 from dsh.loader import TURN_REFRESH
@@ -155,7 +155,8 @@ class Agent(HookPoints):
         """Record ``turn/end`` and flush (releasing the lock); a failed flush keeps the result."""
         self.session.record("turn/end", turn_id=turn_id, **data)
         try:
-            self.session.flush()
+            with Interrupts.protected():  # a signal lets the flush finish (then stops dsh, if nothing ran)
+                self.session.flush()
         except (PersistenceError, OSError) as exc:
             raise TranscriptNotSaved(self.session.id, exc, result) from exc
 
@@ -297,12 +298,18 @@ class Agent(HookPoints):
         except BaseException as exc:
             reason = interruption(exc)
             if reason is not None:
-                # Interrupted (a signal): the executor has killed the process group; say so in the record.
+                # Interrupted (a signal): the record says whether a command had started (the executor
+                # then killed its process group) or the signal came before it did.
+                what = (
+                    "no command had started"
+                    if Interrupts.before_command()
+                    else "the command's process group was killed"
+                )
                 self.session.record(
                     "tool/result",
                     call_id=call_id,
                     name=call.name,
-                    output=f"interrupted ({reason}): the command's process group was killed",
+                    output=f"interrupted ({reason}): {what}",
                     is_error=True,
                     data={"interrupted": reason},
                 )

@@ -61,11 +61,7 @@ def request_from(request: Mapping[str, Any], deployment: str | None) -> Request:
     session = request.get("session")
     if session is not None and not isinstance(session, str):
         raise WireError("malformed request: 'session' must be a string or null")
-    timeout = request.get("timeout")
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout) or timeout <= 0
-    ):
-        raise WireError("malformed request: 'timeout' must be a positive number of seconds or null")
+    timeout = _timeout(request.get("timeout"))
     asked = request.get("deployment")
     if asked != deployment:
         raise WireError(
@@ -75,7 +71,20 @@ def request_from(request: Mapping[str, Any], deployment: str | None) -> Request:
     wants_json = request.get("json", False)
     if not isinstance(wants_json, bool):
         raise WireError("malformed request: 'json' must be true or false")
-    return Request(command, env, cwd, session, None if timeout is None else float(timeout), wants_json)
+    return Request(command, env, cwd, session, timeout, wants_json)
+
+
+def _timeout(value: object) -> float | None:
+    """The request's timeout in seconds; :class:`WireError` unless a positive finite number (or null)."""
+    if value is None:
+        return None
+    try:  # an integer too large for a float (10**400) is as wrong as infinity
+        seconds = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
+    except OverflowError:
+        seconds = math.inf
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise WireError("malformed request: 'timeout' must be a positive number of seconds or null")
+    return seconds
 
 
 def _deployment_name(path: object) -> str:

@@ -8,15 +8,25 @@ argparse, pathlib, hashlib, re, json, enum or typing.
 from __future__ import annotations
 
 import os
+import select
 import stat
 import sys
+import time
 
 from dsh.paths import UntrustedPathError, check_trusted
 
 from ._choice import choose_deployment, relative_home
 from ._exec_argv import ExecArgs, command_words
 from ._json_lite import dumps
-from ._status import FAILURE_EXIT, INTERRUPTS, exec_notices, exec_status, failure_document, interrupted_reason
+from ._status import (
+    FAILURE_EXIT,
+    INTERRUPTS,
+    exec_notices,
+    exec_status,
+    failure_document,
+    interrupted_early,
+    interrupted_late,
+)
 from ._wire import PROTOCOL, WireError, connect, frame, peer_uid, recv_frame, socket_path
 
 TYPE_CHECKING = False
@@ -32,7 +42,12 @@ else:
         import signal as signals
 
 CONNECT_TIMEOUT = 10.0
-"""Seconds to connect and hand the request over; the answer is awaited as long as the command runs."""
+"""Seconds to connect and hand the request over (and to read an answer once it started coming); the
+answer itself is awaited as long as the command runs."""
+
+ANSWER_GRACE = 2.0
+"""Seconds the client waits for the server's answer after forwarding an interrupt (a hung or
+stopped server must not keep a Ctrl-C from ending ``dsh exec``)."""
 
 
 def _warn(message: str) -> None:
@@ -84,6 +99,10 @@ class _Interrupted(Exception):
     """A signal came before the request was sent: nothing runs, nothing is asked."""
 
 
+class _Forwarded(Exception):
+    """A signal was forwarded while the client waited for the answer: wait a bounded grace from now on."""
+
+
 class _Interrupts:
     """SIGINT, SIGTERM and SIGHUP while served: forwarded once to the server, which kills and records.
 
@@ -95,6 +114,7 @@ class _Interrupts:
         self.sock: Socket | None = None
         self.state = "connecting"
         self.caught: str | None = None
+        self.forwarded_at: float | None = None
         self.previous: dict[int, Any] = {}
 
     def __enter__(self) -> _Interrupts:
@@ -116,8 +136,10 @@ class _Interrupts:
         self.caught = next(name for name in INTERRUPTS if getattr(signals, name) == number)
         if self.state == "connecting":
             raise _Interrupted
-        if self.state == "sent":
+        if self.state in ("sent", "polling"):
             self.forward()
+        if self.state == "polling":  # break the unbounded wait for the answer: it is bounded now
+            raise _Forwarded
 
     def sent(self) -> None:
         """The request is out: forward a signal that came while it was sent."""
@@ -126,6 +148,7 @@ class _Interrupts:
             self.forward()
 
     def forward(self) -> None:
+        self.forwarded_at = time.monotonic()
         if self.sock is None:
             return
         try:  # noqa: SIM105 - contextlib is a measurable import for the served client
@@ -134,16 +157,30 @@ class _Interrupts:
             pass  # the server is gone or answered already: the answer (or its absence) says so
 
 
-def _write(text: str, stream: Any) -> None:
-    stream.write(text)
+def write_all(text: str, stream: Any) -> None:
+    """Write ``text`` to ``stream`` whole, even when a signal comes while a reader holds it back.
+
+    CPython's buffered writer drops the rest of a large write that a signal interrupted (the
+    handler returns, and the call reports success), so the bytes go through ``os.write`` until all
+    are out; a stream without a descriptor (a test's capture) is written as it is.
+    """
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        stream.write(text)
+        stream.flush()
+        return
     stream.flush()
+    data = memoryview(text.encode(stream.encoding or "utf-8", stream.errors or "strict"))
+    while data:
+        data = data[os.write(fd, data) :]
 
 
 def _fail(args: ExecArgs | argparse.Namespace, message: str) -> int:
     """dsh's own failure of a served exec: one line, the ``--json`` document, status 125."""
     print(f"dsh: {message}", file=sys.stderr)
     if args.json:
-        _write(_document(message), sys.stdout)
+        write_all(_document(message), sys.stdout)
     return FAILURE_EXIT
 
 
@@ -182,15 +219,17 @@ def served_exec(args: ExecArgs | argparse.Namespace) -> int | None:
             try:
                 answer = _exchange(args, sock, message, interrupts, path)
             finally:
+                interrupts.state = "answered"  # a signal from now on is only noted (see _report)
                 sock.close()
+            if isinstance(answer, dict):
+                return _report(args, answer, interrupts)
     except _Interrupted:
         assert interrupts.caught is not None
-        return _interrupted(interrupts.caught)
+        print(f"dsh: {interrupted_early(interrupts.caught)}", file=sys.stderr)
+        return _status_of(interrupts.caught)
     if isinstance(answer, int):
         return answer
-    if answer is None:
-        return _fail(args, f"the dsh server at {path} closed the connection before answering")
-    return _report(args, answer, interrupts.caught)
+    return _fail(args, f"the dsh server at {path} closed the connection before answering")
 
 
 def _exchange(
@@ -206,19 +245,48 @@ def _exchange(
     except OSError as exc:
         return _fail(args, f"cannot send to the dsh server at {path}: {exc.strerror or exc}")
     interrupts.sent()
-    sock.settimeout(None)  # the command may legitimately run for as long as its timeout allows
+    if not _answer_coming(sock, interrupts):
+        assert interrupts.caught is not None
+        print(
+            f"dsh: interrupted by {interrupts.caught}, but the dsh server at {path} did not answer within "
+            f"{ANSWER_GRACE:g} s: the command may still be running under it (stop that server)",
+            file=sys.stderr,
+        )
+        return _status_of(interrupts.caught)
+    sock.settimeout(CONNECT_TIMEOUT)  # the answer is on its way: a server that stalls in it is not waited on
     try:
         return recv_frame(sock)
     except (OSError, WireError) as exc:
         return _fail(args, f"the dsh server at {path} sent no valid answer: {exc}")
 
 
-def _interrupted(name: str) -> int:
-    print(f"dsh: {interrupted_reason(name)}", file=sys.stderr)
+def _answer_coming(sock: Socket, interrupts: _Interrupts) -> bool:
+    """Wait until the answer starts to come: without a signal as long as the command runs (its own
+    timeout bounds it), after a forwarded one :data:`ANSWER_GRACE` at most; False when that ran out."""
+    poller = select.poll()
+    poller.register(sock.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
+    while True:
+        try:  # _Forwarded comes at most once (a second signal is ignored), wherever it lands in here
+            wait_ms = -1
+            if interrupts.forwarded_at is not None:
+                left = interrupts.forwarded_at + ANSWER_GRACE - time.monotonic()
+                if left <= 0:
+                    return bool(poller.poll(0))
+                wait_ms = int(left * 1000) + 1
+            interrupts.state = "polling"
+            ready = bool(poller.poll(wait_ms))
+            interrupts.state = "sent"
+            if ready:
+                return True
+        except _Forwarded:
+            interrupts.state = "sent"
+
+
+def _status_of(name: str) -> int:
     return 128 + int(getattr(signals, name))
 
 
-def _report(args: ExecArgs | argparse.Namespace, answer: dict[str, Any], caught: str | None) -> int:
+def _report(args: ExecArgs | argparse.Namespace, answer: dict[str, Any], interrupts: _Interrupts) -> int:
     """Print a server's answer as the in-process ``dsh exec`` prints its outcome; return the exit status."""
     for warning in answer.get("warnings", []):
         _warn(str(warning))
@@ -229,18 +297,18 @@ def _report(args: ExecArgs | argparse.Namespace, answer: dict[str, Any], caught:
         error = str(answer.get("error"))
         print(f"dsh: {error}", file=sys.stderr)
         if args.json and "interrupted" not in answer:  # interrupted: stdout stays empty, as in-process
-            _write(document if isinstance(document, str) else _document(error), sys.stdout)
+            write_all(document if isinstance(document, str) else _document(error), sys.stdout)
         # dsh exec keeps 0-124 and 126+ for the command: its own failures are 125, served or not.
         code = answer.get("exit_code", FAILURE_EXIT)
         return code if isinstance(code, int) else FAILURE_EXIT
     result = answer["result"]
     if args.json and isinstance(document, str):
-        _write(document, sys.stdout)
+        write_all(document, sys.stdout)
     else:
-        _write(result["stdout"], sys.stdout)
-        _write(result["stderr"], sys.stderr)
+        write_all(result["stdout"], sys.stdout)
+        write_all(result["stderr"], sys.stderr)
     for line in exec_notices(result):
         print(line, file=sys.stderr)
-    if caught is not None:  # the command ended before the interrupt reached the server
-        return _interrupted(caught)
+    if interrupts.caught is not None:  # the command ended before the interrupt reached the server
+        print(f"dsh: {interrupted_late(interrupts.caught)}", file=sys.stderr)
     return exec_status(result)

@@ -50,6 +50,19 @@ def interrupted_reason(signal_name: str) -> str:
     )
 
 
+def interrupted_early(signal_name: str) -> str:
+    """Why ``dsh`` stopped on a signal that came before any command started (start-up, boot, opening the session)."""
+    return f"interrupted by {signal_name} before any command started: nothing ran"
+
+
+def interrupted_late(signal_name: str) -> str:
+    """What ``dsh exec`` says of a signal that came after the command had ended (its exit status stands)."""
+    return (
+        f"{signal_name} came after the command had ended: its turn was recorded as it ran, "
+        "and dsh exits with the command's status"
+    )
+
+
 def failure_document(error: str) -> dict[str, Any]:
     """The ``dsh exec --json`` document when dsh failed before the command ran: every key, nothing ran."""
     return {

@@ -95,6 +95,8 @@ def decode(body: bytes) -> dict[str, Any]:
         message = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise WireError(f"malformed request: not UTF-8 JSON ({exc})") from None
+    except RecursionError:  # arrays or objects nested thousands deep: no request has them
+        raise WireError("malformed request: JSON nested too deeply") from None
     return _object(message)
 
 

@@ -99,7 +99,10 @@ def dispatch(args: Args) -> int:
             print_json(failure_document(message) if args.verb == "exec" else {"error": message})
         # `dsh exec` keeps 0-124 and 126+ for the command, as `timeout` and `env` do.
         return FAILURE_EXIT if args.verb == "exec" else 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # SIGINT before a verb's own handling was installed (start-up)
+        from ._status import interrupted_early
+
+        print(f"dsh: {interrupted_early('SIGINT')}", file=sys.stderr)
         return 128 + signal.SIGINT
 
 

@@ -2,9 +2,12 @@
 
 Under asyncio a signal cancels the waiting task (``asyncio.CancelledError``). Without an event loop
 :class:`Interrupts` turns the first of its signals into :class:`Interrupted`, raised in the main
-thread only inside :meth:`Interrupts.waiting` (where a command or a resolve is waited for), so a
-signal never lands in the middle of a spawn or a flush; one that comes at another moment is kept and
-raised by the next wait. :func:`interruption` recognises both, without importing asyncio.
+thread at once while dsh starts up (imports, boot, opening the session: nothing has run, so nothing
+is lost). Inside :meth:`Interrupts.protected` (a spawn, a flush) and once a command has started
+(:meth:`Interrupts.command_started`) a signal is only kept: it is raised by the next
+:meth:`Interrupts.waiting` (where a command or a resolve is waited for), so it never lands in the
+middle of a spawn or a flush, and one that comes after the command ended does not undo its record.
+:func:`interruption` recognises both, without importing asyncio.
 """
 
 from __future__ import annotations
@@ -52,6 +55,9 @@ class Interrupts:
         self.caught: signal.Signals | None = None
         """The first signal received, if one was."""
         self._armed = False
+        self._held = 0
+        self.started = False
+        """Whether a command was started (after which a signal is raised only by a wait)."""
         self._cancel: Callable[[str], object] | None = None
         self._saved: dict[signal.Signals, object] = {}
         self._outer: Interrupts | None = None
@@ -73,7 +79,7 @@ class Interrupts:
         self.caught = signal.Signals(signum)
         if self._cancel is not None:
             self._cancel(self.caught.name)
-        elif self._armed:
+        elif self._armed or (self._held == 0 and not self.started):
             raise Interrupted(self.caught.name)
 
     def check(self) -> None:
@@ -86,6 +92,38 @@ class Interrupts:
         """Raise :class:`Interrupted` now if the active :class:`Interrupts` caught a signal (nothing started yet)."""
         active = Interrupts._active
         if active is not None:
+            active.check()
+
+    @staticmethod
+    def before_command() -> bool:
+        """Whether an active :class:`Interrupts` has seen no command start (False without one: unknown)."""
+        active = Interrupts._active
+        return active is not None and not active.started
+
+    @staticmethod
+    def command_started() -> None:
+        """A command is being started: from now on a signal is kept until a wait (which kills it)."""
+        active = Interrupts._active
+        if active is not None:
+            active.started = True
+
+    @staticmethod
+    @contextlib.contextmanager
+    def protected() -> Iterator[None]:
+        """A section a signal must not break (a spawn, a flush): one caught inside is kept.
+
+        Before any command started it is raised when the section ends; after, by the next wait.
+        """
+        active = Interrupts._active
+        if active is None or threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        active._held += 1
+        try:
+            yield
+        finally:
+            active._held -= 1
+        if active._held == 0 and not active.started and active._cancel is None:
             active.check()
 
     @contextlib.contextmanager

@@ -15,6 +15,7 @@ from dsh.paths import resolve_dsh_home
 
 from ._capture import Capture
 from ._child import Ended
+from ._interrupt import Interrupts
 from ._env import DEFAULT_CREDENTIAL_PATTERN, Shell, build_child_env, compile_credential_pattern
 from ._request import BashExecRequest, BashExecSpec, ExecResult
 
@@ -114,6 +115,7 @@ class LocalExecutor:
         spec = self.spec(request)
         started = time.monotonic()
         out, err = self._captures()
+        Interrupts.command_started()  # a cancellation from now on kills a command, not the start-up
         try:
             return self._result(await wait_async(spec, out, err), out, err, started)
         except BaseException:
@@ -131,9 +133,15 @@ class LocalExecutor:
 
         spec = self.spec(request)
         started = time.monotonic()
+        Interrupts.checkpoint()  # a signal came while the call was prepared: nothing starts
         out, err = self._captures()
         try:
-            return self._result(wait_blocking(spec, out, err), out, err, started)
+            # From the spawn on a signal is kept until the wait, which kills the group; one that comes
+            # after the command ended is kept and no longer interrupts the turn (it ran; it is recorded).
+            with Interrupts.protected():
+                Interrupts.command_started()
+                ended = wait_blocking(spec, out, err)
+            return self._result(ended, out, err, started)
         except BaseException:
             out.discard()
             err.discard()

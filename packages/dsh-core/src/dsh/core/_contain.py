@@ -3,8 +3,9 @@
 Plugin code runs at import, in ``apply``, in disposers and in resolvers. Any exception it raises,
 ``BaseException`` subclasses such as ``SystemExit``, ``KeyboardInterrupt`` and ``GeneratorExit``
 included, must fail that plugin and never the command, ``dsh plugins`` or ``dsh serve``. The one
-exception is a real Ctrl-C: while third-party code runs on the main thread, the SIGINT handler is
-wrapped to note that the signal really arrived, and only then does ``KeyboardInterrupt`` propagate.
+exception is a real signal (Ctrl-C, or SIGTERM/SIGHUP under dsh's own interrupt handling): while
+third-party code runs on the main thread, the handlers of SIGINT, SIGTERM and SIGHUP are wrapped to
+note that a signal really arrived, and only then does what the handler raised propagate.
 """
 
 from __future__ import annotations
@@ -41,34 +42,37 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+_WATCHED = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
 class _SigintWatch:
-    """Notes a real SIGINT while installed (main thread, Python-level handler only)."""
+    """Notes a real SIGINT, SIGTERM or SIGHUP while installed (main thread, Python-level handlers only)."""
 
     def __init__(self) -> None:
         self.fired = False
-        self._previous: Any = None
-        self._installed = False
+        self._previous: dict[int, Any] = {}
 
     def _handler(self, signum: int, frame: FrameType | None) -> Any:
         self.fired = True
-        previous = self._previous
+        previous = self._previous.get(signum)
         if callable(previous):
             return previous(signum, frame)
         raise KeyboardInterrupt  # pragma: no cover - only installed over a callable handler
 
     def __enter__(self) -> _SigintWatch:
         if threading.current_thread() is threading.main_thread():
-            previous = signal.getsignal(signal.SIGINT)
-            # With SIG_IGN or SIG_DFL no KeyboardInterrupt can come from a real Ctrl-C at all.
-            if callable(previous):
-                self._previous = previous
-                signal.signal(signal.SIGINT, self._handler)
-                self._installed = True
+            for signum in _WATCHED:
+                previous = signal.getsignal(signum)
+                # With SIG_IGN or SIG_DFL no exception can come from a real signal at all.
+                if callable(previous):
+                    self._previous[signum] = previous
+                    signal.signal(signum, self._handler)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._installed and signal.getsignal(signal.SIGINT) == self._handler:
-            signal.signal(signal.SIGINT, self._previous)
+        for signum, previous in self._previous.items():
+            if signal.getsignal(signum) == self._handler:
+                signal.signal(signum, previous)
 
 
 def contained(call: Callable[[], T]) -> T:
@@ -83,6 +87,6 @@ def contained(call: Callable[[], T]) -> T:
         except Exception:
             raise
         except BaseException as exc:
-            if isinstance(exc, KeyboardInterrupt) and watch.fired:
+            if watch.fired:  # a real signal's handler raised it (KeyboardInterrupt, dsh's Interrupted)
                 raise
             raise EscapedError(exc) from exc

@@ -1,0 +1,246 @@
+"""Signals at the edges of a ``dsh exec``: while dsh starts up, after the command ended, and with a
+served exec whose server does not answer. Real processes, real signals, real sockets."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dsh.agent._wire import frame, recv_frame, socket_path
+from tests.helpers import dsh, make_dist
+from tests.integration.serve_support import ServeProcess, ask, clean_env, request
+
+pytestmark = pytest.mark.integration
+
+SLOW_PLUGIN = """
+import os, time
+with open(os.environ["SLOW_MARKER"], "w") as marker:
+    marker.write("importing\\n")
+time.sleep(60)
+C = None
+"""
+
+
+def _client(*args: str, home: Path, **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "dsh.agent", *args],
+        env=clean_env(home, **env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_until(ready: object, proc: subprocess.Popen[str], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready():  # type: ignore[operator]
+            return
+        if proc.poll() is not None:
+            pytest.fail(f"dsh ended ({proc.returncode}) before {what}: {proc.communicate()}")
+        time.sleep(0.02)
+    pytest.fail(f"never saw {what}")
+
+
+def _events(home: Path) -> list[dict[str, object]]:
+    listed = json.loads(dsh("sessions", "list", "--json", home=home).stdout)["sessions"]
+    events: list[dict[str, object]] = []
+    for session in listed:
+        shown = dsh("sessions", "show", session["id"], "--json", home=home)
+        events.extend(json.loads(shown.stdout)["events"])
+    return events
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_while_dsh_starts_up_stops_it_at_once_and_nothing_runs(tmp_path: Path, sig: signal.Signals) -> None:
+    site, home, marker, ran = tmp_path / "site", tmp_path / "home", tmp_path / "importing", tmp_path / "ran"
+    make_dist(site, "slow-env", "1.0", {"dsh.bash_env": {"slow": "slowmod:C"}}, {"slowmod": SLOW_PLUGIN})
+    proc = _client(
+        "exec", "--no-server", "--", f"echo ran > {ran}", home=home, PYTHONPATH=str(site), SLOW_MARKER=str(marker)
+    )
+    _wait_until(marker.exists, proc, "the slow plugin's import")
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert time.monotonic() - sent < 15, "dsh waited for the plugin's 60 s import to end"
+    assert proc.returncode == 128 + sig.value, err
+    assert err == f"dsh: interrupted by {sig.name} before any command started: nothing ran\n"
+    assert out == ""
+    assert not ran.exists()
+    assert not any("process group was killed" in json.dumps(e) for e in _events(home))
+
+
+def test_an_early_ctrl_c_never_prints_a_traceback(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    # The console script's own two lines, saying when `run` starts: the sweep covers the imports of
+    # dsh's verbs (where Ctrl-C used to print a traceback), not Python's own start-up.
+    launch = "import os, sys; from dsh.agent._client import run; os.write(2, b'go\\n'); sys.exit(run())"
+    seen: set[int] = set()
+    for delay in (0.0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.08, 0.12):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", launch, "exec", "--no-server", "--", "true"],
+            env=clean_env(home),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stderr is not None and proc.stderr.readline() == "go\n"
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        assert "Traceback" not in err and "KeyboardInterrupt" not in err, (delay, err)
+        assert proc.returncode in (0, 130), (delay, proc.returncode, err)
+        if proc.returncode == 130:
+            assert err.count("\n") == 1 and err.startswith("dsh: interrupted by SIGINT"), (delay, err)
+        seen.add(proc.returncode)
+    assert 130 in seen, "no SIGINT of the sweep came while dsh ran"
+
+
+def test_a_signal_after_the_command_ended_keeps_its_status_and_record(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    # More output than the (shrunk) pipe holds: dsh blocks writing it, after the turn was flushed,
+    # until we read.
+    proc = _client("exec", "--no-server", "--", "head -c 20000 /dev/zero | tr '\\0' x; exit 3", home=home)
+    assert proc.stdout is not None
+    fcntl.fcntl(proc.stdout.fileno(), fcntl.F_SETPIPE_SZ, 4096)
+
+    def flushed() -> bool:
+        return any("turn/end" in p.read_text() for p in (home / "sessions").rglob("*.jsonl"))
+
+    _wait_until(flushed, proc, "the turn's flush")
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err
+    assert out == "x" * 20000
+    assert "process group was killed" not in err
+    assert err.endswith(
+        "dsh: SIGTERM came after the command had ended: its turn was recorded as it ran, "
+        "and dsh exits with the command's status\n"
+    )
+    (end,) = [e for e in _events(home) if e["type"] == "turn/end"]
+    assert "interrupted" not in end["data"]  # type: ignore[operator]
+
+
+class FakeServer:
+    """A listener at a deployment's socket path that reads one request, then does what the test says."""
+
+    def __init__(self, home: Path, answer: dict[str, object] | None) -> None:
+        run = home / "run"
+        run.mkdir(parents=True, mode=0o700)
+        os.chmod(home, 0o700)
+        self.path = socket_path(None, {"DSH_HOME": str(home)})
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(self.path)
+        self.listener.listen(1)
+        self.answer = answer
+        self.got_request = threading.Event()
+        self.interrupt: dict[str, object] | None = None
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        conn, _ = self.listener.accept()
+        with conn:
+            conn.settimeout(60)
+            recv_frame(conn)
+            self.got_request.set()
+            self.interrupt = recv_frame(conn)  # the forwarded signal
+            if self.answer is None:
+                time.sleep(30)  # hung: never answers
+            else:
+                conn.sendall(frame(json.dumps(self.answer).encode()))
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+@pytest.fixture
+def fake_home(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path / "home"
+
+
+def test_a_served_exec_whose_server_does_not_answer_ends_after_a_short_grace(fake_home: Path) -> None:
+    server = FakeServer(fake_home, answer=None)
+    try:
+        proc = _client("exec", "--", "echo x", home=fake_home)
+        _wait_until(server.got_request.is_set, proc, "the request at the server")
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+        assert time.monotonic() - sent < 10
+        assert proc.returncode == 130, err
+        assert server.interrupt == {"interrupt": "SIGINT"}
+        assert err == (
+            f"dsh: interrupted by SIGINT, but the dsh server at {server.path} did not answer within 2 s: "
+            "the command may still be running under it (stop that server)\n"
+        )
+        assert out == ""
+    finally:
+        server.close()
+
+
+def test_a_served_exec_signalled_after_its_command_ended_keeps_the_status(fake_home: Path) -> None:
+    result = {"stdout": "done\n", "stderr": "", "exit_code": 3, "timed_out": False, "timeout": None, "error": None}
+    server = FakeServer(fake_home, answer={"ok": True, "result": result})
+    try:
+        proc = _client("exec", "--", "echo done; exit 3", home=fake_home)
+        _wait_until(server.got_request.is_set, proc, "the request at the server")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+        assert server.interrupt == {"interrupt": "SIGTERM"}
+        assert proc.returncode == 3, err
+        assert out == "done\n"
+        assert err == (
+            "dsh: SIGTERM came after the command had ended: its turn was recorded as it ran, "
+            "and dsh exits with the command's status\n"
+        )
+    finally:
+        server.close()
+
+
+def test_a_stopped_server_does_not_keep_ctrl_c_from_ending_a_served_exec(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    server = ServeProcess(home)
+    try:
+        os.kill(server.pid, signal.SIGSTOP)
+        proc = _client("exec", "--", "echo x", home=home)
+        time.sleep(1.0)  # connected and sent (the stopped server's backlog and buffer take it) or not yet
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert time.monotonic() - sent < 10
+        assert proc.returncode == 130, err
+        assert err.count("\n") == 1 and "interrupted by SIGINT" in err
+    finally:
+        os.kill(server.pid, signal.SIGCONT)
+        server.stop()
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        (b"[" * 200_000 + b"]" * 200_000, "malformed request: JSON nested too deeply"),
+        (None, "malformed request: 'timeout' must be a positive number of seconds or null"),
+    ],
+)
+def test_absurd_requests_get_an_error_answer_and_no_traceback(tmp_path: Path, body: bytes | None, why: str) -> None:
+    server = ServeProcess(tmp_path / "home")
+    try:
+        raw = body if body is not None else json.dumps(request("true", tmp_path, timeout=10**400)).encode()
+        answer = ask(server.path, frame(raw))
+        assert answer == {"ok": False, "error": why}
+        assert ask(server.path, request("echo still serving", tmp_path))["ok"]  # type: ignore[index]
+    finally:
+        _, log = server.stop()
+    assert "Traceback" not in log, log
