@@ -128,8 +128,18 @@ import os, signal
 from dsh.bash import BashExecRequest, Interrupted, Interrupts, LocalExecutor
 
 with Interrupts([signal.SIGTERM]):
-    os.kill(os.getpid(), signal.SIGTERM)  # outside any wait: kept, not raised here
-    print("went on", flush=True)
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)  # no command started yet: raised at once
+        print("went on", flush=True)
+    except Interrupted as exc:
+        print(f"at once: {exc.reason}", flush=True)
+with Interrupts([signal.SIGTERM]):
+    try:
+        with Interrupts.protected():
+            os.kill(os.getpid(), signal.SIGTERM)  # inside a protected section (a flush): kept
+            print("section finished", flush=True)
+    except Interrupted as exc:
+        print(f"after the section: {exc.reason}", flush=True)
     try:
         LocalExecutor().run_sync(BashExecRequest("echo ran"))
     except Interrupted as exc:
@@ -137,6 +147,9 @@ with Interrupts([signal.SIGTERM]):
 """
 
 
-def test_a_signal_outside_a_wait_is_kept_and_nothing_starts_after_it() -> None:
+def test_a_signal_before_any_command_stops_at_once_or_when_its_protected_section_ends() -> None:
     done = subprocess.run([sys.executable, "-c", LATE_SIGNAL], capture_output=True, text=True, timeout=60)
-    assert (done.returncode, done.stdout) == (0, "went on\nnot started: SIGTERM\n"), done.stderr
+    assert (done.returncode, done.stdout) == (
+        0,
+        "at once: SIGTERM\nsection finished\nafter the section: SIGTERM\nnot started: SIGTERM\n",
+    ), done.stderr
