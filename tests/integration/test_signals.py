@@ -12,7 +12,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -166,8 +165,8 @@ class FakeServer:
 
 
 @pytest.fixture
-def fake_home(tmp_path: Path) -> Iterator[Path]:
-    yield tmp_path / "home"
+def fake_home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
 
 
 def test_a_served_exec_whose_server_does_not_answer_ends_after_a_short_grace(fake_home: Path) -> None:

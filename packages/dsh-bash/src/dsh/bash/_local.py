@@ -15,8 +15,8 @@ from dsh.paths import resolve_dsh_home
 
 from ._capture import Capture
 from ._child import Ended
-from ._interrupt import Interrupts
 from ._env import DEFAULT_CREDENTIAL_PATTERN, Shell, build_child_env, compile_credential_pattern
+from ._interrupt import Interrupts
 from ._request import BashExecRequest, BashExecSpec, ExecResult
 
 TYPE_CHECKING = False
