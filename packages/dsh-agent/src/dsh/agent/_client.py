@@ -58,8 +58,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     return dispatch(args)
 
 
+def _stop_loading(_signum: int, _frame: object) -> None:
+    """SIGINT while dsh loads its modules: nothing ran, so stop here, at once, with the one line.
+
+    Not ``KeyboardInterrupt``: raised inside a C extension's initialisation (orjson's, measured) it
+    can crash the interpreter (SIGSEGV) instead of unwinding.
+    """
+    from ._status import interrupted_early
+
+    os.write(2, f"dsh: {interrupted_early('SIGINT')}\n".encode())
+    os._exit(130)
+
+
 def run() -> None:
     """The ``dsh`` console script."""
+    try:
+        import _signal as signals  # the C module: `signal` adds enum (see `_served`)
+    except ImportError:  # pragma: no cover - an interpreter without it
+        import signal as signals
+    # Until a verb installs its own handling (`cli.dispatch`, the exec paths' interrupts), Ctrl-C ends
+    # dsh at once; a non-callable handler (SIG_IGN: a background job) is left as it is.
+    if callable(signals.getsignal(signals.SIGINT)):
+        signals.signal(signals.SIGINT, _stop_loading)
     # A one-shot command makes little cyclic garbage, and collecting while hundreds of modules load
     # is most of what the collector would do (about a tenth of a cold `dsh exec`, measured); the
     # long-running verbs (`dsh serve`, `dsh run`) turn it back on when they start (`cli.dispatch`).

@@ -16,6 +16,7 @@ from dsh.core.log import configure_command
 from dsh.session import SessionLockedError, SessionNotFoundError
 
 from ._choice import choose_deployment, relative_home
+from ._client import _stop_loading
 from ._exec_argv import ExecArgs
 from ._status import FAILURE_EXIT, failure_document
 
@@ -46,6 +47,11 @@ def dispatch(args: Args) -> int:
     """Run a parsed ``dsh`` command line in this process; return the exit status."""
     # The command reports failures itself (boot report, warnings); --debug adds the library's log.
     configure_command(debug=args.debug)
+    verb = "exec" if isinstance(args, ExecArgs) else args.verb
+    if verb not in ("exec", "run") and signal.getsignal(signal.SIGINT) is _stop_loading:
+        # Loaded: from here Ctrl-C unwinds (finally blocks run). exec and run keep the loading
+        # handler until their own interrupts take over (see `_drive.interruptible`).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         refused = relative_home()
         if refused is not None:

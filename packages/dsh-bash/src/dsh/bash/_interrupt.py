@@ -41,6 +41,33 @@ def interruption(exc: BaseException) -> str | None:
     return None
 
 
+REDELIVER_AFTER = 0.05
+"""Seconds after which a signal that landed in a C extension's initialisation is delivered again."""
+
+
+def _initialising_extension(frame: FrameType | None) -> bool:
+    """Whether ``frame``'s stack is inside the import of a C extension (its init function runs)."""
+    machinery = sys.modules.get("_frozen_importlib_external")
+    loader = getattr(machinery, "ExtensionFileLoader", None)
+    while frame is not None and loader is not None:
+        if frame.f_code.co_name in ("create_module", "exec_module") and isinstance(frame.f_locals.get("self"), loader):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _redeliver(sig: signal.Signals) -> None:
+    """Send ``sig`` to this process again after :data:`REDELIVER_AFTER` seconds (from a thread)."""
+    import os
+    import time
+
+    def later() -> None:
+        time.sleep(REDELIVER_AFTER)
+        os.kill(os.getpid(), sig)
+
+    threading.Thread(target=later, daemon=True).start()
+
+
 class Interrupts:
     """While active (a ``with`` block on the main thread), ``signals`` interrupt the run.
 
@@ -56,6 +83,7 @@ class Interrupts:
         """The first signal received, if one was."""
         self._armed = False
         self._held = 0
+        self._deferred = False
         self.started = False
         """Whether a command was started (after which a signal is raised only by a wait)."""
         self._cancel: Callable[[str], object] | None = None
@@ -75,12 +103,27 @@ class Interrupts:
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.caught is not None:
+            if self._deferred and signum == self.caught:  # our own re-delivery (or a second signal)
+                self._deferred = False
+                self._raise_now(frame)
             return
         self.caught = signal.Signals(signum)
         if self._cancel is not None:
             self._cancel(self.caught.name)
-        elif self._armed or (self._held == 0 and not self.started):
-            raise Interrupted(self.caught.name)
+        else:
+            self._raise_now(frame)
+
+    def _raise_now(self, frame: FrameType | None) -> None:
+        assert self.caught is not None
+        if not (self._armed or (self._held == 0 and not self.started and self._cancel is None)):
+            return
+        if _initialising_extension(frame):
+            # An exception raised into a C extension's initialisation can crash the interpreter
+            # (orjson's does, measured): ask again in a moment, once the import is through.
+            self._deferred = True
+            _redeliver(self.caught)
+            return
+        raise Interrupted(self.caught.name)
 
     def check(self) -> None:
         """Raise :class:`Interrupted` if a signal was caught."""
