@@ -72,10 +72,13 @@ def _stop_loading(_signum: int, _frame: object) -> None:
 
 def run() -> None:
     """The ``dsh`` console script."""
-    try:
-        import _signal as signals  # the C module: `signal` adds enum (see `_served`)
-    except ImportError:  # pragma: no cover - an interpreter without it
+    if TYPE_CHECKING:
         import signal as signals
+    else:
+        try:
+            import _signal as signals  # the C module: `signal` adds enum (see `_served`)
+        except ImportError:  # pragma: no cover - an interpreter without it
+            import signal as signals
     # Until a verb installs its own handling (`cli.dispatch`, the exec paths' interrupts), Ctrl-C ends
     # dsh at once; a non-callable handler (SIG_IGN: a background job) is left as it is.
     if callable(signals.getsignal(signals.SIGINT)):
