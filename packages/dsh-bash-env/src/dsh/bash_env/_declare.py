@@ -86,18 +86,6 @@ class FunctionContributor:
         return self.resolver(execution)
 
 
-@dataclass(frozen=True)
-class VariableInfo:
-    """One row of the catalogue: a key, its description and who owns it."""
-
-    key: str
-    description: str
-    owner: str
-    distribution: str | None
-    version: str | None
-    builtin: bool
-
-
 def validate(contributor: object) -> tuple[str, dict[str, str], Callable[[ToolExecution], Mapping[str, str]]]:
     name = getattr(contributor, "name", None)
     if not isinstance(name, str) or not name.strip():

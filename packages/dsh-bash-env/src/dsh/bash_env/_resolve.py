@@ -179,9 +179,11 @@ class Started:
 
     def __enter__(self) -> list[tuple[Entry, Pending, float]]:
         resolves, started = self._resolves, self._started
+        # One deadline for all: they start together (the built-ins inline, in microseconds).
+        deadline = time.monotonic() + resolves.timeout
         try:
             for entry in self._entries:
-                started.append((entry, resolves.start(entry, self._execution), time.monotonic() + resolves.timeout))
+                started.append((entry, resolves.start(entry, self._execution), deadline))
         except BaseException:
             self.__exit__()
             raise

@@ -20,7 +20,7 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from dsh.core import Disposer, contained, describe
@@ -81,10 +81,14 @@ class GroupDiff:
         return bool(self.added or self.removed or self.changed)
 
 
-@dataclass
 class _Scan:
-    items: dict[str, dict[str, EntryPointItem]] = field(default_factory=dict)
-    conflicts: dict[str, dict[str, str]] = field(default_factory=dict)
+    """One scan's items and duplicate names, per group (a plain class: a dataclass costs every cold start)."""
+
+    __slots__ = ("conflicts", "items")
+
+    def __init__(self) -> None:
+        self.items: dict[str, dict[str, EntryPointItem]] = {}
+        self.conflicts: dict[str, dict[str, str]] = {}
 
 
 _METADATA_SUFFIXES = (".dist-info", ".egg-info", ".pth")
