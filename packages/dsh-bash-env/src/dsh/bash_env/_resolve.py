@@ -50,6 +50,11 @@ class Entry:
         return f"'{self.name}' ({origin.distribution} {origin.version})" if origin else f"'{self.name}'"
 
 
+_SETTLED = threading.Event()
+_SETTLED.set()  # never cleared: shared by every outcome known when it was made
+_SETTLED_LOCK = threading.Lock()
+
+
 class Pending:
     """One resolve's outcome (checked values or a :class:`CollectionError`), set once, from any thread."""
 
@@ -61,6 +66,14 @@ class Pending:
         self._values: Mapping[str, str] | None = None
         self._error: CollectionError | None = None
         self._callbacks: list[Callable[[Pending], None]] = []
+
+    @classmethod
+    def settled(cls, values: Mapping[str, str] | None, error: CollectionError | None) -> Pending:
+        """An outcome known at once (a built-in resolved inline): no lock or event of its own to build."""
+        made = cls.__new__(cls)
+        made._lock, made._done, made._callbacks = _SETTLED_LOCK, _SETTLED, []
+        made._values, made._error = values, error
+        return made
 
     def done(self) -> bool:
         """True once the outcome is set."""
@@ -114,34 +127,30 @@ class Resolves:
                 f"{self.timeout:g} s deadline; this call fails without starting another",
                 contributor=entry.name,
             )
-        pending = Pending()
 
-        def run() -> None:
+        def run() -> tuple[Mapping[str, str] | None, CollectionError | None]:
             try:
                 # The result is read here too, under the deadline: a mapping whose items() sleeps or
                 # raises must not run on the caller's thread (or the server's event loop).
                 checked: dict[str, str] = {}
                 check(entry, entry.resolve(execution), checked)
             except CollectionError as exc:
-                pending.settle(error=exc)
+                return None, exc
             except BaseException as exc:
                 # Even SystemExit or KeyboardInterrupt: on this thread none can come from the
                 # terminal, so each is the contributor's failure, reported as such.
                 detail = f": {exc}" if str(exc) else ""
-                pending.settle(
-                    error=CollectionError(
-                        f"contributor {entry.who()} raised {type(exc).__name__} while resolving{detail}"
-                    )
+                return None, CollectionError(
+                    f"contributor {entry.who()} raised {type(exc).__name__} while resolving{detail}"
                 )
-            else:
-                pending.settle(checked)
+            return checked, None
 
         if entry.builtin:
-            run()  # the harness's own contributors: no thread hop on every call
-        else:
-            from ._workers import WORKERS  # threads only when a contributor of another package runs
+            return Pending.settled(*run())  # the harness's own contributors: no thread hop, no event
+        pending = Pending()
+        from ._workers import WORKERS  # threads only when a contributor of another package runs
 
-            WORKERS.submit(run)
+        WORKERS.submit(lambda: pending.settle(*run()))
         return pending
 
     def started(self, entries: Sequence[Entry], execution: ToolExecution) -> Started:
