@@ -13,20 +13,6 @@ from dsh.hooks._payload import HookFacts, build_payload, dsh_tool_input, peer_to
 from dsh.hooks._rules import parse_rule, rule_matches
 from dsh.hooks._table import matcher_matches
 
-SCHEMA_FILES = {
-    "SessionStart": "session-start",
-    "UserPromptSubmit": "user-prompt-submit",
-    "PreToolUse": "pre-tool-use",
-    "PostToolUse": "post-tool-use",
-    "Stop": "stop",
-    "SubagentStart": "subagent-start",
-    "SubagentStop": "subagent-stop",
-    "SessionEnd": "session-end",
-}
-EVENTS = [*SCHEMA_FILES, "PostToolUseFailure"]
-CODEX_EVENTS = set(SCHEMA_FILES)
-CLAUDE_EVENTS = set(EVENTS)
-
 
 def test_exit_codes_per_dialect() -> None:
     assert interpret("claude", "PreToolUse", "h", 2, "", "").blocked
