@@ -52,6 +52,21 @@ def seconds(text: str) -> float | None:
     return value if 0 < value < float("inf") else None
 
 
+def valued_option(words: Sequence[str], i: int) -> tuple[str, str, int] | None:
+    """``--name=value`` or ``--name value`` at ``words[i]``: name, value and the index after it.
+
+    None when argparse must decide: a missing value, one that looks like an option, an empty one
+    (the full path says what it means: ``--session ''`` is an error). Both small parsers read
+    options with this one rule.
+    """
+    name, equals, value = words[i].partition("=")
+    if not equals:
+        if i + 1 == len(words) or words[i + 1].startswith("-"):
+            return None
+        value, i = words[i + 1], i + 1
+    return (name, value, i + 1) if value else None
+
+
 def parse_exec(argv: Sequence[str]) -> ExecArgs | None:
     """``dsh exec [OPTIONS] -- COMMAND...`` in its plain spellings; None for anything else."""
     if not argv or argv[0] != "exec":
@@ -69,18 +84,11 @@ def parse_exec(argv: Sequence[str]) -> ExecArgs | None:
             setattr(args, word[2:].replace("-", "_"), True)
             i += 1
             continue
-        name, equals, value = word.partition("=")
-        field = _VALUED.get(name)
-        if field is None:
+        read = valued_option(argv, i)
+        field = None if read is None else _VALUED.get(read[0])
+        if read is None or field is None:
             return None
-        if not equals:
-            if i + 1 == len(argv) or argv[i + 1].startswith("-"):
-                return None  # argparse's business: a missing value, or one that looks like an option
-            value = argv[i + 1]
-            i += 1
-        i += 1
-        if not value:
-            return None  # an empty value: the full path says what it means (`--session ''` is an error)
+        _, value, i = read
         if field == "timeout":
             timeout = seconds(value)
             if timeout is None:

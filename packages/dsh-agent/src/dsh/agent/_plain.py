@@ -13,6 +13,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, cast
 
+from ._exec_argv import valued_option
+
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
@@ -47,20 +49,13 @@ def parse_plain(argv: Sequence[str]) -> argparse.Namespace | None:
         values["id"] = rest.pop(0)
     i = 0
     while i < len(rest):
-        word = rest[i]
-        i += 1
-        if word == "--json":
+        if rest[i] == "--json":
             values["json"] = True
-            continue
-        name, equals, value = word.partition("=")
-        if name not in _VALUED[verb]:
-            return None
-        if not equals:
-            if i == len(rest) or rest[i].startswith("-"):
-                return None  # argparse's business: a missing value, or one that looks like an option
-            value = rest[i]
             i += 1
-        if not value:
-            return None  # an empty value: the full path says what it means
+            continue
+        read = valued_option(rest, i)
+        if read is None or read[0] not in _VALUED[verb]:
+            return None
+        name, value, i = read
         values[name[2:]] = value
     return cast("argparse.Namespace", SimpleNamespace(**values))
