@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dsh.bash import ExecResult
 from dsh.loader import Runtime
@@ -20,9 +19,8 @@ if TYPE_CHECKING:
     from dsh.hooks import Notice
 
 
-@dataclass(frozen=True)
-class ExecOutcome:
-    """What ``dsh exec --json`` prints (a contract)."""
+class ExecOutcome(NamedTuple):
+    """What ``dsh exec --json`` prints (a contract); a ``NamedTuple``, cheaper to define than a dataclass."""
 
     session_id: str
     location: dict[str, str] | None
@@ -40,7 +38,7 @@ class ExecOutcome:
 
     def as_json(self) -> dict[str, Any]:
         """The ``--json`` document."""
-        document = asdict(self)
+        document = self._asdict()
         del document["notices"]
         return document
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from dsh.core import Context
 from dsh.hooks import HOOKS
 from dsh.session import Session, ToolResult
@@ -109,5 +107,5 @@ class HookPoints:
         if post.stop:
             self._stopping = post.stop_reason
         if post.blocked:
-            return replace(result, output=f"{result.output}\n[PostToolUse hook: {post.reason}]", is_error=True)
+            return result._replace(output=f"{result.output}\n[PostToolUse hook: {post.reason}]", is_error=True)
         return result

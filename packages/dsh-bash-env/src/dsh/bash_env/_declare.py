@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from dsh.bash import DSH_ENV_PREFIX
 from dsh.session import ToolExecution
@@ -47,9 +46,8 @@ BUILTIN_DESCRIPTIONS = {
 }
 
 
-@dataclass(frozen=True)
-class VariableSpec:
-    """The declaration of one managed variable."""
+class VariableSpec(NamedTuple):
+    """The declaration of one managed variable (an immutable ``NamedTuple``)."""
 
     description: str
 
@@ -73,9 +71,8 @@ class Contributor(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class FunctionContributor:
-    """A contributor made of a name, declarations and a function."""
+class FunctionContributor(NamedTuple):
+    """A contributor made of a name, declarations and a function (an immutable ``NamedTuple``)."""
 
     name: str
     variables: Mapping[str, str | VariableSpec]

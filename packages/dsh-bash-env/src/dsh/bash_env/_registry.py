@@ -6,8 +6,8 @@ import builtins
 import contextlib
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from dsh.bash import Interrupts
 from dsh.core import Disposer, Service, ServiceKey
@@ -38,9 +38,8 @@ DEFAULT_RESOLVE_TIMEOUT = 1.0
 """Seconds each contributor's ``resolve()`` may take before its call fails (``resolve_timeout``)."""
 
 
-@dataclass(frozen=True)
-class VariableInfo:
-    """One row of the catalogue: a key, its description and who owns it."""
+class VariableInfo(NamedTuple):
+    """One row of the catalogue: a key, its description and who owns it (an immutable ``NamedTuple``)."""
 
     key: str
     description: str

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import MISSING, dataclass, fields, is_dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import MISSING, fields, is_dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ._errors import FieldError, PluginError
 from ._services import ServiceKey, key_name
@@ -16,12 +16,12 @@ if TYPE_CHECKING:
 ApplyFn = Callable[["Context", Any], None]
 
 
-@dataclass(frozen=True)
-class Plugin:
+class Plugin(NamedTuple):
     """A plugin defined in code; a module with the same attributes is a plugin too.
 
     ``apply`` receives the fiber's context and the validated ``Config`` instance, or
-    ``None`` when the plugin declares no ``Config``.
+    ``None`` when the plugin declares no ``Config``. An immutable ``NamedTuple`` (a frozen dataclass
+    cost every cold start half a millisecond to define).
     """
 
     name: str

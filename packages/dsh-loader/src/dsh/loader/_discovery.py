@@ -20,8 +20,7 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from dsh.core import Disposer, contained, describe
 
@@ -44,9 +43,8 @@ def import_ref(ref: str) -> Any:
     return obj
 
 
-@dataclass(frozen=True)
-class EntryPointItem:
-    """One discovered entry point and the distribution that ships it."""
+class EntryPointItem(NamedTuple):
+    """One discovered entry point and the distribution that ships it (an immutable ``NamedTuple``)."""
 
     group: str
     name: str
@@ -68,9 +66,8 @@ class EntryPointItem:
             ) from exc
 
 
-@dataclass(frozen=True)
-class GroupDiff:
-    """What changed in one group between two scans."""
+class GroupDiff(NamedTuple):
+    """What changed in one group between two scans (an immutable ``NamedTuple``; false when nothing did)."""
 
     group: str
     added: tuple[EntryPointItem, ...] = ()

@@ -6,8 +6,8 @@ It lives here, beside :class:`ToolExecution`, so tool packages never import the 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 from dsh.core import Disposer, Plugin, Registry, Service, ServiceKey
 
@@ -94,18 +94,18 @@ class ToolSpec(Frozen):
         store(self, "_v", (name, description, parameters))
 
 
-@dataclass(frozen=True)
-class ToolResult:
+class ToolResult(NamedTuple):
     """A tool's answer: text for the model, whether it is an error, and structured data.
 
-    ``data`` is what the transcript records (JSON-able); ``value`` is the tool's own typed result
-    for in-process callers (a shell tool's ``dsh.bash.ExecResult``), never serialised.
-    ``blocked`` is the one place that says a hook refused the call, so it never ran.
+    ``data`` is what the transcript records (JSON-able; an empty read-only mapping by default);
+    ``value`` is the tool's own typed result for in-process callers (a shell tool's
+    ``dsh.bash.ExecResult``), never serialised. ``blocked`` is the one place that says a hook
+    refused the call, so it never ran. An immutable ``NamedTuple``: change one with ``_replace``.
     """
 
     output: str
     is_error: bool = False
-    data: Mapping[str, Any] = field(default_factory=dict)
+    data: Mapping[str, Any] = MappingProxyType({})
     value: object | None = None
     blocked: bool = False
 
