@@ -11,11 +11,11 @@ if TYPE_CHECKING:
 
     from ._errors import MissingPluginError, ScriptError, ServeError, TranscriptNotSaved, UsageError
     from ._loop import Agent
-    from ._model import Model, ModelStep, ScriptedModel, ToolCall
+    from ._model import Model, ScriptedModel, ToolCall
     from ._runtime import BUILTINS, DEFAULT_SOURCE, default_deployment, open_runtime
     from ._script import Script, ScriptTurn, load_script
     from ._spawn import SPAWN_DESCRIPTION, SpawnTool, spawn_plugin
-    from ._turns import TurnResult
+    from ._steps import ModelStep, TurnResult
 
 _EXPORTS = {
     "SPAWN_DESCRIPTION": "._spawn",
@@ -26,10 +26,10 @@ _EXPORTS = {
     "ServeError": "._errors",
     "TranscriptNotSaved": "._errors",
     "UsageError": "._errors",
-    "TurnResult": "._turns",
+    "TurnResult": "._steps",
     "spawn_plugin": "._spawn",
     "Model": "._model",
-    "ModelStep": "._model",
+    "ModelStep": "._steps",
     "Script": "._script",
     "ScriptTurn": "._script",
     "ScriptedModel": "._model",

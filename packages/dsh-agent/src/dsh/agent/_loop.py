@@ -18,10 +18,12 @@ from ._errors import TranscriptNotSaved
 from ._hookpoints import HookPoints
 from ._model import Model, ToolCall
 from ._request import REQUEST_EVENT, request_data
-from ._turns import TurnResult, recorded
+from ._turns import recorded
 
 if TYPE_CHECKING:
     from dsh.hooks import Notice
+
+    from ._steps import TurnResult
 
 current_agent: ContextVar[Agent | None] = ContextVar("dsh_current_agent", default=None)
 """The agent whose tool call is running (``spawn_agent`` spawns under it)."""
@@ -162,6 +164,8 @@ class Agent(HookPoints):
 
     async def run_turn(self, prompt: str) -> TurnResult:
         """Run one turn to its end and flush the transcript (the checkpoint), even on failure."""
+        from ._steps import TurnResult  # only model-driven turns need it, never ``dsh exec``
+
         turn_id = self._open_turn()
         result = TurnResult(turn_id)
         session = self.session

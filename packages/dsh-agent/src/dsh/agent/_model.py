@@ -1,7 +1,8 @@
 """Models: the protocol the loop drives, and the keyless scripted model.
 
-:class:`ToolCall` and :class:`ModelStep` are plain dataclasses (``dsh exec`` builds a call with no
-pydantic); a script is validated by pydantic, which checks them as fields of :class:`Script`.
+:class:`ToolCall` is a plain dataclass (``dsh exec`` builds a call with no pydantic); a script is
+validated by pydantic, which checks it as a field of :class:`~dsh.agent.ModelStep` (``_steps``, a
+module ``dsh exec`` never imports: it runs no model step).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ._errors import ScriptError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ._script import Script
+    from ._steps import ModelStep
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,16 +35,6 @@ class ToolCall:
     def __post_init__(self) -> None:
         if not self.name:
             raise ValueError("has an empty name")
-
-
-@dataclass(frozen=True, kw_only=True)
-class ModelStep:
-    """One model response: text, and the tool calls to run (none ends the turn)."""
-
-    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}  # read when a script is validated
-
-    text: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
 
 
 class Model(Protocol):
@@ -91,7 +83,11 @@ class ScriptedModel:
 
     async def step(self, session: Session, tools: Sequence[ToolSpec]) -> ModelStep:
         """The next scripted step, or an empty final step."""
-        return self._steps.popleft() if self._steps else ModelStep()
+        if self._steps:
+            return self._steps.popleft()
+        from ._steps import ModelStep
+
+        return ModelStep()
 
     def subagent(self, agent_type: str) -> ScriptedModel:
         """A model replaying ``subagents[agent_type]`` as one turn."""

@@ -11,7 +11,7 @@ from dsh.core.validation import format_validation_error
 from dsh.paths import read_regular_text
 
 from ._errors import ScriptError
-from ._model import ModelStep
+from ._steps import ModelStep
 
 
 class ScriptTurn(BaseModel):

@@ -6,7 +6,7 @@ import math
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from dsh.bash import DSH_ENV_PREFIX, SHELL_EXECUTOR, BashExecRequest, ExecResult, Executor, LocalExecutor, Shell
@@ -44,11 +44,20 @@ class ShellToolConfig:
                 raise FieldError(name, "must be greater than 0")
 
 
-@dataclass
 class TaskTable:
-    """Background tasks started by one shell tool."""
+    """Background tasks started by one shell tool, by task id.
 
-    tasks: dict[str, BackgroundProcess] = field(default_factory=dict)
+    A plain slotted class: every boot makes one, and a dataclass cost each cold start half a
+    millisecond to define.
+    """
+
+    __slots__ = ("tasks",)
+
+    def __init__(self, tasks: dict[str, BackgroundProcess] | None = None) -> None:
+        self.tasks: dict[str, BackgroundProcess] = {} if tasks is None else tasks
+
+    def __repr__(self) -> str:
+        return f"TaskTable(tasks={self.tasks!r})"
 
     def kill_all(self) -> None:
         """Stop every task's process group at once (used when the tool unloads)."""
