@@ -2,13 +2,21 @@
 
 The kernel (``dsh.core``) knows nothing of entry points or files; this package finds plugins
 through the ``dsh.*`` entry-point groups, reads deployment files and loads them into a kernel.
+``GroupDiff`` resolves lazily: only a rescan (the installed distributions moved) defines it.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from ._deployment import Deployment, PersistenceChoice, PluginEntry, load_deployment, parse_deployment, resolve_home
-from ._discovery import PLUGINS_GROUP, Catalog, EntryPointItem, GroupDiff
+from ._discovery import PLUGINS_GROUP, Catalog, EntryPointItem
 from ._errors import BootError, DeploymentError, DiscoveryError
 from ._follow import follow_group
 from ._runtime import CATALOG, TURN_REFRESH, Runtime, boot, compose
+
+if TYPE_CHECKING:
+    from ._diff import GroupDiff
 
 __all__ = [
     "CATALOG",
@@ -31,3 +39,11 @@ __all__ = [
     "parse_deployment",
     "resolve_home",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name != "GroupDiff":
+        raise AttributeError(f"module 'dsh.loader' has no attribute {name!r}")
+    from ._diff import GroupDiff
+
+    return GroupDiff

@@ -20,12 +20,15 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dsh.core import Disposer, contained, describe
 
 from ._discovery_cache import Row, cache_key, read_cache, write_cache
 from ._errors import DiscoveryError
+
+if TYPE_CHECKING:
+    from ._diff import GroupDiff
 
 PLUGINS_GROUP = "dsh.plugins"
 """Plugins a deployment names by entry-point name (the loader's own group)."""
@@ -64,18 +67,6 @@ class EntryPointItem(NamedTuple):
                 group=self.group,
                 name=self.name,
             ) from exc
-
-
-class GroupDiff(NamedTuple):
-    """What changed in one group between two scans (an immutable ``NamedTuple``; false when nothing did)."""
-
-    group: str
-    added: tuple[EntryPointItem, ...] = ()
-    removed: tuple[EntryPointItem, ...] = ()
-    changed: tuple[EntryPointItem, ...] = ()
-
-    def __bool__(self) -> bool:
-        return bool(self.added or self.removed or self.changed)
 
 
 class _Scan:
@@ -188,7 +179,7 @@ def _from_rows(rows: list[Row]) -> _Scan:
     return scan
 
 
-Watcher = Callable[[GroupDiff], None]
+Watcher = Callable[["GroupDiff"], None]
 
 
 class Catalog:
@@ -273,6 +264,8 @@ class Catalog:
         fingerprint = self._watch.fingerprint(sys.path)
         if not force and fingerprint == self._fingerprint:
             return []
+        from ._diff import GroupDiff  # only a moved fingerprint needs it, never a cold start
+
         importlib.invalidate_caches()
         new = _scan()
         self._fingerprint = fingerprint

@@ -6,9 +6,13 @@ from collections.abc import Callable, Collection
 
 from dsh.core import Context, Fiber, Plugin
 
-from ._discovery import Catalog, EntryPointItem, GroupDiff
+from ._discovery import Catalog, EntryPointItem
 from ._errors import DiscoveryError
 from ._runtime import CATALOG
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._diff import GroupDiff
 
 
 def _conflict_plugin(group: str, name: str, label: str, message: str) -> Plugin:

@@ -5,15 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh.core import DSH_HOME, Context, DshError, Fiber, FiberState, ServiceKey, contained, describe
 from dsh.paths import ensure_private_dir
 from dsh.session.persistence import PERSISTENCE_GROUP
 
 from ._deployment import Deployment, resolve_home
-from ._discovery import PLUGINS_GROUP, Catalog, EntryPointItem, GroupDiff, import_ref
+from ._discovery import PLUGINS_GROUP, Catalog, EntryPointItem, import_ref
 from ._errors import BootError, DiscoveryError
+
+if TYPE_CHECKING:
+    from ._diff import GroupDiff
 
 CATALOG: ServiceKey[Catalog] = ServiceKey("catalog")
 """The entry-point catalog of the running deployment."""
