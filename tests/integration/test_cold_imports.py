@@ -108,3 +108,46 @@ def test_a_configured_hook_brings_asyncio_and_still_runs(tmp_path: Path) -> None
     code, loaded, out = _cold(home, "exec", "--no-server", "--", "echo ran")
     assert (code, out) == (0, "ran\n")
     assert "asyncio" in loaded and json.loads(seen.read_text())["hook_event_name"] == "PreToolUse"
+
+
+DATACLASSES_WRAPPER = """
+import dataclasses, json, sys
+from dsh.agent._client import main
+
+code = main(sys.argv[1:])
+sys.stdout.flush()
+defined = sorted(
+    f"{name}.{cls.__qualname__}"
+    for name, module in list(sys.modules.items())
+    if name.startswith("dsh.")
+    for cls in vars(module).values()
+    if isinstance(cls, type) and cls.__module__ == name and dataclasses.is_dataclass(cls)
+)
+print(json.dumps({"code": code, "defined": defined}), file=sys.stderr)
+"""
+
+MAX_COLD_DATACLASSES = 9
+"""Dataclasses a cold ``dsh exec`` may define: each costs about half a millisecond (one ``exec`` per
+generated method). They are the default plugins' five ``Config`` classes and the four records
+pydantic validates from files (``Deployment``, ``PersistenceChoice``, ``PluginEntry``, ``ToolCall``);
+any other record on the path is a ``NamedTuple`` or a plain class, or lives in a module imported
+when its feature is first used."""
+
+
+def test_a_cold_exec_defines_only_the_dataclasses_pydantic_validates(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    _cold(home, "env")  # the discovery cache, as every later command finds it
+    env = {k: v for k, v in os.environ.items() if k not in ("DSH_DEPLOYMENT", "DSH_SESSION_ID")}
+    env["DSH_HOME"] = str(home)
+    done = subprocess.run(
+        [sys.executable, "-c", DATACLASSES_WRAPPER, "exec", "--no-server", "--", "true"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    report = json.loads(done.stderr.splitlines()[-1])
+    assert report["code"] == 0
+    defined = report["defined"]
+    assert len(defined) <= MAX_COLD_DATACLASSES, f"a cold dsh exec defines {len(defined)} dataclasses: {defined}"
