@@ -56,6 +56,30 @@ def test_exit_code_stdout_stderr_stdin_and_cwd(tmp_path: Path) -> None:
     assert result.stderr == "oops\n"  # type: ignore[attr-defined]
 
 
+def test_input_larger_than_a_pipe_reaches_a_slow_reader_and_an_ignoring_command_does_not_hang() -> None:
+    payload = "x" * 1_000_000
+    slow = run(BashExecRequest("sleep 0.2; wc -c", stdin=payload, timeout=30))
+    assert (slow.exit_code, slow.stdout.strip()) == (0, "1000000")  # type: ignore[attr-defined]
+    ignored = run(BashExecRequest("echo done", stdin=payload, timeout=30))
+    assert (ignored.exit_code, ignored.stdout, ignored.timed_out) == (0, "done\n", False)  # type: ignore[attr-defined]
+
+
+def test_without_a_pidfd_the_exit_is_still_seen(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # Kernels before Linux 5.3 (and other systems) have no pidfd: a thread waits for the shell instead.
+    def no_pidfd(pid: int, flags: int = 0) -> int:
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(os, "pidfd_open", no_pidfd)
+    done = run(BashExecRequest("echo out; echo err >&2; exit 5", timeout=30))
+    assert (done.exit_code, done.stdout, done.stderr) == (5, "out\n", "err\n")  # type: ignore[attr-defined]
+    marker = tmp_path / "held.pid"
+    held = run(BashExecRequest(f"(sleep 30 & echo $! > {marker}); echo started", timeout=30))
+    os.kill(int(marker.read_text()), signal.SIGKILL)
+    assert (held.exit_code, held.stdout, held.timed_out) == (0, "started\n", False)  # type: ignore[attr-defined]
+    late = run(BashExecRequest("echo before; sleep 30", timeout=0.3))
+    assert (late.exit_code, late.stdout, late.timed_out) == (124, "before\n", True)  # type: ignore[attr-defined]
+
+
 def test_timeout_kills_the_whole_group_including_a_sleeping_grandchild(tmp_path: Path) -> None:
     marker = tmp_path / "grandchild.pid"
     started = time.monotonic()

@@ -6,9 +6,12 @@ import asyncio
 import contextlib
 import itertools
 import os
+import select
 import signal
+import subprocess
+import threading
 
-from ._child import DRAIN_GRACE, EXIT_GRACE, POLL, Ended, kill_group, shell_status
+from ._child import DRAIN_GRACE, EXIT_GRACE, Ended, kill_group, shell_status, spawn
 from ._errors import ExecError
 
 TYPE_CHECKING = False
@@ -16,19 +19,19 @@ if TYPE_CHECKING:
     from ._capture import Capture
     from ._request import BashExecRequest, BashExecSpec
 
+_CHUNK = 65536
 
-async def spawn_async(
-    spec: BashExecSpec, stdout: int = asyncio.subprocess.PIPE, stderr: int = asyncio.subprocess.PIPE
-) -> asyncio.subprocess.Process:
-    """Start ``spec`` in its own process group, its output on pipes (asyncio's, or the descriptors given)."""
+
+async def spawn_async(spec: BashExecSpec) -> asyncio.subprocess.Process:
+    """Start ``spec`` in its own process group, its output on asyncio's pipes (a background task reads them)."""
     if spec.cwd is not None and not os.path.isdir(spec.cwd):
         raise ExecError(f"working directory {spec.cwd} does not exist", path=spec.cwd)
     try:
         return await asyncio.create_subprocess_exec(
             *spec.argv,
             stdin=asyncio.subprocess.PIPE if spec.stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=stderr,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
             env=dict(spec.env),
             cwd=spec.cwd,
             start_new_session=True,
@@ -37,93 +40,163 @@ async def spawn_async(
         raise ExecError(f"shell '{spec.argv[0]}' was not found on PATH", shell=spec.argv[0]) from None
 
 
-class _Pipes:
-    """The output pipes of a foreground command, ours rather than asyncio's: we stop reading them when we choose.
+class _Watch:
+    """A foreground child watched by the loop itself: its pipes and its pidfd are readers (no task, no thread).
 
-    (asyncio's own pipes stay open, and its ``wait()`` waits on them, as long as any process holds them.)
+    asyncio's own subprocess machinery costs a thread per child (its child watcher, before Python
+    3.12), two transports and a task per pipe: about a quarter of a short call. Output goes into the
+    sinks as it comes. The watch has :attr:`ended` once both pipes have closed, or reading was
+    stopped (:meth:`stop`, or :attr:`grace` seconds after the shell's exit), and the shell is reaped.
     """
 
-    def __init__(self) -> None:
-        self.out_r, self.out_w = os.pipe()
-        self.err_r, self.err_w = os.pipe()
-        self.writers = [self.out_w, self.err_w]
-        self.files = [open(self.out_r, "rb", buffering=0), open(self.err_r, "rb", buffering=0)]  # noqa: SIM115
+    def __init__(self, proc: subprocess.Popen[bytes], stdin: bytes | None, out: Capture, err: Capture) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.proc = proc
+        self.ended = False
+        self.failure: BaseException | None = None
+        """What a sink raised; the group was killed and reading stopped."""
+        self.grace = EXIT_GRACE
+        """Seconds to keep reading once the shell has exited (raised after killing the group)."""
+        self._readers: dict[int, Capture] = {}
+        self._sinks = ((proc.stdout, out), (proc.stderr, err))
+        self._pending = memoryview(stdin or b"")
+        self._stdin_fd: int | None = None
+        self._pidfd: int | None = None
+        self._grace_timer: asyncio.TimerHandle | None = None
+        self._waiter: asyncio.Future[None] | None = None
 
-    def spawned(self) -> None:
-        """The child holds the write ends now; ours would keep the pipes from ever ending. Once only:
-        a descriptor number closed twice may by then be someone else's file."""
-        writers, self.writers = self.writers, []
-        for fd in writers:
-            os.close(fd)
+    def start(self) -> None:
+        """Register the pipes and the exit with the loop; on failure the caller kills the group and closes."""
+        for stream, sink in self._sinks:
+            if stream is not None:
+                fd = stream.fileno()
+                os.set_blocking(fd, False)
+                self._readers[fd] = sink
+                self.loop.add_reader(fd, self._read, fd)
+        if self.proc.stdin is not None:
+            if self._pending:
+                fd = self.proc.stdin.fileno()
+                os.set_blocking(fd, False)
+                self._stdin_fd = fd
+                self.loop.add_writer(fd, self._write)
+            else:
+                self._close_stdin()
+        try:
+            self._pidfd = os.pidfd_open(self.proc.pid)
+        except (AttributeError, OSError):  # not Linux 5.3+: a thread blocks in waitpid (asyncio's own way)
+            threading.Thread(target=self._wait_in_thread, daemon=True).start()
+        else:
+            self.loop.add_reader(self._pidfd, self._exited)
+
+    async def wait(self, timeout: float | None) -> bool:
+        """Wait until :attr:`ended`, at most ``timeout`` seconds (None: no limit); whether it has."""
+        if not self.ended:
+            self._waiter = waiter = self.loop.create_future()
+            timer = None if timeout is None else self.loop.call_later(timeout, self._wake)
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+                if timer is not None:
+                    timer.cancel()
+        return self.ended
+
+    def stop(self) -> None:
+        """Stop reading (what the pipes still hold is lost); the watch ends once the shell is reaped."""
+        for fd in list(self._readers):
+            del self._readers[fd]
+            self.loop.remove_reader(fd)
+        self._settle()
 
     def close(self) -> None:
-        self.spawned()
-        for fh in self.files:
-            fh.close()
+        """Unregister everything and close our ends of the pipes (the shell need not have been reaped)."""
+        self.stop()
+        if self._grace_timer is not None:
+            self._grace_timer.cancel()
+        if self._stdin_fd is not None:
+            self.loop.remove_writer(self._stdin_fd)
+            self._stdin_fd = None
+        self._unwatch_exit()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
 
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
 
-async def _communicate(
-    proc: asyncio.subprocess.Process,
-    stdin: bytes | None,
-    pipes: _Pipes,
-    sinks: tuple[Capture | None, Capture | None],
-    grace: list[float],
-) -> None:
-    """Feed ``stdin`` and read both pipes into ``sinks`` (None: discard) as they come, until the exit.
+    def _settle(self) -> None:
+        if not self.ended and not self._readers and self.proc.returncode is not None:
+            self.ended = True
+            if self._grace_timer is not None:
+                self._grace_timer.cancel()
+            self._wake()
 
-    Once the shell itself has exited, the pipes are read for ``grace[0]`` seconds at most (the
-    caller raises it after killing the group): a process left behind may hold them for ever.
-    """
-    loop = asyncio.get_running_loop()
-
-    async def pump(fh: object, sink: Capture | None) -> None:
-        reader = asyncio.StreamReader(loop=loop)
-        transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), fh)
+    def _read(self, fd: int) -> None:
         try:
-            while chunk := await reader.read(65536):
-                if sink is not None:
-                    sink.feed(chunk)
-        finally:
-            transport.close()
-
-    async def feed() -> None:
-        if proc.stdin is None:
+            chunk = os.read(fd, _CHUNK)
+        except BlockingIOError:
             return
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            if stdin:
-                proc.stdin.write(stdin)
-                await proc.stdin.drain()
-            proc.stdin.close()
+        except OSError:
+            chunk = b""
+        if not chunk:
+            del self._readers[fd]
+            self.loop.remove_reader(fd)
+            self._settle()
+            return
+        try:
+            self._readers[fd].feed(chunk)
+        except BaseException as exc:  # never leave a reader that fails at every wake-up
+            self.failure = exc
+            kill_group(self.proc.pid)
+            self.stop()
 
-    pumps = {asyncio.ensure_future(pump(fh, sink)) for fh, sink in zip(pipes.files, sinks, strict=True)}
-    feeder = asyncio.ensure_future(feed())
-    try:
-        while not all(p.done() for p in pumps):
-            if proc.returncode is not None:
-                await asyncio.wait(pumps, timeout=grace[0])
-                break
-            await asyncio.wait(pumps, timeout=POLL)
-        for p in pumps:
-            if p.done():
-                p.result()
-        await proc.wait()
-    finally:
-        for task in (*pumps, feeder):
-            task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.gather(*pumps, return_exceptions=True)
-        pipes.close()
+    def _write(self) -> None:
+        assert self._stdin_fd is not None
+        try:
+            # A writable pipe takes PIPE_BUF bytes without blocking.
+            self._pending = self._pending[os.write(self._stdin_fd, self._pending[: select.PIPE_BUF]) :]
+        except BlockingIOError:
+            return
+        except OSError:  # the command closed its input
+            self._pending = self._pending[:0]
+        if not self._pending:
+            self.loop.remove_writer(self._stdin_fd)
+            self._stdin_fd = None
+            self._close_stdin()
+
+    def _close_stdin(self) -> None:
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+
+    def _wait_in_thread(self) -> None:
+        self.proc.wait()
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            self.loop.call_soon_threadsafe(self._exited)
+
+    def _unwatch_exit(self) -> None:
+        if self._pidfd is not None:
+            self.loop.remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+
+    def _exited(self) -> None:
+        self._unwatch_exit()
+        self.proc.poll()
+        if self._readers and self._grace_timer is None:
+            self._grace_timer = self.loop.call_later(self.grace, self.stop)
+        self._settle()
 
 
-async def _drain(proc: asyncio.subprocess.Process, work: asyncio.Future[None]) -> None:
-    """After the group was killed: read what is left for a moment, then reap the command."""
-    await asyncio.wait({work}, timeout=DRAIN_GRACE + POLL)
-    if not work.done():
-        work.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await work
-    with contextlib.suppress(TimeoutError, ProcessLookupError):
-        await asyncio.wait_for(proc.wait(), DRAIN_GRACE)
+async def _kill_and_drain(watch: _Watch) -> None:
+    """After a timeout or a cancellation: kill the group, read what is left for a moment, then reap the shell."""
+    watch.grace = DRAIN_GRACE
+    kill_group(watch.proc.pid)
+    if not await watch.wait(DRAIN_GRACE):
+        watch.stop()
+        await watch.wait(DRAIN_GRACE)
 
 
 async def wait_async(spec: BashExecSpec, out: Capture, err: Capture) -> Ended:
@@ -131,45 +204,35 @@ async def wait_async(spec: BashExecSpec, out: Capture, err: Capture) -> Ended:
 
     A cancelled wait kills and reaps the group, then re-raises.
     """
-    pipes = _Pipes()
-    spawning = asyncio.ensure_future(spawn_async(spec, pipes.out_w, pipes.err_w))
-    spawning.add_done_callback(lambda _: pipes.spawned())
-    grace = [EXIT_GRACE]
-    try:
-        proc = await asyncio.shield(spawning)
-    except BaseException as exc:
-        if not isinstance(exc, asyncio.CancelledError):
-            pipes.close()
-            raise
-        # Cancelled while asyncio was still wiring the pipes: the child may be running already.
-        # Never leave it behind (asyncio would kill only the leader and wait on its pipes).
-        with contextlib.suppress(Exception):
-            child = await spawning
-            kill_group(child.pid)
-            await _drain(child, asyncio.ensure_future(_communicate(child, None, pipes, (None, None), [DRAIN_GRACE])))
-        pipes.close()
-        raise
-    work = asyncio.ensure_future(_communicate(proc, spec.stdin, pipes, (out, err), grace))
+    proc = spawn(spec)
+    watch = _Watch(proc, spec.stdin, out, err)
     timed_out = False
     try:
-        done, _ = await asyncio.wait({work}, timeout=spec.timeout)
-        if not done and proc.returncode is not None:  # it exited; only its pipes were held: stop reading
-            work.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await work
-        elif not done:
-            timed_out = True
-            grace[0] = DRAIN_GRACE
-            kill_group(proc.pid)
-            await _drain(proc, work)
-        else:
-            work.result()
-    except asyncio.CancelledError:
-        grace[0] = DRAIN_GRACE
+        watch.start()
+    except BaseException:
         kill_group(proc.pid)
-        with contextlib.suppress(asyncio.CancelledError):
-            await _drain(proc, work)
+        watch.close()
+        proc.wait()
         raise
+    try:
+        try:
+            finished = await watch.wait(spec.timeout)
+        except asyncio.CancelledError:
+            with contextlib.suppress(asyncio.CancelledError):
+                await _kill_and_drain(watch)
+            raise
+        if watch.failure is not None:
+            if not finished:
+                await _kill_and_drain(watch)
+            raise watch.failure
+        if not finished:
+            if proc.returncode is not None:  # it exited; only its pipes were held: stop reading
+                watch.stop()
+            else:
+                timed_out = True
+                await _kill_and_drain(watch)
+    finally:
+        watch.close()
     return Ended(proc.returncode, timed_out)
 
 

@@ -16,8 +16,7 @@ import selectors
 import subprocess
 import time
 
-from ._child import DRAIN_GRACE, EXIT_GRACE, POLL, Ended, kill_group
-from ._errors import ExecError
+from ._child import DRAIN_GRACE, EXIT_GRACE, POLL, Ended, kill_group, spawn
 from ._interrupt import Interrupts
 
 TYPE_CHECKING = False
@@ -28,23 +27,6 @@ if TYPE_CHECKING:
     from ._request import BashExecSpec
 
 _CHUNK = 65536
-
-
-def _spawn(spec: BashExecSpec) -> subprocess.Popen[bytes]:
-    if spec.cwd is not None and not os.path.isdir(spec.cwd):
-        raise ExecError(f"working directory {spec.cwd} does not exist", path=spec.cwd)
-    try:
-        return subprocess.Popen(
-            spec.argv,
-            stdin=subprocess.PIPE if spec.stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(spec.env),
-            cwd=spec.cwd,
-            start_new_session=True,
-        )
-    except FileNotFoundError:
-        raise ExecError(f"shell '{spec.argv[0]}' was not found on PATH", shell=spec.argv[0]) from None
 
 
 def _read(
@@ -147,7 +129,7 @@ def wait_blocking(spec: BashExecSpec, out: Capture, err: Capture) -> Ended:
     waiting) kills and reaps the group, then propagates.
     """
     Interrupts.checkpoint()  # a signal came before the command started: nothing starts
-    proc = _spawn(spec)
+    proc = spawn(spec)
     deadline = None if spec.timeout is None else time.monotonic() + spec.timeout
     try:
         with Interrupts.waiting():

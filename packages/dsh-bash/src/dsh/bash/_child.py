@@ -6,6 +6,14 @@ import contextlib
 import os
 import signal
 
+from ._errors import ExecError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import subprocess
+
+    from ._request import BashExecSpec
+
 TIMEOUT_EXIT = 124
 """Exit status of a command its timeout killed (as GNU ``timeout``)."""
 DRAIN_GRACE = 2.0
@@ -45,3 +53,23 @@ class Ended:
         if self.returncode is None:
             return 128 + signal.SIGKILL
         return shell_status(self.returncode)
+
+
+def spawn(spec: BashExecSpec) -> subprocess.Popen[bytes]:
+    """Start ``spec`` in its own process group (so the whole group can be killed), its output on new pipes."""
+    import subprocess
+
+    if spec.cwd is not None and not os.path.isdir(spec.cwd):
+        raise ExecError(f"working directory {spec.cwd} does not exist", path=spec.cwd)
+    try:
+        return subprocess.Popen(
+            spec.argv,
+            stdin=subprocess.PIPE if spec.stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(spec.env),
+            cwd=spec.cwd,
+            start_new_session=True,
+        )
+    except FileNotFoundError:
+        raise ExecError(f"shell '{spec.argv[0]}' was not found on PATH", shell=spec.argv[0]) from None
