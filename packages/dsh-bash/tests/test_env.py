@@ -50,6 +50,19 @@ def test_credential_scrub_is_configurable() -> None:
     assert "AWS_SECRET_ACCESS_KEY" in build_child_env(AMBIENT, {}, {}, credentials=compile_credential_pattern(None))
 
 
+def test_each_pattern_keeps_its_own_verdicts_across_calls() -> None:
+    # Verdicts per ambient name are remembered: a second pattern, or a value that changed, must not see stale ones.
+    github, everything = compile_credential_pattern("^GITHUB_"), compile_credential_pattern("TOKEN|SECRET")
+    for _ in range(2):
+        assert "GITHUB_TOKEN" not in build_child_env(AMBIENT, {}, {}, credentials=github)
+        assert "AWS_SECRET_ACCESS_KEY" not in build_child_env(AMBIENT, {}, {}, credentials=everything)
+        assert build_child_env(AMBIENT, {}, {}, credentials=None)["GITHUB_TOKEN"] == AMBIENT["GITHUB_TOKEN"]
+    changed = {**AMBIENT, "PLAIN": "changed"}
+    assert build_child_env(changed, {}, {}, credentials=github)["PLAIN"] == "changed"
+    many = {f"NAME_{n}": "v" for n in range(10_000)}  # more names than are remembered
+    assert build_child_env(many, {}, {}, credentials=github).keys() >= many.keys()
+
+
 @pytest.mark.parametrize(
     ("env", "dsh_env", "message"),
     [

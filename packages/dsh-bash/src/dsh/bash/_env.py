@@ -57,6 +57,30 @@ def check_channels(env: Mapping[str, str], dsh_env: Mapping[str, str]) -> None:
             )
 
 
+_MAX_VERDICTS = 4096
+_VERDICTS: dict[re.Pattern[str] | None, dict[str, bool]] = {}
+"""Per credential pattern, whether an ambient name passes: the same few dozen names come at every
+call, and testing each against the pattern costs more than building the rest of the environment."""
+
+
+def _verdicts(credentials: re.Pattern[str] | None) -> dict[str, bool]:
+    passes = _VERDICTS.get(credentials)
+    if passes is None:
+        if len(_VERDICTS) >= 16:  # patterns made anew without end: forget the old ones
+            _VERDICTS.clear()
+        passes = _VERDICTS[credentials] = {}
+    return passes
+
+
+def _passes(name: str, credentials: re.Pattern[str] | None) -> bool:
+    """Whether an ambient ``name`` reaches a child: not managed, not a start-up file, not credential-shaped."""
+    return (
+        not is_managed_key(name)
+        and name not in STARTUP_FILE_KEYS
+        and (credentials is None or not credentials.search(name))
+    )
+
+
 def build_child_env(
     ambient: Mapping[str, str],
     env: Mapping[str, str],
@@ -74,11 +98,17 @@ def build_child_env(
     4. the managed ``dsh_env`` snapshot, last, so the child's ``DSH_*`` are exactly the snapshot.
     """
     check_channels(env, dsh_env)
-    child = {
-        k: v
-        for k, v in ambient.items()
-        if not is_managed_key(k) and k not in STARTUP_FILE_KEYS and (credentials is None or not credentials.search(k))
-    }
+    passes = _verdicts(credentials)
+    child = {}
+    for key, value in ambient.items():
+        ok = passes.get(key)
+        if ok is None:
+            ok = _passes(key, credentials)
+            if len(passes) >= _MAX_VERDICTS:  # an ambient environment of ever new names: start again
+                passes.clear()
+            passes[key] = ok
+        if ok:
+            child[key] = value
     for key, value in TERMINAL_ENV.items():
         if not (shell == "pwsh" and key == "TERM"):
             child[key] = value
