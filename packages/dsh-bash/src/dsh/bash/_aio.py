@@ -49,8 +49,15 @@ class _Watch:
     stopped (:meth:`stop`, or :attr:`grace` seconds after the shell's exit), and the shell is reaped.
     """
 
-    def __init__(self, proc: subprocess.Popen[bytes], stdin: bytes | None, out: Capture, err: Capture) -> None:
-        self.loop = asyncio.get_running_loop()
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        proc: subprocess.Popen[bytes],
+        stdin: bytes | None,
+        out: Capture,
+        err: Capture,
+    ) -> None:
+        self.loop = loop
         self.proc = proc
         self.ended = False
         self.failure: BaseException | None = None
@@ -204,8 +211,9 @@ async def wait_async(spec: BashExecSpec, out: Capture, err: Capture) -> Ended:
 
     A cancelled wait kills and reaps the group, then re-raises.
     """
+    loop = asyncio.get_running_loop()
     proc = spawn(spec)
-    watch = _Watch(proc, spec.stdin, out, err)
+    watch = _Watch(loop, proc, spec.stdin, out, err)
     timed_out = False
     try:
         watch.start()
