@@ -80,6 +80,33 @@ def test_without_a_pidfd_the_exit_is_still_seen(monkeypatch: pytest.MonkeyPatch,
     assert (late.exit_code, late.stdout, late.timed_out) == (124, "before\n", True)  # type: ignore[attr-defined]
 
 
+def test_a_sink_that_fails_kills_the_group_and_its_error_propagates(tmp_path: Path) -> None:
+    from dsh.bash._aio import wait_async
+    from dsh.bash._capture import Capture
+    from dsh.bash._local import LocalExecutor as Local
+
+    class Full(Capture):
+        def feed(self, chunk: bytes) -> None:
+            raise MemoryError("no room for output")
+
+    marker = tmp_path / "pid"
+    spec = Local().spec(BashExecRequest(f"echo $$ > {marker}; sleep 300 & echo out; wait", timeout=20))
+    sink = Full("stdout", max_output=100, spill_dir=tmp_path)
+    started = time.monotonic()
+    with pytest.raises(MemoryError, match="no room"):
+        asyncio.run(wait_async(spec, sink, Capture("stderr", max_output=100, spill_dir=tmp_path)))
+    assert time.monotonic() - started < 10, "the call waited for the command instead of killing it"
+    pgid = int(marker.read_text())
+    for _ in range(100):  # the killed grandchild is reparented and reaped by init, a moment later
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("the group outlived the failed call")
+
+
 def test_timeout_kills_the_whole_group_including_a_sleeping_grandchild(tmp_path: Path) -> None:
     marker = tmp_path / "grandchild.pid"
     started = time.monotonic()
