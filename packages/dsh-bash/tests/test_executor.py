@@ -83,14 +83,13 @@ def test_without_a_pidfd_the_exit_is_still_seen(monkeypatch: pytest.MonkeyPatch,
 def test_a_sink_that_fails_kills_the_group_and_its_error_propagates(tmp_path: Path) -> None:
     from dsh.bash._aio import wait_async
     from dsh.bash._capture import Capture
-    from dsh.bash._local import LocalExecutor as Local
 
     class Full(Capture):
         def feed(self, chunk: bytes) -> None:
             raise MemoryError("no room for output")
 
     marker = tmp_path / "pid"
-    spec = Local().spec(BashExecRequest(f"echo $$ > {marker}; sleep 300 & echo out; wait", timeout=20))
+    spec = LocalExecutor().spec(BashExecRequest(f"echo $$ > {marker}; sleep 300 & echo out; wait", timeout=20))
     sink = Full("stdout", max_output=100, spill_dir=tmp_path)
     started = time.monotonic()
     with pytest.raises(MemoryError, match="no room"):
