@@ -82,9 +82,14 @@ def test_a_signal_while_dsh_starts_up_stops_it_at_once_and_nothing_runs(tmp_path
 
 def test_an_early_ctrl_c_never_prints_a_traceback(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    # The console script's own two lines, saying when `run` starts: the sweep covers the imports of
-    # dsh's verbs (where Ctrl-C used to print a traceback), not Python's own start-up.
-    launch = "import os, sys; from dsh.agent._client import run; os.write(2, b'go\\n'); sys.exit(run())"
+    # The console script's own two lines, with "go" said once `run` has taken over Ctrl-C and is about
+    # to load the verb: the sweep covers the imports of dsh's verbs (where Ctrl-C used to print a
+    # traceback), not Python's own start-up or the launch line before `run` (out of dsh's reach).
+    launch = (
+        "import os, sys; import dsh.agent._client as c; verb = c.main\n"
+        "c.main = lambda: (os.write(2, b'go\\n'), verb())[1]\n"
+        "sys.exit(c.run())"
+    )
     seen: set[int] = set()
     for delay in (0.0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.08, 0.12):
         proc = subprocess.Popen(
