@@ -5,7 +5,7 @@ loader (entry points, deployments) is the separate ``dsh.loader``. Importing thi
 not import pydantic: :mod:`dsh.core.validation` does, when a config must be validated.
 """
 
-from ._contain import EscapedError, contained, describe
+from ._contain import EscapedError, contained, containment, describe
 from ._context import Context
 from ._errors import DshError, FieldError, PluginError, RegistrationConflictError, ServiceConflictError
 from ._fiber import Effect, Fiber, FiberState
@@ -31,6 +31,7 @@ __all__ = [
     "ServiceConflictError",
     "ServiceKey",
     "contained",
+    "containment",
     "describe",
     "plugin_home",
 ]

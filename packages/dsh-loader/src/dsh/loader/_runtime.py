@@ -7,7 +7,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from dsh.core import DSH_HOME, Context, DshError, Fiber, FiberState, ServiceKey, contained, describe
+from dsh.core import DSH_HOME, Context, DshError, Fiber, FiberState, ServiceKey, contained, containment, describe
 from dsh.paths import ensure_private_dir
 from dsh.session.persistence import PERSISTENCE_GROUP
 
@@ -96,11 +96,13 @@ class Runtime:
 
     def refresh(self, *, force: bool = False) -> list[GroupDiff]:
         """Re-read installed distributions and bring fibers in step with them."""
-        return self.catalog.refresh(force=force)
+        with containment():  # one signal watch for every plugin the diffs load or unload
+            return self.catalog.refresh(force=force)
 
     def close(self) -> None:
         """Unload everything, in reverse order of loading."""
-        self.ctx.fiber.dispose()
+        with containment():  # one signal watch for every disposer
+            self.ctx.fiber.dispose()
 
     def _load_entry(self, entry_id: str, group: str, name: str, config: object) -> None:
         try:
@@ -168,13 +170,24 @@ def compose(
     ``builtins`` are plugins the caller always wants (the agent's tool registry, say),
     loaded at the root before the persistence backend and the entries.
     """
+    with containment():  # one signal watch for every plugin's import and apply
+        return _compose(deployment, source, builtins, env, catalog)
+
+
+def _compose(
+    deployment: Deployment,
+    source: str,
+    builtins: Sequence[object],
+    env: Mapping[str, str] | None,
+    catalog: Catalog | None,
+) -> Runtime:
     home = resolve_home(deployment, env)
     runtime = Runtime(deployment, source, home, catalog or Catalog(cache=discovery_cache(home)))
     root = runtime.ctx
     root.provide(DSH_HOME, home)
     root.provide(CATALOG, runtime.catalog)
     if deployment.refresh_per_turn:
-        root.provide(TURN_REFRESH, runtime.catalog.refresh)
+        root.provide(TURN_REFRESH, runtime.refresh)
     root.effect(lambda: runtime.catalog.watch(PLUGINS_GROUP, runtime._on_diff), label="watch dsh.plugins")
     root.effect(lambda: runtime.catalog.watch(PERSISTENCE_GROUP, runtime._on_diff), label="watch dsh.persistence")
     for plugin in builtins:

@@ -1,0 +1,176 @@
+"""Containment with one signal watch for many calls: nested calls and batches keep every guarantee.
+
+Real signals, sent to this process with ``os.kill``: a real one propagates out of every level, one a
+plugin raises itself is that plugin's failure only, and the handlers end exactly as plugin code left
+them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import Any
+
+import pytest
+
+from dsh.core import Context, EscapedError, FiberState, Plugin, contained, containment
+
+
+class Stop(BaseException):
+    """What a host's own SIGTERM handler raises (as dsh's ``Interrupted`` does)."""
+
+
+def _press(sig: int = signal.SIGINT) -> None:
+    os.kill(os.getpid(), sig)
+    time.sleep(5)  # the handler runs at once and raises; the sleep only bounds a missed signal
+
+
+def _raise(exc: BaseException) -> Callable[[], None]:
+    def call() -> None:
+        raise exc
+
+    return call
+
+
+@pytest.fixture(autouse=True)
+def handlers() -> Iterator[dict[int, Any]]:
+    """The handlers before the test, put back after it whatever the test left."""
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    yield saved
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
+
+
+def test_a_real_signal_in_a_nested_call_propagates_out_of_every_level(handlers: dict[int, Any]) -> None:
+    reached: list[str] = []
+
+    def outer() -> None:
+        contained(lambda: reached.append("first inner"))
+        contained(_press)
+        reached.append("after the signal")  # pragma: no cover - must not run
+
+    with pytest.raises(KeyboardInterrupt):
+        contained(outer)
+    assert reached == ["first inner"]
+    assert signal.getsignal(signal.SIGINT) is handlers[signal.SIGINT]
+
+
+def test_a_real_sigterm_in_a_batch_propagates_what_the_hosts_handler_raises(handlers: dict[int, Any]) -> None:
+    def host(signum: int, frame: FrameType | None) -> None:
+        raise Stop
+
+    signal.signal(signal.SIGTERM, host)
+    with pytest.raises(Stop), containment():
+        contained(lambda: None)
+        contained(lambda: contained(lambda: _press(signal.SIGTERM)))
+    assert signal.getsignal(signal.SIGTERM) is host
+    assert signal.getsignal(signal.SIGINT) is handlers[signal.SIGINT]
+
+
+def test_a_plugins_own_base_exception_in_a_nested_call_fails_only_that_call() -> None:
+    def outer() -> str:
+        for exc in (KeyboardInterrupt(), SystemExit(3), GeneratorExit()):
+            with pytest.raises(EscapedError) as caught:
+                contained(_raise(exc))
+            assert caught.value.original is exc
+        return "outer went on"
+
+    with containment():
+        assert contained(outer) == "outer went on"
+
+
+def test_a_signal_in_an_earlier_call_of_a_batch_does_not_pass_a_later_calls_own_interrupt() -> None:
+    def swallows() -> None:
+        try:
+            _press()
+        except KeyboardInterrupt:
+            pass  # third-party code may swallow a real Ctrl-C: that call then simply returns
+
+    with containment():
+        contained(swallows)
+        with pytest.raises(EscapedError, match=r"^KeyboardInterrupt$"):
+            contained(_raise(KeyboardInterrupt()))
+
+
+def test_a_plugin_that_installs_its_own_sigint_handler_in_a_batch(handlers: dict[int, Any]) -> None:
+    calls: list[int] = []
+
+    def own(signum: int, frame: FrameType | None) -> None:
+        calls.append(signum)
+        raise KeyboardInterrupt
+
+    root = Context.root()
+    installer = Plugin(name="installer", apply=lambda ctx, cfg: signal.signal(signal.SIGINT, own))
+    with containment():
+        assert root.plugin(installer).state is FiberState.ACTIVE
+        # A later plugin's own KeyboardInterrupt is still its failure alone...
+        failed = root.plugin(Plugin(name="raises", apply=lambda ctx, cfg: _raise(KeyboardInterrupt())()))
+        assert failed.state is FiberState.FAILED and failed.error == "apply raised KeyboardInterrupt"
+        assert calls == []
+        # ...and a real Ctrl-C while a later plugin runs still stops everything, through the
+        # handler the first plugin installed.
+        with pytest.raises(KeyboardInterrupt):
+            root.plugin(Plugin(name="pressed", apply=lambda ctx, cfg: _press()))
+        assert calls == [signal.SIGINT]
+    # The handler is the one the plugin installed, as it would be with no containment at all.
+    assert signal.getsignal(signal.SIGINT) is own
+    assert signal.getsignal(signal.SIGTERM) is handlers[signal.SIGTERM]
+
+
+def test_a_plugin_that_ignores_sigint_in_a_batch_leaves_it_ignored() -> None:
+    with containment():
+        contained(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+        with pytest.raises(EscapedError, match=r"^KeyboardInterrupt$"):
+            contained(_raise(KeyboardInterrupt()))
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+def test_a_handler_the_plugin_restores_itself_is_given_back(handlers: dict[int, Any]) -> None:
+    saved: list[Any] = []
+
+    def borrows() -> None:
+        saved.append(signal.signal(signal.SIGINT, signal.SIG_IGN))
+        signal.signal(signal.SIGINT, saved[0])
+
+    with containment():
+        contained(borrows)
+        with pytest.raises(KeyboardInterrupt):
+            contained(_press)
+    assert signal.getsignal(signal.SIGINT) is handlers[signal.SIGINT]
+
+
+def test_calls_on_a_worker_thread_contain_everything_and_touch_no_handler(handlers: dict[int, Any]) -> None:
+    seen: list[object] = []
+
+    def worker() -> None:
+        try:
+            contained(_raise(KeyboardInterrupt()))
+        except EscapedError as exc:
+            seen.append(exc.original)
+        seen.append(signal.getsignal(signal.SIGINT))
+
+    with containment():
+        watching = signal.getsignal(signal.SIGINT)
+        thread = threading.Thread(target=worker)
+        thread.start()
+        thread.join()
+    assert isinstance(seen[0], KeyboardInterrupt)
+    assert seen[1] is watching
+    assert signal.getsignal(signal.SIGINT) is handlers[signal.SIGINT]
+
+
+def test_a_batch_on_a_worker_thread_watches_nothing(handlers: dict[int, Any]) -> None:
+    seen: list[object] = []
+
+    def worker() -> None:
+        with containment():
+            seen.append(signal.getsignal(signal.SIGINT))
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    assert seen == [handlers[signal.SIGINT]]
