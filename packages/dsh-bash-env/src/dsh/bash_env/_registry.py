@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -50,17 +51,36 @@ class VariableInfo(NamedTuple):
 
 
 class _State:
-    __slots__ = ("entries", "home", "ordered", "owners", "resolves")
+    __slots__ = ("_lock", "_ordered", "entries", "home", "owners", "resolves")
 
     def __init__(self, home: str, timeout: float) -> None:
         self.home = home
         self.resolves = Resolves(timeout)
         self.entries: dict[str, Entry] = {}
         self.owners: dict[str, str] = {}
-        self.ordered: tuple[Entry, ...] = ()
+        self._ordered: tuple[Entry, ...] | None = ()
+        self._lock = threading.Lock()
 
     def reorder(self) -> None:
-        self.ordered = tuple(self.entries[n] for n in sorted(self.entries))
+        """Called after each change of ``entries``: sorted again at the next collect, not now.
+
+        A boot registers every contributor in turn, and sorting after each was quadratic in
+        their number.
+        """
+        with self._lock:  # never while a collect on another thread stores an order it just made
+            self._ordered = None
+
+    @property
+    def ordered(self) -> tuple[Entry, ...]:
+        """The entries in name order (the order of a snapshot)."""
+        ordered = self._ordered
+        if ordered is None:
+            with self._lock:
+                ordered = self._ordered
+                if ordered is None:
+                    entries = self.entries.copy()  # one step: a registration may go on meanwhile
+                    ordered = self._ordered = tuple(entries[n] for n in sorted(entries))
+        return ordered
 
 
 class BashEnvRegistry(Service):
