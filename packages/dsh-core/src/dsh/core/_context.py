@@ -27,7 +27,7 @@ class Context:
         kernel = Kernel()
         fiber = Fiber(kernel, None, Plugin(name=name, apply=lambda ctx, cfg: None), None, cls)
         fiber.state = FiberState.ACTIVE
-        kernel.fibers.append(fiber)
+        kernel.fibers[fiber] = None
         return cls(fiber)
 
     def __repr__(self) -> str:
@@ -62,7 +62,7 @@ class Context:
         )
 
         def load() -> Disposer:
-            parent.kernel.fibers.append(child)
+            parent.kernel.fibers[child] = None
             if child.prepare():
                 child.start()
             return child.dispose
