@@ -336,6 +336,16 @@ LOAD_FLOOR_TIMED = (
     "print((time.perf_counter() - start) * 1000, 0)"
 )
 
+IMPORT_FLOOR_TIMED = (
+    "import sys, time, importlib\n"
+    "names = [f'bench_contrib_{n:03d}' for n in range(int(sys.argv[1]))]\n"
+    "start = time.perf_counter()\n"
+    "for name in names:\n"
+    "    importlib.import_module(name).C\n"
+    "print((time.perf_counter() - start) * 1000, 0)"
+)
+"""The import floor: only import each contributor's module by name (no finding, no metadata), timed inside."""
+
 
 def _timed_child(argv: list[str], env: Mapping[str, str]) -> float:
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True, timeout=120)
@@ -348,7 +358,9 @@ def bench_discovery_inprocess(tmp: Path, size: dict[str, Any]) -> dict[str, Any]
     Each child imports dsh first, then times only the boot of the default deployment: finding
     every plugin and ``dsh.bash_env`` contributor (through the discovery cache, as a repeated
     command does) and loading each in its fiber. The floor child times the stdlib finding,
-    importing and naming the distribution of each contributor.
+    importing and naming the distribution of each contributor; the import floor child only
+    imports each contributor's module by name, the part no loader can avoid (dsh's own work per
+    contributor is the difference).
     """
     home = tmp / "disc-inproc-home"
     home.mkdir(mode=0o700)
@@ -362,7 +374,8 @@ def bench_discovery_inprocess(tmp: Path, size: dict[str, Any]) -> dict[str, Any]
         env = child_env(os.environ, DSH_HOME=str(home), PYTHONPATH=str(site))
         jobs.append((f"dsh_{count}", [sys.executable, "-c", BOOT_TIMED], env))
         jobs.append((f"floor_{count}", [sys.executable, "-c", LOAD_FLOOR_TIMED], env))
-        _timed_child(jobs[-2][1], env)  # warm-up: bytecode, and the discovery cache for this sys.path
+        jobs.append((f"import_{count}", [sys.executable, "-c", IMPORT_FLOOR_TIMED, str(count)], env))
+        _timed_child(jobs[-3][1], env)  # warm-up: bytecode, and the discovery cache for this sys.path
     order = random.Random(14)
     for _ in range(size["process_rounds"]):
         for key, argv, env in order.sample(jobs, len(jobs)):
@@ -370,12 +383,16 @@ def bench_discovery_inprocess(tmp: Path, size: dict[str, Any]) -> dict[str, Any]
     med = {k: statistics.median(v) for k, v in runs.items()}
     per = (med[f"dsh_{c1}"] - med[f"dsh_{c0}"]) / (c1 - c0)
     floor = (med[f"floor_{c1}"] - med[f"floor_{c0}"]) / (c1 - c0)
+    imports = (med[f"import_{c1}"] - med[f"import_{c0}"]) / (c1 - c0)
     return {
         "discovery_inprocess": {
             "median_boot_ms": med,
             "per_contributor_ms": per,
             "floor_per_contributor_ms": floor,
             "ratio": per / floor if floor > 0 else None,
+            "import_floor_per_contributor_ms": imports,
+            "own_per_contributor_ms": per - imports,
+            "import_ratio": per / imports if imports > 0 else None,
         }
     }
 

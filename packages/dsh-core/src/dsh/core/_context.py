@@ -88,6 +88,7 @@ class Context:
                     provider=holder,
                 )
             kernel.services[name] = (value, fiber)
+            fiber.provides = True
             if fiber.state is FiberState.ACTIVE:
                 kernel.service_up(name)
 

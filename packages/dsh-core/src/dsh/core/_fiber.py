@@ -136,6 +136,8 @@ class Fiber:
         # O(1), where a list made unloading n children quadratic.
         self._effects: dict[Effect, None] = {}
         self._holder: Effect | None = None
+        self.provides = False
+        """Whether this fiber ever provided a service (set by :meth:`Context.provide`)."""
         """The effect of the parent that loaded this fiber (disposing one disposes the other)."""
         self._make_context = make_context
         self.name = self.label = label or "<unnamed>"
@@ -170,9 +172,12 @@ class Fiber:
 
     def walk(self) -> Iterator[Fiber]:
         """This fiber and all its live descendants, depth first."""
-        yield self
-        for child in self.children:
-            yield from child.walk()
+        # A stack, not nested generators: every fiber would pass through one generator per level.
+        stack = [self]
+        while stack:
+            fiber = stack.pop()
+            yield fiber
+            stack.extend(reversed(fiber.children))
 
     # -- the one primitive -------------------------------------------------------------
 
@@ -232,15 +237,14 @@ class Fiber:
 
     def start(self) -> None:
         """Run ``apply`` when every injected service exists; stay pending otherwise."""
-        if self.state in (FiberState.DISPOSED, FiberState.ACTIVE, FiberState.LOADING, FiberState.FAILED):
+        if self.state is not FiberState.PENDING:  # loading, active, failed or disposed
             return
-        if self.missing:
-            self.state = FiberState.PENDING
+        if self.inject and self.missing:
             return
         self.state = FiberState.LOADING
         self.error = None
         try:
-            apply, context, config = plugin_apply(self.plugin), self.context, self.config
+            apply, context, config = plugin_apply(self.plugin), self._make_context(self), self.config
             contained(lambda: apply(context, config))
         except Exception as exc:
             self._unload_effects()
@@ -248,9 +252,10 @@ class Fiber:
             self._fail(PluginError(message, plugin=self.label))
             return
         self.state = FiberState.ACTIVE
-        for name, (_, provider) in list(self.kernel.services.items()):
-            if provider is self:
-                self.kernel.service_up(name)
+        if self.provides:  # most fibers provide nothing: no walk over every service for them
+            for name, (_, provider) in list(self.kernel.services.items()):
+                if provider is self:
+                    self.kernel.service_up(name)
 
     def unload_to_pending(self) -> None:
         """Undo everything this fiber registered and wait for its services again."""
