@@ -109,6 +109,17 @@ _active: _Watch | None = None
 """The main thread's watch while a :func:`contained` call or :func:`containment` block runs."""
 
 
+def _armed() -> _Watch:
+    """A new watch, wrapping the handlers now (a real signal meanwhile gives back what it wrapped, then propagates)."""
+    watch = _Watch()
+    try:
+        watch.arm()
+    except BaseException:
+        watch.disarm()
+        raise
+    return watch
+
+
 class _Containment:
     __slots__ = ("_own",)
 
@@ -118,8 +129,7 @@ class _Containment:
     def __enter__(self) -> None:
         global _active
         if _active is None and threading.current_thread() is threading.main_thread():
-            watch = self._own = _active = _Watch()
-            watch.arm()
+            self._own = _active = _armed()
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         global _active
@@ -157,8 +167,7 @@ def contained(call: Callable[[], T]) -> T:
     watch = _active
     outermost = watch is None
     if watch is None:
-        watch = _active = _Watch()
-        watch.arm()
+        watch = _active = _armed()
     mark = watch.fired
     try:
         return call()
