@@ -7,6 +7,7 @@ them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -63,10 +64,14 @@ def test_a_real_sigterm_in_a_batch_propagates_what_the_hosts_handler_raises(hand
     def host(signum: int, frame: FrameType | None) -> None:
         raise Stop
 
+    def batch() -> None:
+        with containment():
+            contained(lambda: None)
+            contained(lambda: contained(lambda: _press(signal.SIGTERM)))
+
     signal.signal(signal.SIGTERM, host)
-    with pytest.raises(Stop), containment():
-        contained(lambda: None)
-        contained(lambda: contained(lambda: _press(signal.SIGTERM)))
+    with pytest.raises(Stop):
+        batch()
     assert signal.getsignal(signal.SIGTERM) is host
     assert signal.getsignal(signal.SIGINT) is handlers[signal.SIGINT]
 
@@ -85,10 +90,9 @@ def test_a_plugins_own_base_exception_in_a_nested_call_fails_only_that_call() ->
 
 def test_a_signal_in_an_earlier_call_of_a_batch_does_not_pass_a_later_calls_own_interrupt() -> None:
     def swallows() -> None:
-        try:
+        # Third-party code may swallow a real Ctrl-C: that call then simply returns.
+        with contextlib.suppress(KeyboardInterrupt):
             _press()
-        except KeyboardInterrupt:
-            pass  # third-party code may swallow a real Ctrl-C: that call then simply returns
 
     with containment():
         contained(swallows)
