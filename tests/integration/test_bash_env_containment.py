@@ -291,3 +291,79 @@ def test_a_hanging_contributor_behind_a_failing_one_stays_bounded(registry: Bash
         assert threading.active_count() <= before + MAX_OVERDUE + 4
     finally:
         release.set()
+
+
+INSTALLS_SIGINT = """
+import signal
+SEEN = []
+
+
+def own(signum, frame):
+    SEEN.append(signum)
+    raise KeyboardInterrupt
+
+
+signal.signal(signal.SIGINT, own)
+
+
+class C:
+    name = "installs"
+    variables = {"DSH_INSTALLS": "installs its own SIGINT handler at import"}
+
+    def resolve(self, execution):
+        return {}
+"""
+
+PRESSES_CTRL_C = """
+import os, signal, time
+
+
+def make():
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(5)
+"""
+
+RAISES_ITSELF = """
+def make():
+    raise KeyboardInterrupt
+"""
+
+
+@pytest.mark.parametrize("pressed", [False, True])
+def test_a_contributor_installing_its_own_sigint_handler_during_boot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pressed: bool
+) -> None:
+    # One containment is held across the whole composition: the handler the first contributor
+    # installs is wrapped in turn, so a real Ctrl-C while a later one loads still stops the boot
+    # (through that handler), a later one's own KeyboardInterrupt fails only it, and the handler
+    # stays the one the contributor installed, as it would with no containment at all.
+    site = tmp_path / "site"
+    later = ("b_presses", PRESSES_CTRL_C) if pressed else ("b_raises", RAISES_ITSELF)
+    make_dist(
+        site,
+        "dsh-sigint-owner",
+        "0.1",
+        {BASH_ENV_GROUP: {"a-installs": "a_installs:C", "b-later": f"{later[0]}:make"}},
+        {"a_installs": INSTALLS_SIGINT, later[0]: later[1]},
+    )
+    monkeypatch.syspath_prepend(str(site))
+    saved = signal.getsignal(signal.SIGINT)
+    try:
+        if pressed:
+            with pytest.raises(KeyboardInterrupt):
+                harness(tmp_path, plugins=[{"id": "bash-env", "name": "bash-env"}])
+            assert sys.modules["a_installs"].SEEN == [signal.SIGINT]
+        else:
+            runtime = harness(tmp_path, plugins=[{"id": "bash-env", "name": "bash-env"}])
+            try:
+                states = {f.label: f.state for f in runtime.fibers() if f.label.startswith("bash-env:")}
+                assert states == {"bash-env:a-installs": FiberState.ACTIVE, "bash-env:b-later": FiberState.FAILED}
+                assert any("'bash-env:b-later'" in w and "KeyboardInterrupt" in w for w in runtime.warnings())
+            finally:
+                runtime.close()
+            assert sys.modules["a_installs"].SEEN == []
+        assert signal.getsignal(signal.SIGINT) is sys.modules["a_installs"].own
+    finally:
+        signal.signal(signal.SIGINT, saved)
+        for name in ("a_installs", later[0]):
+            sys.modules.pop(name, None)
