@@ -125,6 +125,30 @@ def test_a_plugin_that_installs_its_own_sigint_handler_in_a_batch(handlers: dict
     assert signal.getsignal(signal.SIGTERM) is handlers[signal.SIGTERM]
 
 
+def test_a_plugin_handler_that_chains_to_the_one_it_replaced(handlers: dict[int, Any]) -> None:
+    calls: list[int] = []
+    chained: list[Any] = []
+
+    def chaining(signum: int, frame: FrameType | None) -> Any:
+        calls.append(signum)
+        return chained[0](signum, frame)  # the handler it found installed: the watch's own
+
+    def installs() -> None:
+        chained.append(signal.signal(signal.SIGINT, chaining))
+
+    with containment():
+        contained(installs)
+        # The watch wraps the chaining handler in turn: a real Ctrl-C runs each handler once,
+        # ends in the original one, and is noticed (no endless chain back and forth).
+        with pytest.raises(KeyboardInterrupt):
+            contained(lambda: contained(_press))
+        assert calls == [signal.SIGINT]
+    assert signal.getsignal(signal.SIGINT) is chaining
+    with pytest.raises(KeyboardInterrupt):
+        _press()  # after the batch too, through the chain, to the original handler
+    assert calls == [signal.SIGINT, signal.SIGINT]
+
+
 def test_a_plugin_that_ignores_sigint_in_a_batch_leaves_it_ignored() -> None:
     with containment():
         contained(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))

@@ -66,43 +66,47 @@ _WATCHED = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP
 
 
 class _Watch:
-    """Counts the real SIGINT, SIGTERM and SIGHUP that arrive while its handler is installed (main thread)."""
+    """Counts the real SIGINT, SIGTERM and SIGHUP that arrive while its handlers are installed (main thread)."""
 
-    __slots__ = ("fired", "handler", "wrapped")
+    __slots__ = ("fired", "installed", "wrapped")
 
     def __init__(self) -> None:
         self.fired = 0
+        self.installed: dict[int, Callable[[int, FrameType | None], Any]] = {}
+        """Per signal, the handler of this watch that is (or was last) installed."""
         self.wrapped: dict[int, Callable[[int, FrameType | None], Any]] = {}
-        wrapped = self.wrapped
+        """Per signal, the handler that one wraps (given back by :meth:`disarm`)."""
 
+    def _wrap(self, previous: Callable[[int, FrameType | None], Any]) -> Callable[[int, FrameType | None], Any]:
+        # A new handler for each wrap: plugin code may chain to the one it replaced, and one
+        # handler shared by every wrap would then chain back to that plugin's, endlessly.
         def handler(signum: int, frame: FrameType | None) -> Any:
             self.fired += 1
-            previous = wrapped.get(signum)
-            if previous is not None:
-                return previous(signum, frame)
-            raise KeyboardInterrupt  # pragma: no cover - only installed over a callable handler
+            return previous(signum, frame)
 
-        self.handler = handler
+        return handler
 
     def arm(self) -> None:
-        """Wrap every callable handler not already this watch's (again after plugin code replaced one)."""
-        handler = self.handler
+        """Wrap every callable handler that is not this watch's (again after plugin code replaced one)."""
+        installed = self.installed
         for signum in _WATCHED:
             current = signals.getsignal(signum)
-            if current is handler:
+            if current is installed.get(signum):
                 continue
             # With SIG_IGN or SIG_DFL no exception can come from a real signal at all.
             if callable(current):
+                handler = installed[signum] = self._wrap(current)
                 self.wrapped[signum] = current
                 signals.signal(signum, handler)
             else:
+                installed.pop(signum, None)
                 self.wrapped.pop(signum, None)
 
     def disarm(self) -> None:
         """Give each signal still wrapped its handler back; leave one that plugin code replaced."""
-        for signum, previous in self.wrapped.items():
-            if signals.getsignal(signum) is self.handler:
-                signals.signal(signum, previous)
+        for signum, handler in self.installed.items():
+            if signals.getsignal(signum) is handler:
+                signals.signal(signum, self.wrapped[signum])
 
 
 _active: _Watch | None = None
