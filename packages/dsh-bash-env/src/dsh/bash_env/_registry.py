@@ -5,7 +5,6 @@ from __future__ import annotations
 import builtins
 import contextlib
 import threading
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
@@ -28,7 +27,7 @@ from ._declare import (
     validate,
 )
 from ._errors import ContributorError
-from ._resolve import Entry, Pending, Resolves, sealed
+from ._resolve import Entry, Resolves, sealed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -156,15 +155,13 @@ class BashEnvRegistry(Service):
         :meth:`collect_async`.
         """
         out = self._builtins(execution)
-        resolves = self._state.resolves
-        with resolves.started(self._state.ordered, execution) as started:
-            for entry, pending, deadline in started:
-                if not pending.done():
-                    with Interrupts.waiting():
-                        ended = pending.wait(max(0.0, deadline - time.monotonic()))
-                    if not ended:
-                        raise resolves.overran(entry, pending)
-                out.update(pending.result())
+        with self._state.resolves.call(self._state.ordered, execution) as call:
+            left = call.left()
+            while left is not None:
+                with Interrupts.waiting():
+                    woken = call.wait(left)
+                left = None if woken else call.left()
+            call.merge(out)
         return sealed(out)
 
     async def collect_async(self, execution: ToolExecution) -> Mapping[str, str]:
@@ -172,19 +169,20 @@ class BashEnvRegistry(Service):
         import asyncio
 
         out = self._builtins(execution)
-        resolves = self._state.resolves
-        with resolves.started(self._state.ordered, execution) as started:
-            for entry, pending, deadline in started:
-                if not pending.done():
-                    loop = asyncio.get_running_loop()
-                    # Only ever given a plain result: no exception is left unretrieved on the loop.
-                    waiter: asyncio.Future[None] = loop.create_future()
-                    pending.add_done_callback(_waker(loop, waiter))
-                    await asyncio.wait((waiter,), timeout=max(0.0, deadline - time.monotonic()))
-                    if not pending.done():
-                        waiter.cancel()  # stop waiting; the resolve itself cannot be stopped
-                        raise resolves.overran(entry, pending)
-                out.update(pending.result())
+        with self._state.resolves.call(self._state.ordered, execution) as call:
+            left = call.left()
+            if left is not None:
+                loop = asyncio.get_running_loop()
+                # Only ever given a plain result: no exception is left unretrieved on the loop.
+                waiter: asyncio.Future[None] = loop.create_future()
+                call.on_ready(_waker(loop, waiter))
+                try:
+                    while left is not None:
+                        await asyncio.wait((waiter,), timeout=left)
+                        left = None if waiter.done() else call.left()
+                finally:
+                    waiter.cancel()  # stop waiting; a resolve itself cannot be stopped
+            call.merge(out)
         return sealed(out)
 
     def _builtins(self, execution: ToolExecution) -> dict[str, str]:
@@ -218,14 +216,14 @@ class BashEnvRegistry(Service):
         return sorted(self._state.entries)
 
 
-def _waker(loop: asyncio.AbstractEventLoop, waiter: asyncio.Future[None]) -> Callable[[Pending], None]:
+def _waker(loop: asyncio.AbstractEventLoop, waiter: asyncio.Future[None]) -> Callable[[], None]:
     """A callback for the resolving thread that wakes the waiting loop (a closed loop has nobody waiting)."""
 
     def settle() -> None:
         if not waiter.done():
             waiter.set_result(None)
 
-    def wake(pending: Pending) -> None:
+    def wake() -> None:
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(settle)
 

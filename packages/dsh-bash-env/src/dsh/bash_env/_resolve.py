@@ -1,8 +1,10 @@
-"""Running contributors' resolves: each under a deadline, on a worker thread, its output checked.
+"""Running contributors' resolves: each under its own deadline, third-party ones off the caller's thread.
 
-No ``concurrent.futures``: a :class:`Pending` is the one slot a resolve's outcome lands in, waited
-for by a blocking :meth:`~dsh.bash_env.BashEnvRegistry.collect` (a thread event, interruptible by
-:class:`dsh.bash.Interrupts`) or, under an event loop, by ``collect_async``.
+A call's built-ins resolve inline. Its third-party resolves go to one worker as one :class:`Batch`,
+run there in name order, so a call costs one thread hop however many contributors it has. No
+``concurrent.futures``: the worker wakes a blocking :meth:`~dsh.bash_env.BashEnvRegistry.collect`
+through one plain lock (a wait :class:`dsh.bash.Interrupts` can break) and, under an event loop,
+``collect_async`` through the loop's ``call_soon_threadsafe``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,10 @@ from dsh.session import ToolExecution
 
 from ._declare import MAX_SNAPSHOT_BYTES, MAX_VALUE_BYTES, Contributor
 from ._errors import CollectionError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._workers import Job, _Workers
 
 MAX_OVERDUE = 4
 """Resolves of one contributor that may still run past their deadline before its calls fail at once."""
@@ -50,163 +56,310 @@ class Entry:
         return f"'{self.name}' ({origin.distribution} {origin.version})" if origin else f"'{self.name}'"
 
 
-_SETTLED = threading.Event()
-_SETTLED.set()  # never cleared: shared by every outcome known when it was made
-_SETTLED_LOCK = threading.Lock()
+Outcome = tuple[Mapping[str, str] | None, CollectionError | None]
+"""A resolve's checked values, or the :class:`CollectionError` its call fails with."""
 
 
-class Pending:
-    """One resolve's outcome (checked values or a :class:`CollectionError`), set once, from any thread."""
-
-    __slots__ = ("_callbacks", "_done", "_error", "_lock", "_values")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._done = threading.Event()
-        self._values: Mapping[str, str] | None = None
-        self._error: CollectionError | None = None
-        self._callbacks: list[Callable[[Pending], None]] = []
-
-    @classmethod
-    def settled(cls, values: Mapping[str, str] | None, error: CollectionError | None) -> Pending:
-        """An outcome known at once (a built-in resolved inline): no lock or event of its own to build."""
-        made = cls.__new__(cls)
-        made._lock, made._done, made._callbacks = _SETTLED_LOCK, _SETTLED, []
-        made._values, made._error = values, error
-        return made
-
-    def done(self) -> bool:
-        """True once the outcome is set."""
-        return self._done.is_set()
-
-    def wait(self, timeout: float) -> bool:
-        """Block up to ``timeout`` seconds for the outcome; True when it is set."""
-        return self._done.wait(timeout)
-
-    def result(self) -> Mapping[str, str]:
-        """The checked values; raises the contributor's :class:`CollectionError`."""
-        if self._error is not None:
-            raise self._error
-        assert self._values is not None, "result() before the resolve ended"
-        return self._values
-
-    def settle(self, values: Mapping[str, str] | None = None, error: CollectionError | None = None) -> None:
-        """Set the outcome and run the callbacks (on this thread)."""
-        with self._lock:
-            self._values, self._error = values, error
-            self._done.set()
-            callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
-            callback(self)
-
-    def add_done_callback(self, callback: Callable[[Pending], None]) -> None:
-        """Call ``callback(self)`` once the outcome is set (at once if it is)."""
-        with self._lock:
-            if not self._done.is_set():
-                self._callbacks.append(callback)
-                return
-        callback(self)
+def resolved(entry: Entry, execution: ToolExecution) -> Outcome:
+    """Run ``entry``'s ``resolve()`` and check what it returned; never raises."""
+    try:
+        # The result is read here too, under the deadline: a mapping whose items() sleeps or
+        # raises must not run on the caller's thread (or the server's event loop).
+        checked: dict[str, str] = {}
+        check(entry, entry.resolve(execution), checked)
+    except CollectionError as exc:
+        return None, exc
+    except BaseException as exc:
+        # Even SystemExit or KeyboardInterrupt: on a worker none can come from the terminal, and
+        # a built-in's is the harness's own bug: each is the contributor's failure, named as such.
+        detail = f": {exc}" if str(exc) else ""
+        return None, CollectionError(
+            f"contributor {entry.who()} raised {type(exc).__name__} while resolving{detail}",
+            contributor=entry.name,
+        )
+    return checked, None
 
 
 class Resolves:
-    """Starts resolves and keeps those that passed their deadline, per contributor."""
+    """Runs the resolves of each call and counts, per contributor, those that still run unwatched."""
+
+    __slots__ = ("_lock", "overdue", "timeout")
 
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
-        # Resolves that passed their deadline and still run (a thread cannot be killed). Other
-        # calls of that contributor still get their own resolve, up to MAX_OVERDUE stuck ones;
-        # past that they fail at once instead of piling up a thread per call.
-        self.overdue: dict[str, set[Pending]] = {}
+        self._lock = threading.Lock()
+        # Resolves still running that no call waits for (a thread cannot be killed): past their
+        # deadline, or left behind by a call that failed first. Other calls of that contributor
+        # still get their own resolve, up to MAX_OVERDUE stuck ones; past that they fail at once
+        # instead of piling up a stuck worker per call.
+        self.overdue: dict[str, int] = {}
 
-    def start(self, entry: Entry, execution: ToolExecution) -> Pending:
-        """Run one ``resolve()``: built-ins inline, others on a worker; its outcome (never a raise) lands in a slot."""
-        stuck = self.overdue.get(entry.name, ())
-        if len(stuck) >= MAX_OVERDUE:
-            raise CollectionError(
-                f"contributor {entry.who()} is still running {len(stuck)} resolve() calls that passed their "
-                f"{self.timeout:g} s deadline; this call fails without starting another",
-                contributor=entry.name,
-            )
+    def call(self, entries: Sequence[Entry], execution: ToolExecution) -> Call:
+        """Start one call's resolves: ``with resolves.call(entries, execution) as call:``."""
+        return Call(self, entries, execution)
 
-        def run() -> tuple[Mapping[str, str] | None, CollectionError | None]:
-            try:
-                # The result is read here too, under the deadline: a mapping whose items() sleeps or
-                # raises must not run on the caller's thread (or the server's event loop).
-                checked: dict[str, str] = {}
-                check(entry, entry.resolve(execution), checked)
-            except CollectionError as exc:
-                return None, exc
-            except BaseException as exc:
-                # Even SystemExit or KeyboardInterrupt: on this thread none can come from the
-                # terminal, so each is the contributor's failure, reported as such.
-                detail = f": {exc}" if str(exc) else ""
-                return None, CollectionError(
-                    f"contributor {entry.who()} raised {type(exc).__name__} while resolving{detail}"
-                )
-            return checked, None
+    def keep(self, entry: Entry, *, bounded: bool) -> bool:
+        """Count one more of ``entry``'s resolves as running unwatched; False (not counted) when
+        ``bounded`` and it already has :data:`MAX_OVERDUE`."""
+        with self._lock:
+            stuck = self.overdue.get(entry.name, 0)
+            if bounded and stuck >= MAX_OVERDUE:
+                return False
+            self.overdue[entry.name] = stuck + 1
+            return True
 
-        if entry.builtin:
-            return Pending.settled(*run())  # the harness's own contributors: no thread hop, no event
-        pending = Pending()
-        from ._workers import WORKERS  # threads only when a contributor of another package runs
+    def release(self, entry: Entry) -> None:
+        """One of ``entry``'s unwatched resolves ended."""
+        with self._lock:
+            left = self.overdue[entry.name] - 1
+            if left:
+                self.overdue[entry.name] = left
+            else:
+                del self.overdue[entry.name]
 
-        WORKERS.submit(lambda: pending.settle(*run()))
-        return pending
+    def refusal(self, entry: Entry) -> CollectionError | None:
+        """The error a call fails with at once when ``entry`` has too many resolves stuck."""
+        stuck = self.overdue.get(entry.name, 0)
+        if stuck < MAX_OVERDUE:
+            return None
+        return CollectionError(
+            f"contributor {entry.who()} is still running {stuck} resolve() calls that passed their "
+            f"{self.timeout:g} s deadline; this call fails without starting another",
+            contributor=entry.name,
+        )
 
-    def started(self, entries: Sequence[Entry], execution: ToolExecution) -> Started:
-        """Start every entry's resolve at once (each with its own deadline); the caller waits in order.
-
-        Resolves of other packages run on worker threads: started together, their thread hops
-        overlap instead of adding up. Whatever the caller leaves unwaited (it stopped at a failing
-        contributor) and still runs is kept as stuck, so a contributor that hangs stays bounded.
-        """
-        return Started(self, entries, execution)
-
-    def _keep(self, entry: Entry, pending: Pending) -> None:
-        """Count ``pending`` as stuck for ``entry`` until it ends."""
-        stuck = self.overdue.setdefault(entry.name, set())
-        stuck.add(pending)
-        pending.add_done_callback(stuck.discard)
-
-    def overran(self, entry: Entry, pending: Pending) -> CollectionError:
-        """Keep ``pending`` as stuck until it ends; the error this call fails with."""
-        self._keep(entry, pending)
+    def overran(self, entry: Entry) -> CollectionError:
+        """The error a call fails with when ``entry``'s resolve passed its deadline."""
         return CollectionError(
             f"contributor {entry.who()} did not resolve within its {self.timeout:g} s deadline "
-            "(bash-env config resolve_timeout)"
+            "(bash-env config resolve_timeout)",
+            contributor=entry.name,
         )
 
 
-class Started:
-    """The resolves of one call, started together: ``with resolves.started(...) as started:``."""
+class Batch:
+    """A call's third-party resolves, run one after another on one worker: one thread hop per call.
 
-    __slots__ = ("_entries", "_execution", "_resolves", "_started")
+    Each resolve's deadline counts from when it started on the worker. The worker wakes the caller
+    once: when every resolve the call needs has ended, or at the first failure. A caller that stops
+    waiting (a failure, a resolve past its deadline, an interrupt) abandons the batch: the resolve
+    running then counts as stuck until it ends, and each resolve not yet started goes to a fresh
+    worker of its own, so none waits behind a stuck one.
+    """
+
+    __slots__ = (
+        "_callback",
+        "_lock",
+        "_wake",
+        "current",
+        "entries",
+        "execution",
+        "kept",
+        "needed",
+        "next",
+        "outcomes",
+        "resolves",
+        "signalled",
+        "since",
+    )
+
+    def __init__(self, resolves: Resolves, entries: list[Entry], execution: ToolExecution, needed: int) -> None:
+        self.resolves, self.entries, self.execution = resolves, entries, execution
+        self.needed = needed  # resolves before a failed built-in: the call needs no outcome past them
+        self.outcomes: list[Outcome | None] = [None] * len(entries)
+        self._lock = threading.Lock()
+        self._wake = threading.Lock()
+        self._wake.acquire()  # released by the worker, once: the cheapest cross-thread wake-up measured
+        self._callback: Callable[[], None] | None = None
+        self.signalled = False  # the caller was (or is being) woken
+        self.next = 0  # the next resolve to start
+        self.current = -1  # the resolve running now, if any, and since when (monotonic)
+        self.since = 0.0
+        self.kept = False  # the current resolve counts as stuck (its caller stopped waiting)
+
+    def run(self) -> Callable[[], None] | None:
+        """The worker's side: resolve in order; return the final wake-up, for after the worker is idle again."""
+        entries, lock, resolves, execution, outcomes = (
+            self.entries,
+            self._lock,
+            self.resolves,
+            self.execution,
+            self.outcomes,
+        )
+        monotonic = time.monotonic
+        last, needed = len(entries) - 1, self.needed - 1
+        k, entry, wake = -1, entries[0], False
+        outcome: Outcome = (None, None)
+        while True:
+            with lock:  # one lock per resolve: record the one that ended, start the next
+                if k >= 0:
+                    outcomes[k] = outcome
+                    if self.kept:
+                        self.kept = False
+                        resolves.release(entry)
+                    if not self.signalled and k < last and (outcome[1] is not None or k >= needed):
+                        self.signalled = wake = True  # a failure, or what the call needs ended: wake it now
+                k = self.next
+                if k > last:  # all ran, or the caller abandoned the batch
+                    self.current = -1
+                    final = not self.signalled
+                    self.signalled = True
+                else:
+                    self.next, self.current, self.since = k + 1, k, monotonic()
+                    entry = entries[k]
+            if wake:
+                wake = False
+                self._wake_up()
+            if k > last:
+                return self._wake_up if final else None
+            outcome = resolved(entry, execution)
+
+    def _wake_up(self) -> None:
+        self._wake.release()
+        callback = self._callback
+        if callback is not None:
+            callback()
+
+    def on_ready(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` (from any thread) when the caller should look again: at once if it should."""
+        with self._lock:
+            if not self.signalled:
+                self._callback = callback
+                return
+        callback()
+
+    def wait(self, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds for the worker's wake-up; True when it came."""
+        return self._wake.acquire(timeout=timeout)
+
+    def left(self) -> float | None:
+        """Seconds the caller may wait before looking again, or None once woken.
+
+        Raises the contributor's deadline error when the running resolve passed its deadline.
+        """
+        with self._lock:
+            if self.signalled:
+                return None
+            k = self.current
+            timeout = self.resolves.timeout
+            if k < 0:  # not started yet (the worker is on its way): its deadline starts with it
+                return timeout
+            left = self.since + timeout - time.monotonic()
+            if left > 0:
+                return left
+            entry = self.entries[k]
+        raise self.resolves.overran(entry)  # the caller's exit abandons the batch
+
+    def abandon(self) -> None:
+        """The caller stops waiting: the running resolve counts as stuck until it ends, the rest start apart."""
+        entries = self.entries
+        with self._lock:
+            k, rest = self.current, range(self.next, len(entries))
+            self.next = len(entries)  # the worker stops after the resolve it runs
+            if k >= 0 and not self.kept:
+                self.resolves.keep(entries[k], bounded=False)
+                self.kept = True
+        if rest:
+            workers, resolves, execution = _workers(), self.resolves, self.execution
+            for i in rest:
+                workers.submit(_orphan(resolves, entries[i], execution))
+
+
+def _orphan(resolves: Resolves, entry: Entry, execution: ToolExecution) -> Job:
+    """A resolve no call waits for: it counts as stuck while it runs, and is skipped when its
+    contributor already has :data:`MAX_OVERDUE` stuck."""
+
+    def job() -> None:
+        if resolves.keep(entry, bounded=True):
+            resolved(entry, execution)
+            resolves.release(entry)
+
+    return job
+
+
+class Call:
+    """The resolves of one call: built-ins resolved inline, the others handed to one worker as a batch."""
+
+    __slots__ = ("_batch", "_entries", "_outcomes")
 
     def __init__(self, resolves: Resolves, entries: Sequence[Entry], execution: ToolExecution) -> None:
-        self._resolves, self._entries, self._execution = resolves, entries, execution
-        self._started: list[tuple[Entry, Pending, float]] = []
+        if resolves.overdue:
+            for entry in entries:
+                refusal = None if entry.builtin else resolves.refusal(entry)
+                if refusal is not None:
+                    raise refusal  # before anything starts: no worker for a call that fails anyway
+        self._entries = entries
+        # In name order: a built-in's outcome, or the index of a third-party resolve in the batch.
+        outcomes: list[Outcome | int] = []
+        others: list[Entry] = []
+        needed = -1
+        for entry in entries:
+            if entry.builtin:  # the harness's own contributors: no thread hop
+                outcome = resolved(entry, execution)
+                if needed < 0 and outcome[1] is not None:
+                    needed = len(others)
+                outcomes.append(outcome)
+            else:
+                outcomes.append(len(others))
+                others.append(entry)
+        self._outcomes = outcomes
+        self._batch: Batch | None = None
+        if others and needed != 0:
+            batch = self._batch = Batch(resolves, others, execution, len(others) if needed < 0 else needed)
+            _workers().submit(batch.run)
 
-    def __enter__(self) -> list[tuple[Entry, Pending, float]]:
-        resolves, started = self._resolves, self._started
-        # One deadline for all: they start together (the built-ins inline, in microseconds).
-        deadline = time.monotonic() + resolves.timeout
-        try:
-            for entry in self._entries:
-                started.append((entry, resolves.start(entry, self._execution), deadline))
-        except BaseException:
-            self.__exit__()
-            raise
-        return started
+    def __enter__(self) -> Call:
+        return self
 
     def __exit__(self, *exc: object) -> None:
-        for entry, pending, _ in self._started:
-            if not pending.done():
-                self._resolves._keep(entry, pending)
+        if self._batch is not None:
+            self._batch.abandon()
+
+    def left(self) -> float | None:
+        """Seconds to wait before looking again, or None when every outcome the call needs is in."""
+        return None if self._batch is None else self._batch.left()
+
+    def wait(self, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds for the batch's wake-up (only when :meth:`left` gave a time)."""
+        assert self._batch is not None
+        return self._batch.wait(timeout)
+
+    def on_ready(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` from the worker when the caller should look again (for an event loop)."""
+        assert self._batch is not None
+        self._batch.on_ready(callback)
+
+    def merge(self, out: dict[str, str]) -> None:
+        """Add every outcome to ``out`` in name order; raise the first failure."""
+        batch = self._batch
+        for outcome in self._outcomes:
+            if type(outcome) is int:
+                assert batch is not None
+                got = batch.outcomes[outcome]
+                assert got is not None, "merge() before the resolves the call needs ended"
+                outcome = got
+            values, error = outcome  # type: ignore[misc]
+            if error is not None:
+                raise error
+            out.update(values)  # type: ignore[arg-type]
+
+
+_WORKERS: _Workers | None = None
+
+
+def _workers() -> _Workers:
+    """The worker threads, imported only when a contributor of another package runs."""
+    global _WORKERS
+    if _WORKERS is None:
+        from ._workers import WORKERS
+
+        _WORKERS = WORKERS
+    return _WORKERS
 
 
 def sealed(out: dict[str, str]) -> Mapping[str, str]:
     """The snapshot, read-only, once its total size is checked."""
-    total = sum(len(k) + len(v) for k, v in out.items())
+    total = sum(map(len, out)) + sum(map(len, out.values()))
     if total > MAX_SNAPSHOT_BYTES:
         largest = max(out, key=lambda k: len(out[k]))
         raise CollectionError(
@@ -219,7 +372,7 @@ def sealed(out: dict[str, str]) -> Mapping[str, str]:
 
 def check(entry: Entry, values: object, out: dict[str, str]) -> None:
     """Copy ``values`` into ``out``, refusing a non-mapping, an undeclared key or a bad value."""
-    if not isinstance(values, Mapping):
+    if type(values) is not dict and not isinstance(values, Mapping):
         raise CollectionError(
             f"contributor {entry.who()} returned {type(values).__name__} from resolve(), "
             "not a mapping of keys to strings",
@@ -243,7 +396,7 @@ def check(entry: Entry, values: object, out: dict[str, str]) -> None:
                 contributor=entry.name,
                 key=key,
             )
-        size = len(value.encode("utf-8", "surrogateescape"))
+        size = len(value) if value.isascii() else len(value.encode("utf-8", "surrogateescape"))
         if size > MAX_VALUE_BYTES:
             raise CollectionError(
                 f"contributor {entry.who()} returned {size} bytes for key '{key}'; "

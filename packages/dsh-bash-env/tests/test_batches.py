@@ -1,0 +1,251 @@
+"""A call's third-party resolves run as one batch on one worker, each under a deadline of its own.
+
+Real threads and real sleeps, short deadlines: a stuck contributor costs its call one deadline and
+never holds up the contributors behind it, an exiting one is that contributor's failure, and calls
+made together (the served path) never see each other's values.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+
+import pytest
+
+from dsh.bash_env import BashEnvRegistry, CollectionError, FunctionContributor
+from dsh.bash_env._resolve import MAX_OVERDUE
+from dsh.session import ToolExecution
+
+DEADLINE = 0.3
+CALL = ToolExecution("bash", "calm")
+STUCK = ToolExecution("bash", "stuck")
+
+
+@pytest.fixture
+def release() -> Iterator[threading.Event]:
+    event = threading.Event()
+    yield event
+    event.set()  # let every resolve still stuck end
+
+
+@pytest.fixture
+def registry() -> BashEnvRegistry:
+    return BashEnvRegistry("/h", resolve_timeout=DEADLINE)
+
+
+def _stuck(name: str, release: threading.Event) -> FunctionContributor:
+    """Hangs on calls whose id is 'stuck' until the test ends; answers at once otherwise."""
+    key = "DSH_" + name.upper().replace("-", "_")
+
+    def resolve(execution: ToolExecution) -> Mapping[str, str]:
+        if execution.call_id == "stuck":
+            release.wait(30)
+        return {key: "late" if execution.call_id == "stuck" else "ok"}
+
+    return FunctionContributor(name, {key: "stuck on some calls"}, resolve)
+
+
+def _healthy(name: str, seen: dict[str, list[str]]) -> FunctionContributor:
+    """Answers with the call's own id, noting which call it resolved for and on which thread."""
+    key = "DSH_" + name.upper().replace("-", "_")
+
+    def resolve(execution: ToolExecution) -> Mapping[str, str]:
+        seen.setdefault(name, []).append(execution.call_id)
+        seen.setdefault("threads", []).append(str(threading.get_ident()))
+        return {key: execution.call_id}
+
+    return FunctionContributor(name, {key: "the call's id"}, resolve)
+
+
+def _eventually(condition: Callable[[], bool], within: float = 5.0) -> bool:
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return condition()
+
+
+def test_a_calls_resolves_run_in_name_order_on_one_worker(registry: BashEnvRegistry) -> None:
+    seen: dict[str, list[str]] = {}
+    for name in ("d", "b", "a", "c"):
+        registry.register(_healthy(name, seen))
+    snap = registry.collect(CALL)
+    assert {k: snap[k] for k in ("DSH_A", "DSH_B", "DSH_C", "DSH_D")} == dict.fromkeys(
+        ("DSH_A", "DSH_B", "DSH_C", "DSH_D"), "calm"
+    )
+    threads = seen.pop("threads")
+    assert len(set(threads)) == 1 and threads[0] != str(threading.get_ident())
+    assert list(seen) == ["a", "b", "c", "d"]  # resolved one after another, in name order
+
+
+def test_only_builtins_resolve_inline_without_a_worker(registry: BashEnvRegistry) -> None:
+    seen: dict[str, list[str]] = {}
+    registry.register(_healthy("inline", seen), builtin=True)
+    before = threading.active_count()
+    assert registry.collect(CALL)["DSH_INLINE"] == "calm"
+    assert seen["threads"] == [str(threading.get_ident())]
+    assert threading.active_count() == before
+
+
+def test_a_stuck_contributor_costs_its_call_one_deadline_and_the_ones_behind_it_run(
+    registry: BashEnvRegistry, release: threading.Event
+) -> None:
+    seen: dict[str, list[str]] = {}
+    registry.register(_stuck("a-stuck", release))
+    for name in ("b", "c", "d"):
+        registry.register(_healthy(name, seen))
+    started = time.monotonic()
+    with pytest.raises(CollectionError, match=r"^contributor 'a-stuck' did not resolve within its 0\.3 s deadline"):
+        registry.collect(STUCK)
+    took = time.monotonic() - started
+    assert took >= DEADLINE
+    assert took < 3 * DEADLINE, f"one stuck contributor cost its call {took:.2f} s"
+    # The stuck resolve still holds its worker, yet the resolves behind it ran on other workers.
+    assert _eventually(lambda: all(seen.get(n) == ["stuck"] for n in ("b", "c", "d"))), seen
+    assert not release.is_set()
+
+
+def test_each_deadline_counts_from_when_its_resolve_started(registry: BashEnvRegistry) -> None:
+    # Three resolves of 0.15 s each: 0.45 s in all, more than one deadline, yet each is within its own.
+    def sleepy(name: str) -> FunctionContributor:
+        key = f"DSH_{name.upper()}"
+
+        def resolve(execution: ToolExecution) -> Mapping[str, str]:
+            time.sleep(DEADLINE / 2)
+            return {key: name}
+
+        return FunctionContributor(name, {key: "slow but in time"}, resolve)
+
+    for name in ("a", "b", "c"):
+        registry.register(sleepy(name))
+    snap = registry.collect(CALL)
+    assert (snap["DSH_A"], snap["DSH_B"], snap["DSH_C"]) == ("a", "b", "c")
+    snap = asyncio.run(registry.collect_async(CALL))
+    assert (snap["DSH_A"], snap["DSH_B"], snap["DSH_C"]) == ("a", "b", "c")
+
+
+@pytest.mark.parametrize("waiting", ["blocking", "async"])
+def test_two_stuck_contributors_cost_one_deadline_and_stay_bounded(
+    registry: BashEnvRegistry, release: threading.Event, waiting: str
+) -> None:
+    seen: dict[str, list[str]] = {}
+    registry.register(_stuck("a-stuck", release))
+    registry.register(_stuck("b-stuck", release))
+    registry.register(_healthy("c", seen))
+
+    def collect(execution: ToolExecution) -> Mapping[str, str]:
+        if waiting == "async":
+            return asyncio.run(registry.collect_async(execution))
+        return registry.collect(execution)
+
+    before = threading.active_count()
+    for attempt in range(MAX_OVERDUE):
+        started = time.monotonic()
+        with pytest.raises(CollectionError, match=r"^contributor 'a-stuck' did not resolve within its 0\.3 s"):
+            collect(STUCK)
+        took = time.monotonic() - started
+        assert DEADLINE <= took < 3 * DEADLINE, f"two stuck contributors cost call {attempt} {took:.2f} s"
+        # c, behind both, still runs: the second stuck one never held it up.
+        assert _eventually(lambda n=attempt + 1: len(seen.get("c", [])) == n), seen
+    # Each has MAX_OVERDUE resolves stuck now: the next call fails at once, starting nothing.
+    threads = threading.active_count()
+    started = time.monotonic()
+    with pytest.raises(CollectionError, match=f"'a-stuck' is still running {MAX_OVERDUE} resolve"):
+        collect(CALL)
+    assert time.monotonic() - started < DEADLINE
+    assert threading.active_count() == threads <= before + 2 * MAX_OVERDUE + 3
+    release.set()
+    assert _eventually(lambda: _succeeds(collect)), "the contributors never recovered once released"
+
+
+def _succeeds(collect: Callable[[ToolExecution], Mapping[str, str]]) -> bool:
+    try:
+        return collect(CALL)["DSH_C"] == "calm"
+    except CollectionError:
+        return False
+
+
+@pytest.mark.parametrize("position", ["first", "between"])
+def test_system_exit_in_a_batch_is_that_contributors_failure(registry: BashEnvRegistry, position: str) -> None:
+    seen: dict[str, list[str]] = {}
+    exiting = "a-exits" if position == "first" else "b-exits"
+
+    def resolve(execution: ToolExecution) -> Mapping[str, str]:
+        if execution.call_id == "exit":
+            raise SystemExit(3)
+        return {"DSH_EXITS": "no"}
+
+    registry.register(FunctionContributor(exiting, {"DSH_EXITS": "exits on some calls"}, resolve))
+    registry.register(_healthy("a-healthy", seen))
+    registry.register(_healthy("c-healthy", seen))
+    registry.collect(CALL)
+    threads = threading.active_count()
+    for _ in range(3):
+        with pytest.raises(CollectionError) as caught:
+            registry.collect(ToolExecution("bash", "exit"))
+        assert str(caught.value) == f"contributor '{exiting}' raised SystemExit while resolving: 3"
+        assert caught.value.contributor == exiting
+        with pytest.raises(CollectionError, match=f"^contributor '{exiting}' raised SystemExit"):
+            asyncio.run(registry.collect_async(ToolExecution("bash", "exit")))
+    # The worker survived every exit, and the next calls resolve as usual.
+    snap = registry.collect(CALL)
+    assert (snap["DSH_EXITS"], snap["DSH_A_HEALTHY"], snap["DSH_C_HEALTHY"]) == ("no", "calm", "calm")
+    assert _eventually(lambda: threading.active_count() <= threads + 3)
+
+
+def test_the_batch_after_a_stuck_batch_resolves_at_once(registry: BashEnvRegistry, release: threading.Event) -> None:
+    seen: dict[str, list[str]] = {}
+    registry.register(_healthy("a", seen))
+    registry.register(_stuck("b-stuck", release))
+    registry.register(_healthy("c", seen))
+    with pytest.raises(CollectionError, match="'b-stuck' did not resolve"):
+        registry.collect(STUCK)
+    for i in range(20):  # the worker stuck in b is never handed a batch again
+        started = time.monotonic()
+        snap = registry.collect(ToolExecution("bash", f"after-{i}"))
+        assert time.monotonic() - started < DEADLINE
+        assert (snap["DSH_A"], snap["DSH_B_STUCK"], snap["DSH_C"]) == (f"after-{i}", "ok", f"after-{i}")
+    assert not release.is_set()
+
+
+def test_calls_made_together_each_see_their_own_values(registry: BashEnvRegistry, release: threading.Event) -> None:
+    seen: dict[str, list[str]] = {}
+    names = [f"c{i}" for i in range(10)]
+    for name in names:
+        registry.register(_healthy(name, seen))
+    registry.register(_stuck("z-stuck", release))
+    keys = [f"DSH_{n.upper()}" for n in names]
+    wrong: list[str] = []
+    failed: list[str] = []
+
+    def check(call_id: str, snap: Mapping[str, str]) -> None:
+        wrong.extend(f"{call_id} saw {snap[k]}" for k in keys if snap[k] != call_id)
+
+    def thread(t: int) -> None:
+        for i in range(40):
+            call_id = f"t{t}-{i}"
+            try:
+                check(call_id, registry.collect(ToolExecution("bash", call_id)))
+            except CollectionError as exc:
+                failed.append(str(exc))
+
+    async def served() -> None:
+        async def one(call_id: str) -> None:
+            check(call_id, await registry.collect_async(ToolExecution("bash", call_id)))
+
+        await asyncio.gather(*(one(f"loop-{i}") for i in range(60)))
+
+    threads = [threading.Thread(target=thread, args=(t,)) for t in range(6)]
+    for t in threads:
+        t.start()
+    asyncio.run(served())
+    # A stuck call among them fails alone, and the others go on meanwhile.
+    with pytest.raises(CollectionError, match="'z-stuck' did not resolve"):
+        registry.collect(STUCK)
+    for t in threads:
+        t.join(30)
+    assert failed == [] and wrong == []
+    assert len(seen["c0"]) == 6 * 40 + 60 + 1
