@@ -161,6 +161,7 @@ class Batch:
         "resolves",
         "signalled",
         "since",
+        "started",
     )
 
     def __init__(self, resolves: Resolves, entries: list[Entry], execution: ToolExecution, needed: int) -> None:
@@ -176,6 +177,14 @@ class Batch:
         self.current = -1  # the resolve running now, if any, and since when (monotonic)
         self.since = 0.0
         self.kept = False  # the current resolve counts as stuck (its caller stopped waiting)
+        self.started = False
+
+    def start(self) -> None:
+        """Hand the batch to a worker, once: as late as possible, so the caller is already about to
+        block when the worker wakes (a worker woken while the caller still holds the GIL is woken twice)."""
+        if not self.started:
+            self.started = True
+            _workers().submit(self.run)
 
     def run(self) -> Callable[[], None] | None:
         """The worker's side: resolve in order; return the final wake-up, for after the worker is idle again."""
@@ -223,13 +232,16 @@ class Batch:
     def on_ready(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` (from any thread) when the caller should look again: at once if it should."""
         with self._lock:
-            if not self.signalled:
+            now = self.signalled
+            if not now:
                 self._callback = callback
-                return
-        callback()
+        if now:
+            callback()
+        self.start()
 
     def wait(self, timeout: float) -> bool:
-        """Block up to ``timeout`` seconds for the worker's wake-up; True when it came."""
+        """Start the batch if not yet; block up to ``timeout`` seconds for the worker's wake-up; True if it came."""
+        self.start()
         return self._wake.acquire(timeout=timeout)
 
     def left(self) -> float | None:
@@ -237,11 +249,13 @@ class Batch:
 
         Raises the contributor's deadline error when the running resolve passed its deadline.
         """
+        timeout = self.resolves.timeout
+        if not self.started:
+            return timeout
         with self._lock:
             if self.signalled:
                 return None
             k = self.current
-            timeout = self.resolves.timeout
             if k < 0:  # not started yet (the worker is on its way): its deadline starts with it
                 return timeout
             left = self.since + timeout - time.monotonic()
@@ -251,8 +265,13 @@ class Batch:
         raise self.resolves.overran(entry)  # the caller's exit abandons the batch
 
     def abandon(self) -> None:
-        """The caller stops waiting: the running resolve counts as stuck until it ends, the rest start apart."""
+        """The caller stops waiting: the running resolve counts as stuck until it ends, the rest start apart.
+
+        A batch never started (the call stopped before its first wait) starts nothing.
+        """
         entries = self.entries
+        if not self.started:
+            return
         with self._lock:
             k, rest = self.current, range(self.next, len(entries))
             self.next = len(entries)  # the worker stops after the resolve it runs
@@ -305,8 +324,8 @@ class Call:
         self._outcomes = outcomes
         self._batch: Batch | None = None
         if others and needed != 0:
-            batch = self._batch = Batch(resolves, others, execution, len(others) if needed < 0 else needed)
-            _workers().submit(batch.run)
+            # Started by the first wait, right before the caller blocks.
+            self._batch = Batch(resolves, others, execution, len(others) if needed < 0 else needed)
 
     def __enter__(self) -> Call:
         return self
