@@ -155,13 +155,13 @@ class BashEnvRegistry(Service):
         :meth:`collect_async`.
         """
         out = self._builtins(execution)
-        with self._state.resolves.call(self._state.ordered, execution) as call:
+        with self._state.resolves.call(self._state.ordered, execution, out) as call:
             left = call.left()
             while left is not None:
                 with Interrupts.waiting():
                     woken = call.wait(left)
                 left = None if woken else call.left()
-            call.merge(out)
+            call.check()
         return sealed(out)
 
     async def collect_async(self, execution: ToolExecution) -> Mapping[str, str]:
@@ -169,7 +169,7 @@ class BashEnvRegistry(Service):
         import asyncio
 
         out = self._builtins(execution)
-        with self._state.resolves.call(self._state.ordered, execution) as call:
+        with self._state.resolves.call(self._state.ordered, execution, out) as call:
             left = call.left()
             if left is not None:
                 loop = asyncio.get_running_loop()
@@ -182,7 +182,7 @@ class BashEnvRegistry(Service):
                         left = None if waiter.done() else call.left()
                 finally:
                     waiter.cancel()  # stop waiting; a resolve itself cannot be stopped
-            call.merge(out)
+            call.check()
         return sealed(out)
 
     def _builtins(self, execution: ToolExecution) -> dict[str, str]:

@@ -56,28 +56,24 @@ class Entry:
         return f"'{self.name}' ({origin.distribution} {origin.version})" if origin else f"'{self.name}'"
 
 
-Outcome = tuple[Mapping[str, str] | None, CollectionError | None]
-"""A resolve's checked values, or the :class:`CollectionError` its call fails with."""
-
-
-def resolved(entry: Entry, execution: ToolExecution) -> Outcome:
-    """Run ``entry``'s ``resolve()`` and check what it returned; never raises."""
+def resolved(entry: Entry, execution: ToolExecution, out: dict[str, str]) -> CollectionError | None:
+    """Run ``entry``'s ``resolve()`` and copy its checked values into ``out``; the error its call fails
+    with, if any (never raises). On an error ``out`` may hold part of the values: the call fails."""
     try:
         # The result is read here too, under the deadline: a mapping whose items() sleeps or
         # raises must not run on the caller's thread (or the server's event loop).
-        checked: dict[str, str] = {}
-        check(entry, entry.resolve(execution), checked)
+        check(entry, entry.resolve(execution), out)
     except CollectionError as exc:
-        return None, exc
+        return exc
     except BaseException as exc:
         # Even SystemExit or KeyboardInterrupt: on a worker none can come from the terminal, and
         # a built-in's is the harness's own bug: each is the contributor's failure, named as such.
         detail = f": {exc}" if str(exc) else ""
-        return None, CollectionError(
+        return CollectionError(
             f"contributor {entry.who()} raised {type(exc).__name__} while resolving{detail}",
             contributor=entry.name,
         )
-    return checked, None
+    return None
 
 
 class Resolves:
@@ -94,9 +90,9 @@ class Resolves:
         # instead of piling up a stuck worker per call.
         self.overdue: dict[str, int] = {}
 
-    def call(self, entries: Sequence[Entry], execution: ToolExecution) -> Call:
-        """Start one call's resolves: ``with resolves.call(entries, execution) as call:``."""
-        return Call(self, entries, execution)
+    def call(self, entries: Sequence[Entry], execution: ToolExecution, out: dict[str, str]) -> Call:
+        """Resolve one call's contributors into ``out``: ``with resolves.call(entries, execution, out) as call:``."""
+        return Call(self, entries, execution, out)
 
     def keep(self, entry: Entry, *, bounded: bool) -> bool:
         """Count one more of ``entry``'s resolves as running unwatched; False (not counted) when
@@ -145,6 +141,9 @@ class Batch:
     waiting (a failure, a resolve past its deadline, an interrupt) abandons the batch: the resolve
     running then counts as stuck until it ends, and each resolve not yet started goes to a fresh
     worker of its own, so none waits behind a stuck one.
+
+    Values go straight into the call's snapshot: once the caller is woken without a failure, every
+    resolve has ended; after a failure nobody reads the snapshot again.
     """
 
     __slots__ = (
@@ -154,20 +153,23 @@ class Batch:
         "current",
         "entries",
         "execution",
+        "failed",
         "kept",
         "needed",
         "next",
-        "outcomes",
+        "out",
         "resolves",
         "signalled",
         "since",
         "started",
     )
 
-    def __init__(self, resolves: Resolves, entries: list[Entry], execution: ToolExecution, needed: int) -> None:
-        self.resolves, self.entries, self.execution = resolves, entries, execution
+    def __init__(
+        self, resolves: Resolves, entries: list[Entry], execution: ToolExecution, out: dict[str, str], needed: int
+    ) -> None:
+        self.resolves, self.entries, self.execution, self.out = resolves, entries, execution, out
         self.needed = needed  # resolves before a failed built-in: the call needs no outcome past them
-        self.outcomes: list[Outcome | None] = [None] * len(entries)
+        self.failed: tuple[int, CollectionError] | None = None  # the first failure, and its resolve
         self._lock = threading.Lock()
         self._wake = threading.Lock()
         self._wake.acquire()  # released by the worker, once: the cheapest cross-thread wake-up measured
@@ -188,40 +190,46 @@ class Batch:
 
     def run(self) -> Callable[[], None] | None:
         """The worker's side: resolve in order; return the final wake-up, for after the worker is idle again."""
-        entries, lock, resolves, execution, outcomes = (
-            self.entries,
-            self._lock,
-            self.resolves,
-            self.execution,
-            self.outcomes,
-        )
+        entries, resolves, execution, out = self.entries, self.resolves, self.execution, self.out
+        acquire, release = self._lock.acquire, self._lock.release  # half the cost of `with` here
         monotonic = time.monotonic
-        last, needed = len(entries) - 1, self.needed - 1
-        k, entry, wake = -1, entries[0], False
-        outcome: Outcome = (None, None)
+        last = len(entries) - 1
+        # Past this resolve the call needs no outcome (a built-in behind it failed): wake it there.
+        enough = self.needed - 1 if self.needed <= last else -2
+        k, entry, error = -1, entries[0], None
         while True:
-            with lock:  # one lock per resolve: record the one that ended, start the next
-                if k >= 0:
-                    outcomes[k] = outcome
-                    if self.kept:
-                        self.kept = False
-                        resolves.release(entry)
-                    if not self.signalled and k < last and (outcome[1] is not None or k >= needed):
-                        self.signalled = wake = True  # a failure, or what the call needs ended: wake it now
+            acquire()  # one lock per resolve: record the one that ended, start the next
+            try:
+                if self.kept:  # its caller stopped waiting while it ran
+                    self.kept = False
+                    resolves.release(entry)
+                wake = False
+                if error is not None:
+                    if self.failed is None:
+                        self.failed = (k, error)
+                    wake = not self.signalled and k < last
+                elif k == enough:
+                    wake = not self.signalled
+                if wake:
+                    self.signalled = True
                 k = self.next
                 if k > last:  # all ran, or the caller abandoned the batch
                     self.current = -1
                     final = not self.signalled
                     self.signalled = True
-                else:
-                    self.next, self.current, self.since = k + 1, k, monotonic()
-                    entry = entries[k]
+                    break
+                self.next = k + 1
+                self.current = k
+                self.since = monotonic()
+            finally:
+                release()
             if wake:
-                wake = False
                 self._wake_up()
-            if k > last:
-                return self._wake_up if final else None
-            outcome = resolved(entry, execution)
+            entry = entries[k]
+            error = resolved(entry, execution, out)
+        if wake:
+            self._wake_up()
+        return self._wake_up if final else None
 
     def _wake_up(self) -> None:
         self._wake.release()
@@ -290,7 +298,7 @@ def _orphan(resolves: Resolves, entry: Entry, execution: ToolExecution) -> Job:
 
     def job() -> None:
         if resolves.keep(entry, bounded=True):
-            resolved(entry, execution)
+            resolved(entry, execution, {})
             resolves.release(entry)
 
     return job
@@ -299,33 +307,29 @@ def _orphan(resolves: Resolves, entry: Entry, execution: ToolExecution) -> Job:
 class Call:
     """The resolves of one call: built-ins resolved inline, the others handed to one worker as a batch."""
 
-    __slots__ = ("_batch", "_entries", "_outcomes")
+    __slots__ = ("_batch", "_builtin_failed")
 
-    def __init__(self, resolves: Resolves, entries: Sequence[Entry], execution: ToolExecution) -> None:
+    def __init__(
+        self, resolves: Resolves, entries: Sequence[Entry], execution: ToolExecution, out: dict[str, str]
+    ) -> None:
         if resolves.overdue:
             for entry in entries:
                 refusal = None if entry.builtin else resolves.refusal(entry)
                 if refusal is not None:
                     raise refusal  # before anything starts: no worker for a call that fails anyway
-        self._entries = entries
-        # In name order: a built-in's outcome, or the index of a third-party resolve in the batch.
-        outcomes: list[Outcome | int] = []
         others: list[Entry] = []
-        needed = -1
+        # The first built-in to fail, after how many third-party resolves in name order.
+        self._builtin_failed: tuple[int, CollectionError] | None = None
         for entry in entries:
-            if entry.builtin:  # the harness's own contributors: no thread hop
-                outcome = resolved(entry, execution)
-                if needed < 0 and outcome[1] is not None:
-                    needed = len(others)
-                outcomes.append(outcome)
-            else:
-                outcomes.append(len(others))
+            if not entry.builtin:
                 others.append(entry)
-        self._outcomes = outcomes
-        self._batch: Batch | None = None
-        if others and needed != 0:
-            # Started by the first wait, right before the caller blocks.
-            self._batch = Batch(resolves, others, execution, len(others) if needed < 0 else needed)
+            elif self._builtin_failed is None:  # the harness's own contributors: inline, no thread hop
+                error = resolved(entry, execution, out)
+                if error is not None:
+                    self._builtin_failed = (len(others), error)
+        needed = len(others) if self._builtin_failed is None else self._builtin_failed[0]
+        # Started by the first wait, right before the caller blocks.
+        self._batch = Batch(resolves, others, execution, out, needed) if needed else None
 
     def __enter__(self) -> Call:
         return self
@@ -348,19 +352,14 @@ class Call:
         assert self._batch is not None
         self._batch.on_ready(callback)
 
-    def merge(self, out: dict[str, str]) -> None:
-        """Add every outcome to ``out`` in name order; raise the first failure."""
-        batch = self._batch
-        for outcome in self._outcomes:
-            if type(outcome) is int:
-                assert batch is not None
-                got = batch.outcomes[outcome]
-                assert got is not None, "merge() before the resolves the call needs ended"
-                outcome = got
-            values, error = outcome  # type: ignore[misc]
-            if error is not None:
-                raise error
-            out.update(values)  # type: ignore[arg-type]
+    def check(self) -> None:
+        """Raise the call's first failure in name order, if any (once :meth:`left` gave None)."""
+        builtin, batch = self._builtin_failed, self._batch
+        other = None if batch is None else batch.failed
+        if builtin is not None and (other is None or builtin[0] <= other[0]):
+            raise builtin[1]
+        if other is not None:
+            raise other[1]
 
 
 _WORKERS: _Workers | None = None
