@@ -170,10 +170,39 @@ def bench_collect(home: Path, size: dict[str, Any]) -> dict[str, Any]:
         assert dict(registry.collect(execution)) == dict(by_hand_10())
         ours = per_call_us(lambda: registry.collect(execution), batch, repeats)
         floor = per_call_us(by_hand_10, batch, repeats)
-        out["collect_10_contributors"] = {"median_us": ours, "floor_median_us": floor, "ratio": ours / floor}
+        out["collect_10_contributors"] = {
+            "median_us": ours,
+            "floor_median_us": floor,
+            "ratio": ours / floor,
+            # Third-party resolves run on a worker (one hand-off per call): what one costs, alone.
+            "handoff_round_trip_median_us": per_call_us(_handoff(), batch, repeats),
+        }
         return out
     finally:
         runtime.close()
+
+
+def _handoff() -> Callable[[], None]:
+    """One round trip to a waiting daemon thread and back: a job through a ``queue.SimpleQueue``,
+    a plain lock released by it (the hand-off bash-env's worker uses, with nothing to run)."""
+    import queue
+    import threading
+
+    inbox: queue.SimpleQueue[Callable[[], object]] = queue.SimpleQueue()
+
+    def work() -> None:
+        while True:
+            inbox.get()()
+
+    threading.Thread(target=work, name="bench-handoff", daemon=True).start()
+
+    def round_trip() -> None:
+        done = threading.Lock()
+        done.acquire()
+        inbox.put(done.release)
+        done.acquire()
+
+    return round_trip
 
 
 async def _raw_true() -> None:
