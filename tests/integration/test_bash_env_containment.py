@@ -213,8 +213,8 @@ def test_resolver_threads_are_reused(registry: BashEnvRegistry) -> None:
     for _ in range(20):
         registry.collect(CALL)
         asyncio.run(many())
-    # At most one worker per concurrent resolve (3 contributors, started together, in 10 concurrent
-    # calls), reused afterwards: a thread per resolve would add 1,800.
+    # At most one worker per concurrent resolve (a call's resolves now share one worker, so about
+    # one per concurrent call), reused afterwards: a thread per resolve would add 1,800.
     assert threading.active_count() <= before + 3 * 10
     for _ in range(200):
         registry.collect(CALL)
@@ -265,8 +265,9 @@ def test_many_keys_cannot_add_up_past_the_snapshot_maximum(registry: BashEnvRegi
 
 
 def test_a_hanging_contributor_behind_a_failing_one_stays_bounded(registry: BashEnvRegistry) -> None:
-    # Resolves start together; a call that stops at the failing "a" never waits for the hanging "b",
-    # yet each of b's stuck resolves still counts, so b's threads stop at MAX_OVERDUE.
+    # A call that stops at the failing "a" never waits for the hanging "b" behind it (b still runs,
+    # on the call's worker or one of its own), yet each of b's stuck resolves counts, so b's threads
+    # stop at MAX_OVERDUE.
     release = threading.Event()
 
     def fail(execution: ToolExecution) -> Mapping[str, str]:
