@@ -249,3 +249,27 @@ def test_calls_made_together_each_see_their_own_values(registry: BashEnvRegistry
         t.join(30)
     assert failed == [] and wrong == []
     assert len(seen["c0"]) == 6 * 40 + 60 + 1
+
+
+def test_a_call_fails_with_its_first_failure_in_name_order(registry: BashEnvRegistry) -> None:
+    """Built-ins resolve inline and the others on the worker, yet the error is the first by name."""
+
+    def failing(name: str, *, builtin: bool = False) -> FunctionContributor:
+        def resolve(execution: ToolExecution) -> Mapping[str, str]:
+            if execution.call_id == name or execution.call_id == "all":
+                raise RuntimeError(f"{name} broke")
+            return {}
+
+        return FunctionContributor(name, {f"DSH_{name.upper()}": "fails on its call"}, resolve)
+
+    seen: dict[str, list[str]] = {}
+    registry.register(failing("a"))
+    registry.register(failing("m"), builtin=True)
+    registry.register(failing("z"))
+    registry.register(_healthy("zz", seen))
+    for call_id, first in (("all", "a"), ("m", "m"), ("z", "z"), ("a", "a")):
+        with pytest.raises(CollectionError, match=f"^contributor '{first}' raised RuntimeError while resolving"):
+            registry.collect(ToolExecution("bash", call_id))
+        with pytest.raises(CollectionError, match=f"^contributor '{first}' raised RuntimeError while resolving"):
+            asyncio.run(registry.collect_async(ToolExecution("bash", call_id)))
+    assert registry.collect(CALL)["DSH_ZZ"] == "calm"
