@@ -182,8 +182,8 @@ class Batch:
         self.started = False
 
     def start(self) -> None:
-        """Hand the batch to a worker, once: as late as possible, so the caller is already about to
-        block when the worker wakes (a worker woken while the caller still holds the GIL is woken twice)."""
+        """Hand the batch to a worker, once: right before the caller blocks, so the woken worker finds
+        the GIL free rather than waiting for it (side by side, within this machine's noise)."""
         if not self.started:
             self.started = True
             _workers().submit(self.run)
