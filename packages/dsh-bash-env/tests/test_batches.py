@@ -273,3 +273,50 @@ def test_a_call_fails_with_its_first_failure_in_name_order(registry: BashEnvRegi
         with pytest.raises(CollectionError, match=f"^contributor '{first}' raised RuntimeError while resolving"):
             asyncio.run(registry.collect_async(ToolExecution("bash", call_id)))
     assert registry.collect(CALL)["DSH_ZZ"] == "calm"
+
+
+def _sleepy(name: str, seconds: float, *, fails: bool = False) -> FunctionContributor:
+    key = f"DSH_{name.upper()}"
+
+    def resolve(execution: ToolExecution) -> Mapping[str, str]:
+        time.sleep(seconds)
+        if fails:
+            raise RuntimeError(f"{name} broke")
+        return {key: name}
+
+    return FunctionContributor(name, {key: "takes a while"}, resolve)
+
+
+def _collect(registry: BashEnvRegistry, waiting: str) -> Mapping[str, str]:
+    return asyncio.run(registry.collect_async(CALL)) if waiting == "async" else registry.collect(CALL)
+
+
+@pytest.mark.parametrize("waiting", ["blocking", "async"])
+def test_slow_contributors_overlap_once_one_outlasts_the_batchs_patience(waiting: str) -> None:
+    # Three that each take 0.3 s, well within their 2 s deadline: one after another they would cost
+    # the call 0.9 s; once the first has run past PATIENCE the other two start apart, so about 0.3 s.
+    registry = BashEnvRegistry("/h", resolve_timeout=2.0)
+    for name in ("a", "b", "c"):
+        registry.register(_sleepy(name, 0.3))
+    started = time.monotonic()
+    snap = _collect(registry, waiting)
+    took = time.monotonic() - started
+    assert (snap["DSH_A"], snap["DSH_B"], snap["DSH_C"]) == ("a", "b", "c")
+    assert took < 0.75, f"three 0.3 s contributors cost their call {took:.2f} s: they ran one after another"
+
+
+@pytest.mark.parametrize("waiting", ["blocking", "async"])
+def test_after_the_batch_splits_the_first_failure_by_name_still_wins(waiting: str) -> None:
+    # 'b' fails at once on its own worker while 'a' is still running; 'a' fails later: the call's
+    # error is still a's, the first in name order, not the first in time.
+    registry = BashEnvRegistry("/h", resolve_timeout=2.0)
+    registry.register(_sleepy("a", 0.2, fails=True))
+    registry.register(_sleepy("b", 0.0, fails=True))
+    registry.register(_sleepy("c", 0.0))
+    with pytest.raises(CollectionError, match=r"^contributor 'a' raised RuntimeError while resolving: a broke"):
+        _collect(registry, waiting)
+    registry = BashEnvRegistry("/h", resolve_timeout=2.0)
+    registry.register(_sleepy("a", 0.2))
+    registry.register(_sleepy("b", 0.0, fails=True))
+    with pytest.raises(CollectionError, match=r"^contributor 'b' raised RuntimeError while resolving: b broke"):
+        _collect(registry, waiting)

@@ -159,8 +159,8 @@ class BashEnvRegistry(Service):
             left = call.left()
             while left is not None:
                 with Interrupts.waiting():
-                    woken = call.wait(left)
-                left = None if woken else call.left()
+                    call.wait(left)
+                left = call.left()  # woken: that batch is in, maybe not the ones after it
             call.check()
         return sealed(out)
 
@@ -173,15 +173,15 @@ class BashEnvRegistry(Service):
             left = call.left()
             if left is not None:
                 loop = asyncio.get_running_loop()
-                # Only ever given a plain result: no exception is left unretrieved on the loop.
-                waiter: asyncio.Future[None] = loop.create_future()
-                call.on_ready(_waker(loop, waiter))
-                try:
-                    while left is not None:
+                while left is not None:
+                    # Only ever given a plain result: no exception is left unretrieved on the loop.
+                    waiter: asyncio.Future[None] = loop.create_future()
+                    call.on_ready(_waker(loop, waiter))  # the batch waited for now
+                    try:
                         await asyncio.wait((waiter,), timeout=left)
-                        left = None if waiter.done() else call.left()
-                finally:
-                    waiter.cancel()  # stop waiting; a resolve itself cannot be stopped
+                    finally:
+                        waiter.cancel()  # stop waiting; a resolve itself cannot be stopped
+                    left = call.left()
             call.check()
         return sealed(out)
 
