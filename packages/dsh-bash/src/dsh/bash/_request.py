@@ -7,12 +7,11 @@ of which cost every cold ``dsh`` about half a millisecond); change one with ``_r
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from ._env import Shell
+from dsh.core import EMPTY_MAPPING
 
-_EMPTY: Mapping[str, str] = MappingProxyType({})
+from ._env import Shell
 
 
 class BashExecRequest(NamedTuple):
@@ -27,8 +26,8 @@ class BashExecRequest(NamedTuple):
     cwd: str | None = None
     timeout: float | None = None
     """Seconds before the whole process group is killed; None waits forever."""
-    env: Mapping[str, str] = _EMPTY
-    dsh_env: Mapping[str, str] = _EMPTY
+    env: Mapping[str, str] = EMPTY_MAPPING
+    dsh_env: Mapping[str, str] = EMPTY_MAPPING
     shell: Shell = "bash"
     stdin: str | None = None
     """Text fed to the child's stdin (hook payloads); None gives it no input."""

@@ -7,6 +7,7 @@ not import pydantic: :mod:`dsh.core.validation` does, when a config must be vali
 
 from ._contain import EscapedError, contained, containment, describe
 from ._context import Context
+from ._empty import EMPTY_MAPPING
 from ._errors import DshError, FieldError, PluginError, RegistrationConflictError, ServiceConflictError
 from ._fiber import Effect, Fiber, FiberState
 from ._home import DSH_HOME, plugin_home
@@ -15,6 +16,7 @@ from ._services import Disposer, Registry, Service, ServiceKey
 
 __all__ = [
     "DSH_HOME",
+    "EMPTY_MAPPING",
     "Context",
     "Disposer",
     "DshError",

@@ -6,10 +6,9 @@ It lives here, beside :class:`ToolExecution`, so tool packages never import the 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
-from dsh.core import Disposer, Plugin, Registry, Service, ServiceKey
+from dsh.core import EMPTY_MAPPING, Disposer, Plugin, Registry, Service, ServiceKey
 
 from ._frozen import Frozen, store
 from ._model import SessionHeader
@@ -105,7 +104,7 @@ class ToolResult(NamedTuple):
 
     output: str
     is_error: bool = False
-    data: Mapping[str, Any] = MappingProxyType({})
+    data: Mapping[str, Any] = EMPTY_MAPPING
     value: object | None = None
     blocked: bool = False
 
