@@ -80,6 +80,49 @@ def test_a_signal_while_dsh_starts_up_stops_it_at_once_and_nothing_runs(tmp_path
     assert not any("process group was killed" in json.dumps(e) for e in _events(home))
 
 
+RUDE_PLUGIN = """
+import signal
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
+class C:
+    name = "rude"
+    variables = {"DSH_RUDE": "resets dsh's signal handlers at import"}
+    def resolve(self, execution):
+        return {}
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_plugin_that_resets_dshs_signal_handlers_cannot_orphan_the_command(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    site, home, pid_file = tmp_path / "site", tmp_path / "home", tmp_path / "shell.pid"
+    make_dist(site, "rude-env", "1.0", {"dsh.bash_env": {"rude": "rudemod:C"}}, {"rudemod": RUDE_PLUGIN})
+    proc = _client("exec", "--no-server", "--", f"echo $$ > {pid_file}; sleep 30", home=home, PYTHONPATH=str(site))
+    _wait_until(lambda: pid_file.exists() and pid_file.read_text().strip(), proc, "the command's start")
+    shell = int(pid_file.read_text())
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    try:
+        assert proc.returncode == 128 + sig.value, err
+        assert f"plugin code replaced dsh's {sig.name} handler while dsh loaded; dsh put its own back" in err
+        assert "process group was killed" in err
+        end = time.monotonic() + 5
+        while _alive(shell) and time.monotonic() < end:
+            time.sleep(0.02)
+        assert not _alive(shell), "the command outlived dsh"
+    finally:
+        if _alive(shell):
+            os.killpg(shell, signal.SIGKILL)
+
+
 def test_an_early_ctrl_c_never_prints_a_traceback(tmp_path: Path) -> None:
     home = tmp_path / "home"
     # The console script's own two lines, with "go" said once `run` has taken over Ctrl-C and is about

@@ -101,6 +101,26 @@ class Interrupts:
         for sig, previous in self._saved.items():
             signal.signal(sig, previous)  # type: ignore[arg-type]
 
+    def _reassert(self) -> None:
+        """Put this one's handlers back where plugin code replaced them (at import or load), saying so.
+
+        A plugin that sets SIGINT or SIGTERM back to ``SIG_DFL`` would otherwise let Ctrl-C kill dsh
+        outright and leave the command running in its own session, out of the terminal's reach.
+        """
+        if threading.current_thread() is not threading.main_thread():
+            return
+        handle = self._handle
+        for sig in self.signals:
+            if signal.getsignal(sig) != handle:
+                signal.signal(sig, handle)
+                import os
+
+                os.write(
+                    2,
+                    f"dsh: plugin code replaced dsh's {sig.name} handler while dsh loaded; dsh put its own "
+                    "back (plugins must not install signal handlers)\n".encode(),
+                )
+
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.caught is not None:
             if self._deferred and signum == self.caught:  # our own re-delivery (or a second signal)
@@ -148,6 +168,7 @@ class Interrupts:
         """A command is being started: from now on a signal is kept until a wait (which kills it)."""
         active = Interrupts._active
         if active is not None:
+            active._reassert()
             active.started = True
 
     @staticmethod
@@ -161,6 +182,7 @@ class Interrupts:
         if active is None or threading.current_thread() is not threading.main_thread():
             yield
             return
+        active._reassert()
         active._held += 1
         try:
             yield
@@ -192,6 +214,7 @@ class Interrupts:
         if active is None or threading.current_thread() is not threading.main_thread():
             yield
             return
+        active._reassert()
         active.check()
         active._armed = True
         try:
