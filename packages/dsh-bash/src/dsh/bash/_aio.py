@@ -11,7 +11,7 @@ import signal
 import subprocess
 import threading
 
-from ._child import DRAIN_GRACE, EXIT_GRACE, Ended, kill_group, shell_status, spawn
+from ._child import DRAIN_GRACE, EXIT_GRACE, Ended, kill_group, reap, shell_status, spawn
 from ._errors import ExecError
 
 TYPE_CHECKING = False
@@ -69,31 +69,49 @@ class _Watch:
         self._pending = memoryview(stdin or b"")
         self._stdin_fd: int | None = None
         self._pidfd: int | None = None
+        self._reaper: threading.Thread | None = None
+        """The thread that waits for the shell where there is no pidfd: the only one that reaps it then."""
         self._grace_timer: asyncio.TimerHandle | None = None
         self._waiter: asyncio.Future[None] | None = None
 
     def start(self) -> None:
-        """Register the pipes and the exit with the loop; on failure the caller kills the group and closes."""
-        for stream, sink in self._sinks:
-            if stream is not None:
-                fd = stream.fileno()
-                os.set_blocking(fd, False)
-                self._readers[fd] = sink
-                self.loop.add_reader(fd, self._read, fd)
-        if self.proc.stdin is not None:
-            if self._pending:
-                fd = self.proc.stdin.fileno()
-                os.set_blocking(fd, False)
-                self._stdin_fd = fd
-                self.loop.add_writer(fd, self._write)
-            else:
-                self._close_stdin()
+        """Register the pipes and the exit with the loop; on failure the caller kills the group and closes.
+
+        Each fd is recorded only once the loop took it, so :meth:`close` never unregisters one it lacks.
+        """
         try:
-            self._pidfd = os.pidfd_open(self.proc.pid)
-        except (AttributeError, OSError):  # not Linux 5.3+: a thread blocks in waitpid (asyncio's own way)
-            threading.Thread(target=self._wait_in_thread, daemon=True).start()
-        else:
-            self.loop.add_reader(self._pidfd, self._exited)
+            for stream, sink in self._sinks:
+                if stream is not None:
+                    fd = stream.fileno()
+                    os.set_blocking(fd, False)
+                    self.loop.add_reader(fd, self._read, fd)
+                    self._readers[fd] = sink
+            if self.proc.stdin is not None:
+                if self._pending:
+                    fd = self.proc.stdin.fileno()
+                    os.set_blocking(fd, False)
+                    self.loop.add_writer(fd, self._write)
+                    self._stdin_fd = fd
+                else:
+                    self._close_stdin()
+            try:
+                pidfd = os.pidfd_open(self.proc.pid)
+            except (AttributeError, OSError):  # not Linux 5.3+: a thread blocks in waitpid (asyncio's own way)
+                self._reaper = threading.Thread(target=self._wait_in_thread, daemon=True)
+                self._reaper.start()
+            else:
+                try:
+                    self.loop.add_reader(pidfd, self._exited)
+                except BaseException:
+                    os.close(pidfd)
+                    raise
+                self._pidfd = pidfd
+        except NotImplementedError:
+            raise ExecError(
+                f"the running event loop ({type(self.loop).__module__}.{type(self.loop).__qualname__}) cannot "
+                "watch file descriptors: dsh.bash's run() needs a selector event loop or uvloop "
+                "(loop.add_reader); use run_sync()"
+            ) from None
 
     async def wait(self, timeout: float | None) -> bool:
         """Wait until :attr:`ended`, at most ``timeout`` seconds (None: no limit); whether it has."""
@@ -110,24 +128,51 @@ class _Watch:
 
     def stop(self) -> None:
         """Stop reading (what the pipes still hold is lost); the watch ends once the shell is reaped."""
-        for fd in list(self._readers):
-            del self._readers[fd]
-            self.loop.remove_reader(fd)
-        self._settle()
+        try:
+            for fd in list(self._readers):
+                del self._readers[fd]
+                self.loop.remove_reader(fd)
+        finally:
+            self._settle()
+
+    def release(self, *, block: bool = False) -> None:
+        """Make sure the shell is reaped though nobody awaits it any more (it was killed, so it ends soon).
+
+        With ``block``, wait for it here; else poll once and, if it still runs, a daemon thread waits
+        for it, so no zombie outlives the call.
+        """
+        if self.proc.returncode is not None or self._reaper is not None:
+            return  # reaped, or the thread that reaps it is under way
+        if block:
+            reap(self.proc, self._pidfd, block=True)
+        elif not reap(self.proc, self._pidfd):
+            self._reaper = threading.Thread(target=reap, args=(self.proc,), kwargs={"block": True}, daemon=True)
+            self._reaper.start()
 
     def close(self) -> None:
-        """Unregister everything and close our ends of the pipes (the shell need not have been reaped)."""
-        self.stop()
+        """Unregister everything and close our ends of the pipes (the shell need not have been reaped).
+
+        Best effort per step: a step that fails does not keep the pipes open; the first failure is raised.
+        """
+        failure: BaseException | None = None
+        for step in (self.stop, self._unwatch_input, self._unwatch_exit):
+            try:
+                step()
+            except BaseException as exc:
+                failure = failure or exc
         if self._grace_timer is not None:
             self._grace_timer.cancel()
-        if self._stdin_fd is not None:
-            self.loop.remove_writer(self._stdin_fd)
-            self._stdin_fd = None
-        self._unwatch_exit()
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
+        if failure is not None:
+            raise failure
+
+    def _unwatch_input(self) -> None:
+        if self._stdin_fd is not None:
+            fd, self._stdin_fd = self._stdin_fd, None
+            self.loop.remove_writer(fd)
 
     def _wake(self) -> None:
         if self._waiter is not None and not self._waiter.done():
@@ -179,19 +224,22 @@ class _Watch:
                 self.proc.stdin.close()
 
     def _wait_in_thread(self) -> None:
-        self.proc.wait()
+        reap(self.proc, block=True)
         with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
             self.loop.call_soon_threadsafe(self._exited)
 
     def _unwatch_exit(self) -> None:
         if self._pidfd is not None:
-            self.loop.remove_reader(self._pidfd)
-            os.close(self._pidfd)
-            self._pidfd = None
+            pidfd, self._pidfd = self._pidfd, None
+            try:
+                self.loop.remove_reader(pidfd)
+            finally:
+                os.close(pidfd)
 
     def _exited(self) -> None:
+        if not reap(self.proc, self._pidfd):
+            return  # not collectable yet: the pidfd stays readable and the loop calls again
         self._unwatch_exit()
-        self.proc.poll()
         if self._readers and self._grace_timer is None:
             self._grace_timer = self.loop.call_later(self.grace, self.stop)
         self._settle()
@@ -219,14 +267,16 @@ async def wait_async(spec: BashExecSpec, out: Capture, err: Capture) -> Ended:
         watch.start()
     except BaseException:
         kill_group(proc.pid)
-        watch.close()
-        proc.wait()
+        try:
+            watch.close()
+        finally:
+            watch.release(block=True)
         raise
     try:
         try:
             finished = await watch.wait(spec.timeout)
         except asyncio.CancelledError:
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError):  # cancelled again: release() reaps
                 await _kill_and_drain(watch)
             raise
         if watch.failure is not None:
@@ -240,7 +290,10 @@ async def wait_async(spec: BashExecSpec, out: Capture, err: Capture) -> Ended:
                 timed_out = True
                 await _kill_and_drain(watch)
     finally:
-        watch.close()
+        try:
+            watch.release()
+        finally:
+            watch.close()
     return Ended(proc.returncode, timed_out)
 
 

@@ -16,7 +16,7 @@ import selectors
 import subprocess
 import time
 
-from ._child import DRAIN_GRACE, EXIT_GRACE, POLL, Ended, kill_group, spawn
+from ._child import DRAIN_GRACE, EXIT_GRACE, POLL, Ended, kill_group, reap, spawn
 from ._interrupt import Interrupts
 
 TYPE_CHECKING = False
@@ -58,7 +58,7 @@ def _read(
         exited_at: float | None = None
         while readers:
             now = time.monotonic()
-            if exited_at is None and proc.poll() is not None:
+            if exited_at is None and reap(proc):
                 exited_at = now
             limit = deadline if exited_at is None else min(deadline or math.inf, exited_at + after_exit)
             if limit is not None and now >= limit:
@@ -102,24 +102,24 @@ def _reap(proc: subprocess.Popen[bytes], timeout: float | None) -> bool:
     ``Popen.wait`` with a timeout polls with growing sleeps, so a shell that exits a moment after
     closing its output costs a cold ``dsh exec`` up to several milliseconds; a pidfd wakes at the exit.
     """
-    if timeout is None or proc.poll() is not None:
-        proc.wait()
-        return True
+    if reap(proc) or timeout is None:
+        return reap(proc, block=True)
     try:
         pidfd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):  # not Linux 5.3+: the standard library's polling wait
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return False
+    except (AttributeError, OSError):  # not Linux 5.3+: poll with growing sleeps, as Popen.wait does
+        end = time.monotonic() + timeout
+        delay = 0.0005
+        while not reap(proc):
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(delay, left))
+            delay = min(2 * delay, 0.05)
         return True
     try:
-        exited = bool(select.select([pidfd], [], [], timeout)[0])
+        return bool(select.select([pidfd], [], [], timeout)[0]) and reap(proc, pidfd, block=True)
     finally:
         os.close(pidfd)
-    if exited:
-        proc.wait()
-    return exited
 
 
 def wait_blocking(spec: BashExecSpec, out: Capture, err: Capture) -> Ended:
@@ -134,7 +134,7 @@ def wait_blocking(spec: BashExecSpec, out: Capture, err: Capture) -> Ended:
     try:
         with Interrupts.waiting():
             finished = _read(proc, spec.stdin, out, err, deadline, EXIT_GRACE)
-            if finished and proc.poll() is None:  # it closed its output but runs on (or is just ending)
+            if finished and not reap(proc):  # it closed its output but runs on (or is just ending)
                 finished = _reap(proc, None if deadline is None else max(0.0, deadline - time.monotonic()))
     except BaseException:
         kill_group(proc.pid)

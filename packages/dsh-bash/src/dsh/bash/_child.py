@@ -30,6 +30,49 @@ def kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
         os.killpg(pid, sig)
 
 
+class _Unknown(int):
+    """The type of :data:`UNKNOWN_STATUS` only, so that it is told apart from a command's own 255 by identity."""
+
+
+UNKNOWN_STATUS = _Unknown(255)
+"""The returncode :func:`reap` records when another reaper took the shell's status: reported as 255, never 0."""
+UNKNOWN_NOTE = (
+    "dsh: the exit status of this command is unknown: another waitpid() in this process reaped the shell "
+    "first (a SIGCHLD handler or child watcher that reaps every child, or SIGCHLD set to SIG_IGN); dsh "
+    "reports 255. Fix: reap only the pids you started, and leave SIGCHLD at SIG_DFL"
+)
+"""The line appended to the command's stderr when its status is :data:`UNKNOWN_STATUS`."""
+
+
+def reap(proc: subprocess.Popen[bytes], pidfd: int | None = None, *, block: bool = False) -> bool:
+    """Collect the shell's status into ``proc.returncode`` (through ``pidfd`` when given); whether it has one.
+
+    Never ``Popen.poll``/``wait``: they turn ECHILD (another ``waitpid()`` in this process took the
+    status, or SIGCHLD is ignored) into 0, which would pass a blocking hook's ``exit 2`` as success.
+    Here that is :data:`UNKNOWN_STATUS`. Once set, ``returncode`` keeps ``Popen`` from reaping again.
+    Without ``block``, False while the shell runs.
+    """
+    if proc.returncode is not None:
+        return True
+    flags = 0 if block else os.WNOHANG
+    code: int
+    try:
+        if pidfd is not None:
+            info = os.waitid(os.P_PIDFD, pidfd, os.WEXITED | flags)
+            if info is None:
+                return False
+            code = info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+        else:
+            pid, status = os.waitpid(proc.pid, flags)
+            if pid == 0:
+                return False
+            code = os.waitstatus_to_exitcode(status)
+    except ChildProcessError:
+        code = UNKNOWN_STATUS
+    proc.returncode = code
+    return True
+
+
 def shell_status(returncode: int) -> int:
     """A child's status as a shell reports it: its own, or ``128+N`` for signal N (``subprocess`` says ``-N``)."""
     return returncode if returncode >= 0 else 128 - returncode
@@ -40,9 +83,15 @@ class Ended:
 
     __slots__ = ("returncode", "timed_out")
 
+    @property
+    def note(self) -> str | None:
+        """A line for the command's stderr when its exit status is not its own, else None."""
+        return UNKNOWN_NOTE if self.returncode is UNKNOWN_STATUS and not self.timed_out else None
+
     def __init__(self, returncode: int | None, timed_out: bool) -> None:
         self.returncode = returncode
-        """As ``subprocess`` reports it (negative for a signal); None when it could not be reaped."""
+        """As ``subprocess`` reports it (negative for a signal); None when it could not be reaped;
+        :data:`UNKNOWN_STATUS` when another reaper took it."""
         self.timed_out = timed_out
 
     @property

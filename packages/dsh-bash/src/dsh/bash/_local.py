@@ -163,6 +163,8 @@ class LocalExecutor:
     def _result(ended: Ended, out: Capture, err: Capture, started: float) -> ExecResult:
         stdout, stdout_spill = out.result()
         stderr, stderr_spill = err.result()
+        if ended.note is not None:
+            stderr += ("\n" if stderr and not stderr.endswith("\n") else "") + ended.note + "\n"
         return ExecResult(
             exit_code=ended.exit_code,
             stdout=stdout,
