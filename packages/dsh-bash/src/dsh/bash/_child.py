@@ -83,11 +83,6 @@ class Ended:
 
     __slots__ = ("returncode", "timed_out")
 
-    @property
-    def note(self) -> str | None:
-        """A line for the command's stderr when its exit status is not its own, else None."""
-        return UNKNOWN_NOTE if self.returncode is UNKNOWN_STATUS and not self.timed_out else None
-
     def __init__(self, returncode: int | None, timed_out: bool) -> None:
         self.returncode = returncode
         """As ``subprocess`` reports it (negative for a signal); None when it could not be reaped;
@@ -96,12 +91,17 @@ class Ended:
 
     @property
     def exit_code(self) -> int:
-        """The status as a shell reports it: 124 on timeout, ``128+N`` for signal N."""
+        """The status as a shell reports it: 124 on timeout, ``128+N`` for signal N, 255 when it is unknown."""
         if self.timed_out:
             return TIMEOUT_EXIT
         if self.returncode is None:
             return 128 + signal.SIGKILL
         return shell_status(self.returncode)
+
+    @property
+    def note(self) -> str | None:
+        """A line for the command's stderr when its exit status is not its own, else None."""
+        return UNKNOWN_NOTE if self.returncode is UNKNOWN_STATUS and not self.timed_out else None
 
 
 def spawn(spec: BashExecSpec) -> subprocess.Popen[bytes]:
