@@ -136,9 +136,9 @@ class Fiber:
         # O(1), where a list made unloading n children quadratic.
         self._effects: dict[Effect, None] = {}
         self._holder: Effect | None = None
+        """The effect of the parent that loaded this fiber (disposing one disposes the other)."""
         self.provides = False
         """Whether this fiber ever provided a service (set by :meth:`Context.provide`)."""
-        """The effect of the parent that loaded this fiber (disposing one disposes the other)."""
         self._make_context = make_context
         self.name = self.label = label or "<unnamed>"
         try:
