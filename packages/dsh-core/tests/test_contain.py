@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from dsh.core import Context, EscapedError, FiberState, Plugin, contained, containment
+from dsh.core import Context, EscapedError, FiberState, Plugin, contained, containment, describe
 
 
 class Stop(BaseException):
@@ -202,3 +202,81 @@ def test_a_batch_on_a_worker_thread_watches_nothing(handlers: dict[int, Any]) ->
     thread.start()
     thread.join()
     assert seen == [handlers[signal.SIGINT]]
+
+
+class _Saves:
+    """The usual idiom: ``apply`` chains its SIGINT handler to the one it replaced, ``dispose`` restores that."""
+
+    def __init__(self) -> None:
+        self.saved: Any = None
+
+    def apply(self) -> None:
+        self.saved = signal.signal(signal.SIGINT, lambda signum, frame: self.saved(signum, frame))
+
+    def dispose(self) -> None:
+        signal.signal(signal.SIGINT, self.saved)
+
+
+def _layers(handler: Any, original: Any) -> int:
+    """How many handlers a signal goes through before ``original`` (following what each one was given)."""
+    depth = 0
+    while handler is not original:
+        nxt = getattr(handler, "wraps", None)
+        if nxt is None:  # the plugin's lambda: follow the handler it saved
+            nxt = handler.__closure__[0].cell_contents.saved
+        handler, depth = nxt, depth + 1
+    return depth
+
+
+def test_a_plugin_that_saves_and_restores_a_handler_across_many_reloads(handlers: dict[int, Any]) -> None:
+    # The handler a plugin saved is a watch's wrapper; restored after that watch ended, the next
+    # watch must look through it, or every reload would add one layer (RecursionError on Ctrl-C).
+    plugin = _Saves()
+    with containment():
+        contained(plugin.apply)
+    for _ in range(1200):  # a `dsh serve` refreshing an upgraded plugin, each refresh one composition
+        with containment():
+            contained(plugin.dispose)
+            contained(plugin.apply)
+    with pytest.raises(KeyboardInterrupt):
+        _press()
+    with pytest.raises(KeyboardInterrupt):  # and inside a watch too
+        contained(_press)
+    # The plugin's handler, then the wrapper it saved (of a watch that ended), then the original.
+    assert _layers(signal.getsignal(signal.SIGINT), handlers[signal.SIGINT]) == 2
+    with containment():
+        contained(plugin.dispose)
+    assert signal.getsignal(signal.SIGINT) is handlers[signal.SIGINT]
+
+
+def test_a_stale_wrapper_restored_in_an_outermost_call_is_looked_through(handlers: dict[int, Any]) -> None:
+    plugin = _Saves()
+    contained(plugin.apply)
+    for _ in range(3):  # each call its own watch, no block around them
+        contained(plugin.dispose)
+        assert signal.getsignal(signal.SIGINT) is handlers[signal.SIGINT]
+        contained(plugin.apply)
+    contained(plugin.dispose)
+    assert signal.getsignal(signal.SIGINT) is handlers[signal.SIGINT]
+
+
+class _Unprintable(BaseException):
+    def __str__(self) -> str:
+        raise RuntimeError("str broken")
+
+
+class _UnprintableError(Exception):
+    def __str__(self) -> str:
+        raise _Unprintable
+
+
+def test_an_exception_whose_str_raises_is_contained_and_described() -> None:
+    with pytest.raises(EscapedError) as caught:
+        contained(_raise(_Unprintable()))
+    assert str(caught.value) == "_Unprintable (its message could not be read: RuntimeError: str broken)"
+    assert isinstance(caught.value.original, _Unprintable)
+    # An ordinary exception propagates unchanged; describe() names it, and the one its __str__
+    # raised, whose own __str__ raises too.
+    with pytest.raises(_UnprintableError) as plain:
+        contained(_raise(_UnprintableError()))
+    assert describe(plain.value) == "_UnprintableError (its message could not be read: _Unprintable)"

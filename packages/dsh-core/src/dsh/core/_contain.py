@@ -14,6 +14,11 @@ notes how many signals had arrived when it started. After each call the handlers
 and is not used): one that the plugin replaced is wrapped in turn, so a real signal in a later call
 is still noticed. When the outermost call or block ends, each handler still wrapped gets back
 the one it wrapped; one that plugin code replaced stays as the plugin left it.
+
+Plugin code that saves a handler and restores it later (the usual idiom) may save a watch's wrapper
+and put it back after that watch ended. Such a stale wrapper is looked through: a watch wraps (and
+the end of a watch gives back) the handler under it, so there is never more than one dsh layer,
+however often a plugin is reloaded.
 """
 
 from __future__ import annotations
@@ -47,36 +52,73 @@ class EscapedError(Exception):
 
 
 def describe(exc: BaseException) -> str:
-    """``Type: message`` of an exception (of the original one for an :class:`EscapedError`)."""
+    """``Type: message`` of an exception (of the original one for an :class:`EscapedError`); never raises.
+
+    An exception whose ``str()`` raises (a buggy ``__str__`` in third-party code) is described as
+    ``Type (its message could not be read: InnerType: inner message)``.
+    """
     if isinstance(exc, EscapedError):
         exc = exc.original
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    name = type(exc).__name__
+    try:
+        text = str(exc)
+    except BaseException as error:
+        return f"{name} (its message could not be read: {_unreadable(error)})"
+    return f"{name}: {text}" if text else name
+
+
+def _unreadable(error: BaseException) -> str:
+    """``Type: message`` of the error a ``__str__`` raised, or only its type if that one cannot be read either."""
+    try:
+        text = str(error)
+    except BaseException:
+        text = ""
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 _WATCHED = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
+_Handler = Callable[[int, FrameType | None], Any]
+
+
+class _Wrapper:
+    """A handler a watch installed: notes a real signal for its watch, then calls the handler it wraps.
+
+    Plugin code that saves a handler (``signal.getsignal``, the return of ``signal.signal``) may get
+    one of these and install it again after its watch ended. Watches look through such a stale
+    wrapper to the handler it wraps, so handlers never pile up one dsh layer per reload.
+    """
+
+    __slots__ = ("watch", "wraps")
+
+    def __init__(self, watch: _Watch, wraps: _Handler) -> None:
+        self.watch = watch
+        self.wraps = wraps
+
+    def __call__(self, signum: int, frame: FrameType | None) -> Any:
+        self.watch.fired += 1
+        return self.wraps(signum, frame)
+
+
+def _unwrapped(handler: Any) -> Any:
+    """``handler``, or for a wrapper of a watch that ended, the first handler under it that is not one."""
+    while isinstance(handler, _Wrapper) and not handler.watch.live:
+        handler = handler.wraps
+    return handler
+
+
 class _Watch:
     """Counts the real SIGINT, SIGTERM and SIGHUP that arrive while its handlers are installed (main thread)."""
 
-    __slots__ = ("fired", "installed", "wrapped")
+    __slots__ = ("fired", "installed", "live")
 
     def __init__(self) -> None:
         self.fired = 0
-        self.installed: dict[int, Callable[[int, FrameType | None], Any]] = {}
-        """Per signal, the handler of this watch that is (or was last) installed."""
-        self.wrapped: dict[int, Callable[[int, FrameType | None], Any]] = {}
-        """Per signal, the handler that one wraps (given back by :meth:`disarm`)."""
-
-    def _wrap(self, previous: Callable[[int, FrameType | None], Any]) -> Callable[[int, FrameType | None], Any]:
-        # A new handler for each wrap: plugin code may chain to the one it replaced, and one
-        # handler shared by every wrap would then chain back to that plugin's, endlessly.
-        def handler(signum: int, frame: FrameType | None) -> Any:
-            self.fired += 1
-            return previous(signum, frame)
-
-        return handler
+        self.live = True
+        """False once :meth:`disarm` ran: its wrappers are then looked through (see :class:`_Wrapper`)."""
+        self.installed: dict[int, _Wrapper] = {}
+        """Per signal, the wrapper of this watch that is (or was last) installed."""
 
     def arm(self) -> None:
         """Wrap every callable handler that is not this watch's (again after plugin code replaced one)."""
@@ -85,20 +127,27 @@ class _Watch:
             current = signal.getsignal(signum)
             if current is installed.get(signum):
                 continue
+            if isinstance(current, _Wrapper):
+                if current.watch is self:  # plugin code put back an earlier wrapper of this watch
+                    installed[signum] = current
+                    continue
+                current = _unwrapped(current)  # plugin code put back a stale one: one dsh layer only
             # With SIG_IGN or SIG_DFL no exception can come from a real signal at all.
             if callable(current):
-                handler = installed[signum] = self._wrap(current)
-                self.wrapped[signum] = current
+                # A new wrapper for each wrap (never a shared one): plugin code may chain to the one
+                # it replaced, and a shared one would then chain back to the plugin's, endlessly.
+                handler = installed[signum] = _Wrapper(self, current)
                 signal.signal(signum, handler)
             else:
                 installed.pop(signum, None)
-                self.wrapped.pop(signum, None)
 
     def disarm(self) -> None:
-        """Give each signal still wrapped its handler back; leave one that plugin code replaced."""
-        for signum, handler in self.installed.items():
-            if signal.getsignal(signum) is handler:
-                signal.signal(signum, self.wrapped[signum])
+        """End the watch: a wrapper (this watch's or a stale one) gives back what it wraps; a plugin's handler stays."""
+        self.live = False
+        for signum in _WATCHED:
+            current = signal.getsignal(signum)
+            if isinstance(current, _Wrapper):
+                signal.signal(signum, _unwrapped(current))
 
 
 _active: _Watch | None = None

@@ -219,7 +219,7 @@ class Fiber:
 
     def _fail(self, exc: BaseException) -> None:
         self.state = FiberState.FAILED
-        self.error = str(exc) if isinstance(exc, PluginError) else f"{type(exc).__name__}: {exc}"
+        self.error = str(exc) if isinstance(exc, PluginError) else describe(exc)
         _log_error("plugin %s failed: %s", self.label, self.error)
 
     def prepare(self) -> bool:
