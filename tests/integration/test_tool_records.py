@@ -1,0 +1,73 @@
+"""A tool's ``data`` holding records (``NamedTuple``s): objects of their fields, live and read back alike."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+
+from dsh.agent import Agent, ModelStep, ScriptedModel, ToolCall
+from dsh.bash import ExecResult
+from dsh.session import SESSIONS, TOOLS, ToolExecution, ToolResult, ToolSpec
+from tests.helpers import harness
+
+pytestmark = pytest.mark.integration
+
+
+class Point(NamedTuple):
+    x: int
+    y: int
+
+
+class _Records:
+    spec = ToolSpec("records", "Returns records in its data.", {"type": "object", "properties": {}})
+
+    async def __call__(self, arguments: Mapping[str, Any], execution: ToolExecution) -> ToolResult:
+        return ToolResult(
+            "ok",
+            data={
+                "exec": ExecResult(3, "o", "e"),
+                "points": [Point(1, 2), (3, 4)],
+                "nested": {"at": Point(5, 6), "plain": ["a", 1, None, 2.5, True]},
+                "when": Path("/x"),  # not JSON: recorded as its str(), live too
+                "counts": {1: "one"},  # JSON keys are strings: live too
+            },
+        )
+
+
+def test_records_in_data_are_objects_of_their_fields_and_read_back_as_recorded(tmp_path: Path) -> None:
+    runtime = harness(tmp_path)
+    try:
+        runtime.ctx.require(TOOLS).register(_Records())
+        store = runtime.ctx.require(SESSIONS)
+        session = store.create(tmp_path)
+        model = ScriptedModel([[ModelStep(tool_calls=[ToolCall(name="records")]), ModelStep(text="done")]])
+        asyncio.run(Agent(runtime.ctx, session, model).run_turn("go"))
+        live = next(e.data["data"] for e in session.history if e.type == "tool/result")
+        expected = {
+            "exec": {
+                "exit_code": 3,
+                "stdout": "o",
+                "stderr": "e",
+                "timed_out": False,
+                "duration": 0.0,
+                "stdout_spill": None,
+                "stderr_spill": None,
+            },
+            "points": [{"x": 1, "y": 2}, [3, 4]],
+            "nested": {"at": {"x": 5, "y": 6}, "plain": ["a", 1, None, 2.5, True]},
+            "when": "/x",
+            "counts": {"1": "one"},
+        }
+        assert live == expected
+        read_back = next(e.data["data"] for e in store.resume(session.id).history if e.type == "tool/result")
+        assert read_back == live
+        path = Path(session.locate().path)  # type: ignore[union-attr]
+        line = next(json.loads(t) for t in path.read_text().splitlines() if '"tool/result"' in t)
+        assert line["data"]["data"]["exec"]["exit_code"] == 3  # an object in the file, not a positional array
+    finally:
+        runtime.close()
