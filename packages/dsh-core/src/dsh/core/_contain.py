@@ -147,7 +147,9 @@ class _Watch:
         for signum in _WATCHED:
             current = signal.getsignal(signum)
             if isinstance(current, _Wrapper):
-                signal.signal(signum, _unwrapped(current))
+                handler = _unwrapped(current)
+                if handler is not current:  # (a live wrapper is another watch's: left to that one)
+                    signal.signal(signum, handler)
 
 
 _active: _Watch | None = None
