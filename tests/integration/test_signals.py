@@ -154,6 +154,33 @@ def test_an_early_ctrl_c_never_prints_a_traceback(tmp_path: Path) -> None:
     assert 130 in seen, "no SIGINT of the sweep came while dsh ran"
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_as_dsh_exits_keeps_the_status(tmp_path: Path, sig: signal.Signals) -> None:
+    # The signal comes in run()'s last flush, after the verb returned: not "nothing ran", not a death
+    # by the signal, but the command's own status and one line.
+    launch = (
+        "import os, sys, time; import dsh.agent._client as c\n"
+        "class Out:\n"
+        "    def __init__(self, real): self.real = real\n"
+        "    def write(self, text): return self.real.write(text)\n"
+        f"    def flush(self): self.real.flush(); os.kill(os.getpid(), {sig.value}); time.sleep(2)\n"
+        "sys.stdout = Out(sys.stdout)\n"
+        "sys.exit(c.run())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", launch, "exec", "--no-server", "--", "echo ran; exit 3"],
+        env=clean_env(tmp_path / "home"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 3, done
+    assert done.stdout == "ran\n"
+    # Each flush sends one: the exec verb's own flush (its Interrupts say so), then run()'s.
+    assert done.stderr.endswith(f"dsh: {sig.name} came as dsh was exiting; exit status 3 stands\n"), done.stderr
+    assert "nothing ran" not in done.stderr and "Traceback" not in done.stderr
+
+
 def test_a_signal_after_the_command_ended_keeps_its_status_and_record(tmp_path: Path) -> None:
     home = tmp_path / "home"
     # More output than the (shrunk) pipe holds: dsh blocks writing it, after the turn was flushed,

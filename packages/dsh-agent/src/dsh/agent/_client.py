@@ -25,7 +25,8 @@ except KeyboardInterrupt:  # Ctrl-C while dsh loads: one line, no traceback (see
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
+    from types import FrameType
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -70,6 +71,20 @@ def _stop_loading(_signum: int, _frame: object) -> None:
     os._exit(130)
 
 
+def _exiting(code: int) -> Callable[[int, FrameType | None], None]:
+    """A handler for a signal that comes once the verb returned: its status stands, one line says so.
+
+    Not ``_stop_loading``'s "nothing ran" (the verb ran), and not a death by the signal.
+    """
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        names = {2: "SIGINT", 15: "SIGTERM", 1: "SIGHUP"}
+        os.write(2, f"dsh: {names.get(signum, signum)} came as dsh was exiting; exit status {code} stands\n".encode())
+        os._exit(code)
+
+    return handler
+
+
 def run() -> None:
     """The ``dsh`` console script."""
     if TYPE_CHECKING:
@@ -90,6 +105,11 @@ def run() -> None:
     code = 0
     try:
         code = main()
+        # The verb is done: a signal from now on keeps its status (while its output is flushed).
+        late = _exiting(code)
+        for number in (signals.SIGINT, signals.SIGTERM, signals.SIGHUP):
+            if signals.getsignal(number) is not signals.SIG_IGN:
+                signals.signal(number, late)
         sys.stdout.flush()
     except KeyboardInterrupt:
         # SIGINT before a verb installed its own handling (while dsh loads its modules): nothing
@@ -109,4 +129,9 @@ def run() -> None:
     # final collection a walk over every object (about a fifth of a cold `dsh exec`, measured).
     # The work is done and flushed by now; nothing waits on a collector-run finaliser.
     gc.freeze()
+    # CPython sets every Python-level handler back to SIG_DFL while it shuts down, so a Ctrl-C in
+    # the last milliseconds would kill dsh by the signal; only SIG_IGN holds there. SIGTERM keeps
+    # `late`/SIG_DFL, so an exit a plugin's non-daemon thread holds up can still be ended.
+    for number in (signals.SIGINT, signals.SIGHUP):
+        signals.signal(number, signals.SIG_IGN)
     sys.exit(code)
