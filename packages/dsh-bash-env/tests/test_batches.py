@@ -276,7 +276,7 @@ def test_a_call_fails_with_its_first_failure_in_name_order(registry: BashEnvRegi
 
 
 def _sleepy(name: str, seconds: float, *, fails: bool = False) -> FunctionContributor:
-    key = f"DSH_{name.upper()}"
+    key = "DSH_" + name.upper().replace("-", "_")
 
     def resolve(execution: ToolExecution) -> Mapping[str, str]:
         time.sleep(seconds)
@@ -320,3 +320,175 @@ def test_after_the_batch_splits_the_first_failure_by_name_still_wins(waiting: st
     registry.register(_sleepy("b", 0.0, fails=True))
     with pytest.raises(CollectionError, match=r"^contributor 'b' raised RuntimeError while resolving: b broke"):
         _collect(registry, waiting)
+
+
+def _unwatched_drains(registry: BashEnvRegistry) -> bool:
+    return _eventually(lambda: not registry._state.resolves.unwatched)
+
+
+def test_a_fast_failing_contributor_never_gets_a_healthy_one_blamed() -> None:
+    # a-broken fails at once; b and c take a while but are always in time. Calls made together
+    # (the served path) each fail with a-broken's error, however many resolves they leave behind.
+    registry = BashEnvRegistry("/h", resolve_timeout=1.0)
+
+    def broken(execution: ToolExecution) -> Mapping[str, str]:
+        raise ValueError("backend config missing")
+
+    registry.register(FunctionContributor("a-broken", {"DSH_A": "fails"}, broken))
+    registry.register(_sleepy("b-healthy", 0.1))
+    registry.register(_sleepy("c-healthy", 0.1))
+    errors: list[str] = []
+
+    def thread() -> None:
+        for i in range(6):
+            try:
+                registry.collect(ToolExecution("bash", f"call-{i}"))
+            except CollectionError as exc:
+                errors.append(str(exc))
+
+    threads = [threading.Thread(target=thread) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == ["contributor 'a-broken' raised ValueError while resolving: backend config missing"] * 36
+    assert _unwatched_drains(registry)
+
+
+def test_calls_cancelled_while_a_healthy_contributor_resolves_never_refuse_the_next_call() -> None:
+    # Served clients that disconnect while the contributor resolves, well within its deadline.
+    registry = BashEnvRegistry("/h", resolve_timeout=2.0)
+    registry.register(_sleepy("healthy", 0.3))
+
+    async def main() -> Mapping[str, str]:
+        calls = [asyncio.ensure_future(registry.collect_async(ToolExecution("bash", f"gone-{i}"))) for i in range(5)]
+        await asyncio.sleep(0.05)
+        for call in calls:
+            call.cancel()
+        await asyncio.gather(*calls, return_exceptions=True)
+        assert len(registry._state.resolves.unwatched["healthy"]) == 5  # left running, blaming nobody
+        return await registry.collect_async(ToolExecution("bash", "next"))
+
+    assert asyncio.run(main())["DSH_HEALTHY"] == "healthy"
+    assert _unwatched_drains(registry)
+
+
+def test_a_resolve_left_running_counts_against_its_contributor_only_once_past_its_deadline(
+    release: threading.Event,
+) -> None:
+    deadline = 0.5
+    registry = BashEnvRegistry("/h", resolve_timeout=deadline)
+    registry.register(_stuck("hangs", release))
+    left = MAX_OVERDUE + 1
+
+    async def cancelled_calls() -> None:
+        calls = [asyncio.ensure_future(registry.collect_async(STUCK)) for _ in range(left)]
+        await asyncio.sleep(0.05)
+        for call in calls:
+            call.cancel()
+        await asyncio.gather(*calls, return_exceptions=True)
+
+    started = time.monotonic()
+    asyncio.run(cancelled_calls())
+    # Still within their deadline: nobody is blamed yet, and the next call runs its own resolve.
+    assert registry.collect(CALL)["DSH_HANGS"] == "ok"
+    assert time.monotonic() - started < deadline, "the machine was too slow to check within the deadline"
+    time.sleep(deadline - (time.monotonic() - started) + 0.05)
+    # Now each passed its deadline: refused at once, with the true number.
+    with pytest.raises(CollectionError) as caught:
+        registry.collect(CALL)
+    assert str(caught.value) == (
+        f"contributor 'hangs' is still running {left} resolve() calls that passed their 0.5 s deadline; "
+        "this call fails without starting another"
+    )
+    release.set()
+    assert _unwatched_drains(registry)
+    assert registry.collect(CALL)["DSH_HANGS"] == "ok"
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("str() broken")
+
+
+@pytest.mark.parametrize("waiting", ["blocking", "async"])
+def test_an_exception_whose_str_raises_fails_its_call_at_once_and_strands_nothing(
+    waiting: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    registry = BashEnvRegistry("/h", resolve_timeout=1.0)
+
+    def resolve(execution: ToolExecution) -> Mapping[str, str]:
+        raise _Unprintable
+
+    registry.register(FunctionContributor("odd", {"DSH_ODD": "o"}, resolve))
+    registry.register(_healthy("p", {}))
+    threads = threading.active_count()
+    for _ in range(MAX_OVERDUE + 2):
+        started = time.monotonic()
+        with pytest.raises(CollectionError) as caught:
+            _collect(registry, waiting)
+        assert time.monotonic() - started < 0.5, "it raised at once, yet its call waited for the deadline"
+        assert str(caught.value) == (
+            "contributor 'odd' raised _Unprintable while resolving "
+            "(its message could not be read: RuntimeError: str() broken)"
+        )
+    assert threading.active_count() <= threads + 1  # no worker died and was replaced per call
+    assert not registry._state.resolves.unwatched
+    assert capfd.readouterr().err == ""  # no thread traceback on the user's terminal
+
+
+@pytest.mark.parametrize("waiting", ["blocking", "async"])
+def test_a_bug_in_a_batch_fails_its_call_and_strands_neither_caller_nor_count(
+    waiting: str, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # Fault injection: resolved() never raises, so make it, to reach the batch's own last guard.
+    import dsh.bash_env._resolve as resolve_module
+
+    registry = BashEnvRegistry("/h", resolve_timeout=1.0)
+    registry.register(_healthy("a", {}))
+    registry.register(_healthy("b", {}))
+    _collect(registry, waiting)
+    threads = threading.active_count()
+
+    def broken(*args: object) -> None:
+        raise TypeError("a bug")
+
+    monkeypatch.setattr(resolve_module, "resolved", broken)
+    for _ in range(MAX_OVERDUE + 2):
+        started = time.monotonic()
+        with pytest.raises(CollectionError) as caught:
+            _collect(registry, waiting)
+        assert time.monotonic() - started < 0.5
+        assert str(caught.value) == (
+            "dsh-bash-env failed while running contributor 'a''s resolve: TypeError: a bug "
+            "(a bug in dsh-bash-env; please report it)"
+        )
+        assert caught.value.contributor == "a"
+    monkeypatch.undo()
+    assert not registry._state.resolves.unwatched
+    assert _collect(registry, waiting)["DSH_B"] == "calm"
+    assert threading.active_count() <= threads + 1
+    assert capfd.readouterr().err == ""
+
+
+def test_a_raising_job_leaves_its_worker_alive_and_quiet(capfd: pytest.CaptureFixture[str]) -> None:
+    from dsh.bash_env._workers import _Workers
+
+    workers = _Workers()
+    ran: list[int] = []
+    done = threading.Event()
+
+    def raising() -> None:
+        ran.append(threading.get_ident())
+        raise RuntimeError("a job's bug")
+
+    def noting() -> None:
+        ran.append(threading.get_ident())
+        done.set()
+
+    workers.submit(raising)
+    assert _eventually(lambda: len(workers._idle) == 1)  # idle again, not dead
+    workers.submit(noting)
+    assert done.wait(5)
+    assert ran[0] == ran[1]
+    assert capfd.readouterr().err == ""

@@ -24,10 +24,14 @@ from ._errors import CollectionError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ._workers import Job, _Workers
+    from ._workers import _Workers
 
 MAX_OVERDUE = 4
-"""Resolves of one contributor that may still run past their deadline before its calls fail at once."""
+"""Resolves of one contributor that may still run past their deadline before its calls fail at once.
+
+Only resolves that really passed their deadline count: one a call left running when it stopped for
+another reason (another contributor failed, the caller was cancelled) blames nobody while in time.
+"""
 
 PATIENCE = 0.005
 """Seconds a batch's running resolve may take before the resolves behind it start apart (in parallel).
@@ -78,54 +82,70 @@ def resolved(entry: Entry, execution: ToolExecution, out: dict[str, str]) -> Col
     except BaseException as exc:
         # Even SystemExit or KeyboardInterrupt: on a worker none can come from the terminal, and
         # a built-in's is the harness's own bug: each is the contributor's failure, named as such.
-        detail = f": {exc}" if str(exc) else ""
         return CollectionError(
-            f"contributor {entry.who()} raised {type(exc).__name__} while resolving{detail}",
+            f"contributor {entry.who()} raised {type(exc).__name__} while resolving{_detail(exc)}",
             contributor=entry.name,
         )
     return None
 
 
-class Resolves:
-    """Runs the resolves of each call and counts, per contributor, those that still run unwatched."""
+def _detail(exc: BaseException) -> str:
+    """``": message"`` of ``exc`` (empty for none); an exception whose ``str()`` itself raises is
+    third-party code too, and must not turn its contributor's failure into ours."""
+    try:
+        text = str(exc)
+    except BaseException as broken:  # whatever it raises, the failure stays exc's
+        try:
+            why = f"{type(broken).__name__}: {broken}"
+        except BaseException:
+            why = type(broken).__name__
+        return f" (its message could not be read: {why})"
+    return f": {text}" if text else ""
 
-    __slots__ = ("_lock", "overdue", "timeout")
+
+class Resolves:
+    """Runs the resolves of each call and tracks, per contributor, those that still run unwatched."""
+
+    __slots__ = ("_lock", "timeout", "unwatched")
 
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
         self._lock = threading.Lock()
-        # Resolves still running that no call waits for (a thread cannot be killed): past their
-        # deadline, or left behind by a call that failed first. Other calls of that contributor
-        # still get their own resolve, up to MAX_OVERDUE stuck ones; past that they fail at once
-        # instead of piling up a stuck worker per call.
-        self.overdue: dict[str, int] = {}
+        # Per contributor, when each of its resolves still running that no call waits for started
+        # (monotonic; a thread cannot be killed): one past its deadline, or one a call left behind
+        # when it stopped for another reason. Only those past their deadline count: a contributor
+        # with MAX_OVERDUE of them fails its calls at once instead of piling up a stuck worker per
+        # call; one merely left behind blames nobody (it ends soon, or passes its deadline and counts).
+        self.unwatched: dict[str, list[float]] = {}
 
     def call(self, entries: Sequence[Entry], execution: ToolExecution, out: dict[str, str]) -> Call:
         """Resolve one call's contributors into ``out``: ``with resolves.call(entries, execution, out) as call:``."""
         return Call(self, entries, execution, out)
 
-    def keep(self, entry: Entry, *, bounded: bool) -> bool:
-        """Count one more of ``entry``'s resolves as running unwatched; False (not counted) when
-        ``bounded`` and it already has :data:`MAX_OVERDUE`."""
+    def keep(self, entry: Entry, since: float) -> None:
+        """One of ``entry``'s resolves, started at ``since``, runs on with no call waiting for it."""
         with self._lock:
-            stuck = self.overdue.get(entry.name, 0)
-            if bounded and stuck >= MAX_OVERDUE:
-                return False
-            self.overdue[entry.name] = stuck + 1
-            return True
+            self.unwatched.setdefault(entry.name, []).append(since)
 
-    def release(self, entry: Entry) -> None:
-        """One of ``entry``'s unwatched resolves ended."""
+    def release(self, entry: Entry, since: float) -> None:
+        """The unwatched resolve of ``entry`` started at ``since`` ended."""
         with self._lock:
-            left = self.overdue[entry.name] - 1
-            if left:
-                self.overdue[entry.name] = left
-            else:
-                del self.overdue[entry.name]
+            starts = self.unwatched[entry.name]
+            starts.remove(since)
+            if not starts:
+                del self.unwatched[entry.name]
+
+    def overdue(self, entry: Entry) -> int:
+        """How many of ``entry``'s unwatched resolves passed their deadline and still run."""
+        if entry.name not in self.unwatched:
+            return 0
+        passed = time.monotonic() - self.timeout  # a resolve started before this is overdue
+        with self._lock:
+            return sum(since <= passed for since in self.unwatched.get(entry.name, ()))
 
     def refusal(self, entry: Entry) -> CollectionError | None:
-        """The error a call fails with at once when ``entry`` has too many resolves stuck."""
-        stuck = self.overdue.get(entry.name, 0)
+        """The error a call fails with at once when ``entry`` has too many resolves past their deadline."""
+        stuck = self.overdue(entry)
         if stuck < MAX_OVERDUE:
             return None
         return CollectionError(
@@ -146,11 +166,11 @@ class Resolves:
 class Batch:
     """A call's third-party resolves, run one after another on one worker: one thread hop per call.
 
-    Each resolve's deadline counts from when it started on the worker. The worker wakes the caller
-    once: when every resolve the call needs has ended, or at the first failure. A caller that stops
-    waiting (a failure, a resolve past its deadline, an interrupt) abandons the batch: the resolve
-    running then counts as stuck until it ends, and each resolve not yet started goes to a fresh
-    worker of its own, so none waits behind a stuck one.
+    Each resolve's deadline counts from when it started on the worker. The worker stops at the first
+    failure, or once the resolves the call needs have ended, and then wakes the caller, once. A caller
+    that stops waiting (a failure, a resolve past its deadline, an interrupt) abandons the batch: the
+    resolve running then runs on unwatched, tracked with the time it started, and none not yet started
+    ever starts (nobody would read its value).
 
     Values go straight into the call's snapshot: once the caller is woken without a failure, every
     resolve has ended; after a failure nobody reads the snapshot again.
@@ -207,46 +227,64 @@ class Batch:
             _workers().submit(self.run)
 
     def run(self) -> Callable[[], None] | None:
-        """The worker's side: resolve in order; return the final wake-up, for after the worker is idle again."""
+        """The worker's side: resolve in order; return the final wake-up, for after the worker is idle again.
+
+        Never raises: a bug here is reported as the call's failure, and the caller is woken and the
+        batch's count released whatever happened, so nothing strands a waiting call or a count.
+        """
         entries, resolves, execution, out = self.entries, self.resolves, self.execution, self.out
         acquire, release = self._lock.acquire, self._lock.release  # half the cost of `with` here
         monotonic = time.monotonic
-        last = len(entries) - 1
-        # Past this resolve the call needs no outcome (a built-in behind it failed): wake it there.
-        enough = self.needed - 1 if self.needed <= last else -2
+        stop = min(self.needed, len(entries))  # past these the call needs no outcome (a built-in failed)
         k, entry, error = -1, entries[0], None
-        while True:
-            acquire()  # one lock per resolve: record the one that ended, start the next
-            try:
-                if self.kept:  # its caller stopped waiting while it ran
-                    self.kept = False
-                    resolves.release(entry)
-                wake = False
-                if error is not None:
-                    if self.failed is None:
+        try:
+            while True:
+                acquire()  # one lock per resolve: record the one that ended, start the next
+                try:
+                    if self.kept:  # its caller stopped waiting while it ran
+                        self.kept = False
+                        resolves.release(entry, self.since)
+                    if error is not None:  # nothing after a failure matters to the call
                         self.failed = (k, error)
-                    wake = not self.signalled and k < last
-                elif k == enough:
-                    wake = not self.signalled
-                if wake:
-                    self.signalled = True
-                k = self.next
-                if k > last:  # all ran, or the caller abandoned the batch
-                    self.current = -1
-                    final = not self.signalled
-                    self.signalled = True
-                    break
-                self.next = k + 1
-                self.current = k
-                self.since = monotonic()
-            finally:
-                release()
-            if wake:
-                self._wake_up()
-            entry = entries[k]
-            error = resolved(entry, execution, out)
-        if wake:
-            self._wake_up()
+                        k = stop
+                    else:
+                        k = self.next
+                    if k >= stop:  # all ran, a failure, or the caller took the rest or abandoned them
+                        self.current = -1
+                        final = not self.signalled
+                        self.signalled = True
+                        break
+                    self.next = k + 1
+                    self.current = k
+                    self.since = monotonic()
+                finally:
+                    release()
+                entry = entries[k]
+                error = resolved(entry, execution, out)
+        except BaseException as exc:  # reported as the call's failure, never lost
+            return self._broke(exc)
+        return self._wake_up if final else None
+
+    def _broke(self, exc: BaseException) -> Callable[[], None] | None:
+        """``run`` raised (a bug of bash-env's own): fail the call with it, release its count, wake it."""
+        with self._lock:
+            k = max(self.current, 0)
+            if self.kept:
+                self.kept = False
+                self.resolves.release(self.entries[k], self.since)
+            self.current, self.next = -1, len(self.entries)
+            if self.failed is None:
+                entry = self.entries[k]
+                self.failed = (
+                    k,
+                    CollectionError(
+                        f"dsh-bash-env failed while running contributor {entry.who()}'s resolve: "
+                        f"{type(exc).__name__}{_detail(exc)} (a bug in dsh-bash-env; please report it)",
+                        contributor=entry.name,
+                    ),
+                )
+            final = not self.signalled
+            self.signalled = True
         return self._wake_up if final else None
 
     def _wake_up(self) -> None:
@@ -308,35 +346,19 @@ class Batch:
             return first, 0.0
 
     def abandon(self) -> None:
-        """The caller stops waiting: the running resolve counts as stuck until it ends, the rest start apart.
+        """The caller stops waiting: the running resolve runs on unwatched, tracked from its start
+        until it ends; the resolves not yet started never start.
 
         A batch never started (the call stopped before its first wait) starts nothing.
         """
-        entries = self.entries
         if not self.started:
             return
         with self._lock:
-            k, rest = self.current, range(self.next, len(entries))
-            self.next = len(entries)  # the worker stops after the resolve it runs
+            k = self.current
+            self.next = len(self.entries)  # the worker stops after the resolve it runs
             if k >= 0 and not self.kept:
-                self.resolves.keep(entries[k], bounded=False)
+                self.resolves.keep(self.entries[k], self.since)
                 self.kept = True
-        if rest:
-            workers, resolves, execution = _workers(), self.resolves, self.execution
-            for i in rest:
-                workers.submit(_orphan(resolves, entries[i], execution))
-
-
-def _orphan(resolves: Resolves, entry: Entry, execution: ToolExecution) -> Job:
-    """A resolve no call waits for: it counts as stuck while it runs, and is skipped when its
-    contributor already has :data:`MAX_OVERDUE` stuck."""
-
-    def job() -> None:
-        if resolves.keep(entry, bounded=True):
-            resolved(entry, execution, {})
-            resolves.release(entry)
-
-    return job
 
 
 class Call:
@@ -351,7 +373,7 @@ class Call:
     def __init__(
         self, resolves: Resolves, entries: Sequence[Entry], execution: ToolExecution, out: dict[str, str]
     ) -> None:
-        if resolves.overdue:
+        if resolves.unwatched:
             for entry in entries:
                 refusal = None if entry.builtin else resolves.refusal(entry)
                 if refusal is not None:

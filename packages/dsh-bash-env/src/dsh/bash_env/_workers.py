@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Callable
 
 Job = Callable[[], "Callable[[], None] | None"]
-"""Work for a worker (it must not raise); what it returns runs once the worker is idle again."""
+"""Work for a worker; what it returns runs once the worker is idle again.
+
+A job reports its own failures (:meth:`Batch.run` makes any of its own the call's failure). One that
+raises anyway does not end the worker, nor print a thread traceback on the user's terminal.
+"""
 
 
 class _Workers:
@@ -45,12 +50,16 @@ class _Workers:
                         self._idle.remove(inbox)
                         return
                 continue  # handed a job just as the wait ended: take it
-            then = job()
+            try:
+                then = job()
+            except BaseException:  # the job reported what it could (see Job)
+                then = None
             # Idle again before the caller wakes, so its next call finds this worker free.
             with self._lock:
                 self._idle.append(inbox)
             if then is not None:
-                then()
+                with contextlib.suppress(BaseException):  # a wake-up only releases a lock and asks a loop
+                    then()
 
 
 WORKERS = _Workers()
