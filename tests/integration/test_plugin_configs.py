@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -49,6 +50,12 @@ def test_an_empty_config_is_the_defaults_and_a_misspelt_field_is_named(config_cl
     ("config_cls", "raw", "message"),
     [
         (BashEnvConfig, {"resolve_timeout": 0}, "field 'config.resolve_timeout' must be greater than 0"),
+        (
+            BashEnvConfig,
+            {"resolve_timeout": float("inf")},
+            f"field 'config.resolve_timeout' must be a finite number of seconds up to {threading.TIMEOUT_MAX:.0f}, "
+            "not inf",
+        ),
         (BashEnvConfig, {"exclude": "x"}, "field 'config.exclude' must be a list"),
         (ShellToolConfig, {"default_timeout": -1}, "field 'config.default_timeout' must be greater than 0"),
         (ShellToolConfig, {"max_timeout": "soon"}, "field 'config.max_timeout' must be a number"),

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -7,6 +9,7 @@ import pytest
 
 from dsh.bash_env import (
     BASH_ENV,
+    BashEnvConfig,
     BashEnvRegistry,
     CollectionError,
     ContributorError,
@@ -14,7 +17,7 @@ from dsh.bash_env import (
     VariableSpec,
     plugin,
 )
-from dsh.core import DSH_HOME, Context, FiberState, Plugin
+from dsh.core import DSH_HOME, Context, FiberState, FieldError, Plugin
 from dsh.session import AgentRef, SessionHeader, ToolExecution
 
 HEADER = SessionHeader(id="sess-1", cwd="/work/project")
@@ -222,3 +225,28 @@ def test_entry_point_objects_become_contributors(registry: BashEnvRegistry) -> N
         as_contributor(lambda: 42)
     with pytest.raises(ContributorError, match="neither a contributor nor a callable"):
         as_contributor(42)
+
+
+@pytest.mark.parametrize("seconds", [float("inf"), 1e12, threading.TIMEOUT_MAX * 2])
+def test_a_resolve_timeout_no_wait_can_take_is_refused_naming_the_field_and_the_limit(seconds: float) -> None:
+    message = (
+        f"field 'resolve_timeout' must be a finite number of seconds up to {threading.TIMEOUT_MAX:.0f}, not {seconds!r}"
+    )
+    with pytest.raises(FieldError) as caught:
+        BashEnvRegistry("/h", resolve_timeout=seconds)
+    assert str(caught.value) == message and caught.value.field == "resolve_timeout"
+    with pytest.raises(FieldError) as caught:
+        BashEnvConfig(resolve_timeout=seconds)
+    assert str(caught.value) == message
+    for bad in (0, -1, float("nan")):
+        with pytest.raises(FieldError) as caught:
+            BashEnvRegistry("/h", resolve_timeout=bad)
+        assert str(caught.value) == "field 'resolve_timeout' must be greater than 0"
+
+
+def test_the_longest_resolve_timeout_still_waits() -> None:
+    # The limit itself works for a blocking and an awaited collect (the wait a lock accepts).
+    longest = BashEnvRegistry("/h", resolve_timeout=threading.TIMEOUT_MAX)
+    longest.register(_contributor("x", {"DSH_X": "x"}, {"DSH_X": "1"}))
+    assert longest.collect(BARE_CALL)["DSH_X"] == "1"
+    assert asyncio.run(longest.collect_async(BARE_CALL))["DSH_X"] == "1"

@@ -6,13 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from dsh.bash import DSH_ENV_PREFIX
-from dsh.core import Context, FieldError, Plugin, plugin_home
+from dsh.core import Context, Plugin, plugin_home
 from dsh.loader import EntryPointItem, follow_group
 from dsh.session import ToolExecution
 from dsh.session.persistence import SESSION_PERSISTENCE, SessionPersistence
 
 from ._declare import BUILTIN_DISTRIBUTION, as_contributor
-from ._registry import BASH_ENV, DEFAULT_RESOLVE_TIMEOUT, BashEnvRegistry
+from ._registry import BASH_ENV, DEFAULT_RESOLVE_TIMEOUT, BashEnvRegistry, check_resolve_timeout
 
 SESSION_JSONL_KEY = DSH_ENV_PREFIX + "SESSION_JSONL"
 
@@ -62,8 +62,7 @@ class BashEnvConfig:
     """Seconds each contributor's ``resolve()`` may take; past it that call fails naming the contributor."""
 
     def __post_init__(self) -> None:
-        if not self.resolve_timeout > 0:
-            raise FieldError("resolve_timeout", "must be greater than 0")
+        check_resolve_timeout(self.resolve_timeout)
 
 
 def _contributor_plugin(item: EntryPointItem) -> Plugin:

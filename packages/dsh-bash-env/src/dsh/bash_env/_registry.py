@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from dsh.bash import Interrupts
-from dsh.core import Disposer, Service, ServiceKey
+from dsh.core import Disposer, FieldError, Service, ServiceKey
 from dsh.loader import EntryPointItem
 from dsh.session import ToolExecution
 
@@ -36,6 +36,21 @@ if TYPE_CHECKING:
 
 DEFAULT_RESOLVE_TIMEOUT = 1.0
 """Seconds each contributor's ``resolve()`` may take before its call fails (``resolve_timeout``)."""
+
+MAX_RESOLVE_TIMEOUT = threading.TIMEOUT_MAX
+"""The longest ``resolve_timeout``: the longest wait a thread lock accepts (about 292 years on Linux)."""
+
+
+def check_resolve_timeout(seconds: float) -> None:
+    """Raise :class:`FieldError` for a ``resolve_timeout`` that is not a positive number of seconds
+    a wait can take (``.inf`` included: every blocking collect would fail with an OverflowError)."""
+    if not seconds > 0:
+        raise FieldError("resolve_timeout", "must be greater than 0")
+    if not seconds <= MAX_RESOLVE_TIMEOUT:
+        raise FieldError(
+            "resolve_timeout",
+            f"must be a finite number of seconds up to {MAX_RESOLVE_TIMEOUT:.0f}, not {seconds!r}",
+        )
 
 
 class VariableInfo(NamedTuple):
@@ -92,8 +107,7 @@ class BashEnvRegistry(Service):
     def __init__(
         self, home: str | Path, *, resolve_timeout: float = DEFAULT_RESOLVE_TIMEOUT, version: str | None = None
     ) -> None:
-        if not resolve_timeout > 0:
-            raise ValueError(f"resolve_timeout must be a positive number of seconds, not {resolve_timeout!r}")
+        check_resolve_timeout(resolve_timeout)
         self._state = _State(str(Path(home).absolute()), resolve_timeout)
         self._version = version
         """dsh-bash-env's version as discovery found it (None: ask importlib.metadata when listing)."""
