@@ -216,7 +216,7 @@ class Batch:
         self.next = 0  # the next resolve to start
         self.current = -1  # the resolve running now, if any, and since when (monotonic)
         self.since = 0.0
-        self.kept = False  # the current resolve counts as stuck (its caller stopped waiting)
+        self.kept = False  # the current resolve runs unwatched (its caller stopped waiting)
         self.started = False
 
     def start(self) -> None:
