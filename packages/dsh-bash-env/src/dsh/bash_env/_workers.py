@@ -58,7 +58,9 @@ class _Workers:
             with self._lock:
                 self._idle.append(inbox)
             if then is not None:
-                with contextlib.suppress(BaseException):  # a wake-up only releases a lock and asks a loop
+                # A wake-up only releases a lock and asks a loop to look again; were it to fail, its
+                # caller still looks again when its wait times out, and finds the outcome there.
+                with contextlib.suppress(BaseException):
                     then()
 
 
