@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 
+from dsh.core import describe
 from dsh.loader import EntryPointItem
 from dsh.session import ToolExecution
 
@@ -90,17 +91,9 @@ def resolved(entry: Entry, execution: ToolExecution, out: dict[str, str]) -> Col
 
 
 def _detail(exc: BaseException) -> str:
-    """``": message"`` of ``exc`` (empty for none); an exception whose ``str()`` itself raises is
-    third-party code too, and must not turn its contributor's failure into ours."""
-    try:
-        text = str(exc)
-    except BaseException as broken:  # whatever it raises, the failure stays exc's
-        try:
-            why = f"{type(broken).__name__}: {broken}"
-        except BaseException:
-            why = type(broken).__name__
-        return f" (its message could not be read: {why})"
-    return f": {text}" if text else ""
+    """``": message"`` of ``exc`` (empty for none), from dsh-core's one formatter, which never raises:
+    an exception whose ``str()`` itself raises must not turn its contributor's failure into ours."""
+    return describe(exc)[len(type(exc).__name__) :]
 
 
 class Resolves:
