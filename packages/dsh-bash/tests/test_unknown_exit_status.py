@@ -71,8 +71,10 @@ def test_a_status_another_waitpid_took_is_255_with_a_note_never_success(
         assert result.stderr.startswith(f"blocked\n{NOTE}")
         assert result.stderr.endswith("SIG_DFL\n")
         assert result.stderr.count("\n") == 2
+        assert not result.status_known  # what a hook runner reads to refuse rather than allow
     else:
         assert result.stderr == "blocked\n"
+        assert result.status_known
 
 
 def _children() -> set[int]:
@@ -147,3 +149,11 @@ def test_a_second_cancel_during_the_kill_leaves_no_zombie(tmp_path: Path) -> Non
         while _children() - children and time.monotonic() < deadline:
             time.sleep(0.01)
         assert not _children() - children, "the cancelled shell was left unreaped"
+
+
+@pytest.mark.parametrize("run", [_run_async, _run_sync], ids=["run", "run_sync"])
+def test_a_commands_own_255_is_known_and_has_no_note(
+    tmp_path: Path, run: Callable[[LocalExecutor, BashExecRequest], ExecResult]
+) -> None:
+    result = run(LocalExecutor(spill_dir=tmp_path), BashExecRequest(command="exit 255"))
+    assert (result.exit_code, result.stderr, result.status_known) == (255, "", True)

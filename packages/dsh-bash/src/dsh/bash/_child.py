@@ -99,6 +99,11 @@ class Ended:
         return shell_status(self.returncode)
 
     @property
+    def known(self) -> bool:
+        """Whether the status is the command's own (or dsh's timeout), not one another reaper took."""
+        return self.returncode is not UNKNOWN_STATUS or self.timed_out
+
+    @property
     def note(self) -> str | None:
         """A line for the command's stderr when its exit status is not its own, else None."""
         return UNKNOWN_NOTE if self.returncode is UNKNOWN_STATUS and not self.timed_out else None

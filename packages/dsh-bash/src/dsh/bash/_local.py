@@ -173,6 +173,7 @@ class LocalExecutor:
             duration=time.monotonic() - started,
             stdout_spill=stdout_spill,
             stderr_spill=stderr_spill,
+            status_known=ended.known,
         )
 
 

@@ -54,6 +54,9 @@ class ExecResult(NamedTuple):
     stdout_spill: str | None = None
     """When stdout was truncated to its tail, the file holding all of it."""
     stderr_spill: str | None = None
+    status_known: bool = True
+    """False when another ``waitpid()`` in this process took the shell's status: ``exit_code`` is
+    then 255 and ``stderr`` ends with a line saying so (a hook's verdict cannot be read from it)."""
 
     def as_data(self) -> dict[str, Any]:
         """The JSON-able record of this result a transcript keeps (``duration`` left out)."""

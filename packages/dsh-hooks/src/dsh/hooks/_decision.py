@@ -36,6 +36,28 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
+GATE_EVENTS = frozenset({"PreToolUse", "UserPromptSubmit"})
+"""Events whose hooks decide whether something happens at all: a verdict that cannot be read refuses."""
+
+
+def unknown_status(dialect: Dialect, event: str, command: str, stdout: str, stderr: str) -> HookReport:
+    """A hook whose exit status another reaper took: an error, and at a gate a refusal (fail closed).
+
+    Exit 2 blocks and exit 0 lets JSON decide; with the status lost neither can be told, so a
+    ``PreToolUse`` or ``UserPromptSubmit`` hook never lets through what it may have refused.
+    """
+    base = HookReport(dialect, event, command, 255, stdout, stderr)
+    why = "its exit status is unknown: another waitpid() in this process reaped it first"
+    if event in GATE_EVENTS:
+        return replace(
+            base,
+            blocked=True,
+            reason=f"dsh cannot tell whether hook {command} allowed this: {why}; refused to be safe",
+            error=why,
+        )
+    return replace(base, error=why)
+
+
 def interpret(
     dialect: Dialect,
     event: str,

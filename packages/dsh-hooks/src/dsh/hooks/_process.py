@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dsh.bash import BashExecRequest, Executor
 
-from ._decision import interpret
+from ._decision import interpret, unknown_status
 from ._outcome import HookReport
 from ._table import Dialect, HookCommand
 
@@ -57,4 +57,6 @@ async def run_hook(
             timed_out=True,
             error=f"timed out after {hook.timeout:g} s and was killed",
         )
+    if not result.status_known:
+        return unknown_status(dialect, event, hook.label, result.stdout, result.stderr)
     return interpret(dialect, event, hook.label, result.exit_code, result.stdout, result.stderr, tool)
