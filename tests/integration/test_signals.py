@@ -123,6 +123,39 @@ def test_a_plugin_that_resets_dshs_signal_handlers_cannot_orphan_the_command(
             os.killpg(shell, signal.SIGKILL)
 
 
+ASKING_PLUGIN = """
+import os
+from dsh.bash import BashExecRequest, LocalExecutor
+class C:
+    name = "asking"
+    variables = {"DSH_ASKING": "what the shell said at load"}
+    def __init__(self, value):
+        self.value = value
+    def resolve(self, execution):
+        return {"DSH_ASKING": self.value}
+def make():
+    # A factory that asks the shell once at load, through dsh's own executor (inside containment).
+    result = LocalExecutor().run_sync(BashExecRequest(command=f"touch {os.environ['ASKING_MARKER']}; sleep 30"))
+    return C(result.stdout.strip())
+"""
+
+
+def test_ctrl_c_while_a_contributor_runs_a_command_at_load_stops_dsh_and_blames_nobody(tmp_path: Path) -> None:
+    # dsh's handler is wrapped by dsh-core's containment watch while plugin code runs: the executor's
+    # check that its handlers are in force must not take that wrapper for a plugin's own handler.
+    site, home, marker = tmp_path / "site", tmp_path / "home", tmp_path / "asking"
+    make_dist(site, "asking-env", "1.0", {"dsh.bash_env": {"asking": "askingmod:make"}}, {"askingmod": ASKING_PLUGIN})
+    proc = _client("exec", "--no-server", "--", "echo ran", home=home, PYTHONPATH=str(site), ASKING_MARKER=str(marker))
+    _wait_until(marker.exists, proc, "the contributor's command at load")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert out == ""
+    assert "plugin code replaced" not in err
+    assert "failed" not in err and "Interrupted" not in err, err
+    assert not (home / "sessions").exists() or not any((home / "sessions").rglob("*.jsonl"))
+
+
 def test_an_early_ctrl_c_never_prints_a_traceback(tmp_path: Path) -> None:
     home = tmp_path / "home"
     # The console script's own two lines, with "go" said once `run` has taken over Ctrl-C and is about

@@ -5,7 +5,7 @@ loader (entry points, deployments) is the separate ``dsh.loader``. Importing thi
 not import pydantic: :mod:`dsh.core.validation` does, when a config must be validated.
 """
 
-from ._contain import EscapedError, contained, containment, describe
+from ._contain import EscapedError, contained, containment, describe, watching
 from ._context import Context
 from ._empty import EMPTY_MAPPING
 from ._errors import DshError, FieldError, PluginError, RegistrationConflictError, ServiceConflictError
@@ -36,4 +36,5 @@ __all__ = [
     "containment",
     "describe",
     "plugin_home",
+    "watching",
 ]

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["EscapedError", "contained", "containment", "describe"]
+__all__ = ["EscapedError", "contained", "containment", "describe", "watching"]
 
 
 class EscapedError(Exception):
@@ -185,6 +185,16 @@ class _Containment:
             if _active is watch:
                 _active = None
             watch.disarm()
+
+
+def watching() -> bool:
+    """Whether a containment watch holds the main thread's signal handlers now (its wrappers are installed).
+
+    Code that checks its own handlers are in force (dsh-bash's ``Interrupts``) must leave them be
+    meanwhile: the watch's wrapper around them is how a real signal is told from plugin code's own
+    ``KeyboardInterrupt``, and replacing it would turn dsh's interruption into a plugin's failure.
+    """
+    return _active is not None
 
 
 def containment() -> AbstractContextManager[None]:
