@@ -1,30 +1,58 @@
-"""Records with their default fields pickle and deep-copy (an executor may ship a request elsewhere)."""
+"""Records pickle, copy and encode as JSON with their defaults and with a real snapshot (an executor
+may ship a request to another process; a tool may put a record's fields into its data)."""
 
 from __future__ import annotations
 
 import copy
+import json
 import pickle
 
+import orjson
 import pytest
 
 from dsh.bash import BashExecRequest
-from dsh.core import EMPTY_MAPPING
-from dsh.session import ToolResult
+from dsh.bash_env import BashEnvRegistry, FunctionContributor
+from dsh.core import EMPTY_MAPPING, ReadOnlyDict
+from dsh.session import ToolExecution, ToolResult
 
 
 @pytest.mark.parametrize("record", [ToolResult("x"), BashExecRequest(command="true")])
-def test_a_record_with_its_defaults_pickles_and_deep_copies(record: object) -> None:
+def test_a_record_with_its_defaults_pickles_copies_and_encodes(record: ToolResult | BashExecRequest) -> None:
     assert pickle.loads(pickle.dumps(record)) == record
     assert copy.deepcopy(record) == record
     assert copy.copy(record) == record
+    assert json.loads(json.dumps(record._asdict()))["output" if isinstance(record, ToolResult) else "env"] is not None
 
 
-def test_the_shared_empty_default_is_read_only_and_stays_itself() -> None:
-    assert EMPTY_MAPPING == {} and not EMPTY_MAPPING and len(EMPTY_MAPPING) == 0
+def test_a_request_with_a_collected_snapshot_pickles() -> None:
+    registry = BashEnvRegistry("/h")
+    registry.register(FunctionContributor("x", {"DSH_X": "a value"}, lambda execution: {"DSH_X": execution.call_id}))
+    snapshot = registry.collect(ToolExecution("bash", "call-1"))
+    request = BashExecRequest(command="true", dsh_env=snapshot)
+    again = pickle.loads(pickle.dumps(request))
+    assert again == request and again.dsh_env["DSH_X"] == "call-1"
+    with pytest.raises(TypeError, match="read-only"):
+        snapshot["DSH_X"] = "forged"  # type: ignore[index]
+
+
+def test_the_shared_empty_default_is_a_read_only_dict_that_stays_itself() -> None:
+    assert EMPTY_MAPPING == {} and not EMPTY_MAPPING and isinstance(EMPTY_MAPPING, dict)
     assert pickle.loads(pickle.dumps(EMPTY_MAPPING)) is EMPTY_MAPPING
-    assert copy.deepcopy(EMPTY_MAPPING) is EMPTY_MAPPING
-    with pytest.raises(TypeError):
-        EMPTY_MAPPING["k"] = "v"  # type: ignore[index]
-    with pytest.raises(KeyError):
-        EMPTY_MAPPING["k"]
+    assert copy.deepcopy(EMPTY_MAPPING) is EMPTY_MAPPING and copy.copy(EMPTY_MAPPING) is EMPTY_MAPPING
+    assert json.dumps(EMPTY_MAPPING) == "{}" and orjson.dumps(EMPTY_MAPPING) == b"{}"
+    assert EMPTY_MAPPING | {"a": 1} == {"a": 1} == {"a": 1} | EMPTY_MAPPING
+    assert EMPTY_MAPPING.copy() == {}
+    for mutate in (
+        lambda: EMPTY_MAPPING.__setitem__("k", "v"),
+        lambda: EMPTY_MAPPING.update(k="v"),
+        lambda: EMPTY_MAPPING.setdefault("k", "v"),
+        lambda: EMPTY_MAPPING.__delitem__("k"),
+        lambda: EMPTY_MAPPING.clear(),
+        lambda: EMPTY_MAPPING.pop("k"),
+        lambda: EMPTY_MAPPING.popitem(),
+    ):
+        with pytest.raises(TypeError, match="read-only"):
+            mutate()
+    assert EMPTY_MAPPING == {}
     assert ToolResult("x").data is BashExecRequest(command="true").env is EMPTY_MAPPING
+    assert pickle.loads(pickle.dumps(ReadOnlyDict(a="b"))) == {"a": "b"}

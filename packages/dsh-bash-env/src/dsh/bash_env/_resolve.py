@@ -14,9 +14,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from types import MappingProxyType
 
-from dsh.core import describe
+from dsh.core import ReadOnlyDict, describe
 from dsh.loader import EntryPointItem
 from dsh.session import ToolExecution
 
@@ -467,7 +466,7 @@ def sealed(out: dict[str, str]) -> Mapping[str, str]:
             f"{MAX_SNAPSHOT_BYTES} (largest: '{largest}')",
             key=largest,
         )
-    return MappingProxyType(out)
+    return ReadOnlyDict(out)
 
 
 def check(entry: Entry, values: object, out: dict[str, str]) -> None:

@@ -7,7 +7,7 @@ not import pydantic: :mod:`dsh.core.validation` does, when a config must be vali
 
 from ._contain import EscapedError, contained, containment, describe, watching
 from ._context import Context
-from ._empty import EMPTY_MAPPING
+from ._empty import EMPTY_MAPPING, ReadOnlyDict
 from ._errors import DshError, FieldError, PluginError, RegistrationConflictError, ServiceConflictError
 from ._fiber import Effect, Fiber, FiberState
 from ._home import DSH_HOME, plugin_home
@@ -27,6 +27,7 @@ __all__ = [
     "FieldError",
     "Plugin",
     "PluginError",
+    "ReadOnlyDict",
     "RegistrationConflictError",
     "Registry",
     "Service",
