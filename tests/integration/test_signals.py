@@ -214,6 +214,36 @@ def test_a_signal_as_dsh_exits_keeps_the_status(tmp_path: Path, sig: signal.Sign
     assert "nothing ran" not in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGHUP])
+def test_a_signal_still_ends_dsh_while_its_exit_waits_for_a_plugins_thread(tmp_path: Path, sig: signal.Signals) -> None:
+    # A plugin left a non-daemon thread: the interpreter waits for it after the verb returned. The
+    # user's Ctrl-C (or a closed terminal) must still end dsh, with the command's status.
+    launch = (
+        "import sys, threading, time\n"
+        "threading.Thread(target=time.sleep, args=(30,)).start()\n"
+        "import dsh.agent._client as c\n"
+        "sys.exit(c.run())"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", launch, "exec", "--no-server", "--", "echo ran; exit 3"],
+        env=clean_env(tmp_path / "home"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "ran\n"
+    time.sleep(0.5)  # the verb is done; the exit waits for the thread
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=15)
+    assert proc.returncode == 3, err
+    # One line: this one, or (on a slow machine, the verb not yet returned) the exec verb's own.
+    assert err in (
+        f"dsh: {sig.name} came as dsh was exiting; exit status 3 stands\n",
+        f"dsh: {sig.name} came after the command had ended: its turn was recorded as it ran, "
+        "and dsh exits with the command's status\n",
+    ), err
+
+
 def test_a_signal_after_the_command_ended_keeps_its_status_and_record(tmp_path: Path) -> None:
     home = tmp_path / "home"
     # More output than the (shrunk) pipe holds: dsh blocks writing it, after the turn was flushed,

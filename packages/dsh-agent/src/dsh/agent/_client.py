@@ -10,6 +10,7 @@ is a ``dsh exec`` a server takes.
 
 from __future__ import annotations
 
+import atexit
 import gc
 import os
 import sys
@@ -27,6 +28,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
     from collections.abc import Callable, Sequence
     from types import FrameType
+    from typing import Any
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -85,6 +87,12 @@ def _exiting(code: int) -> Callable[[int, FrameType | None], None]:
     return handler
 
 
+def _ignore_late_signals(signals: Any) -> None:
+    for number in (signals.SIGINT, signals.SIGTERM, signals.SIGHUP):
+        if signals.getsignal(number) is not signals.SIG_DFL:  # left at SIG_DFL: not ours to change
+            signals.signal(number, signals.SIG_IGN)
+
+
 def run() -> None:
     """The ``dsh`` console script."""
     if TYPE_CHECKING:
@@ -102,6 +110,11 @@ def run() -> None:
     # is most of what the collector would do (about a tenth of a cold `dsh exec`, measured); the
     # long-running verbs (`dsh serve`, `dsh run`) turn it back on when they start (`cli.dispatch`).
     gc.disable()
+    # CPython sets every Python-level handler back to SIG_DFL while it shuts down, so a Ctrl-C in its
+    # last milliseconds would kill dsh by the signal; only SIG_IGN holds there. Registered first, this
+    # runs last at exit: after the interpreter joined any non-daemon thread a plugin left (during
+    # which `_exiting`'s handler still ends dsh on Ctrl-C) and after every other exit function.
+    atexit.register(_ignore_late_signals, signals)
     code = 0
     try:
         code = main()
@@ -129,9 +142,4 @@ def run() -> None:
     # final collection a walk over every object (about a fifth of a cold `dsh exec`, measured).
     # The work is done and flushed by now; nothing waits on a collector-run finaliser.
     gc.freeze()
-    # CPython sets every Python-level handler back to SIG_DFL while it shuts down, so a Ctrl-C in
-    # the last milliseconds would kill dsh by the signal; only SIG_IGN holds there. SIGTERM keeps
-    # `late`/SIG_DFL, so an exit a plugin's non-daemon thread holds up can still be ended.
-    for number in (signals.SIGINT, signals.SIGHUP):
-        signals.signal(number, signals.SIG_IGN)
     sys.exit(code)
