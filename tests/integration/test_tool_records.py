@@ -72,3 +72,51 @@ def test_records_in_data_are_objects_of_their_fields_and_read_back_as_recorded(t
         assert line["data"]["data"]["exec"]["exit_code"] == 3  # an object in the file, not a positional array
     finally:
         runtime.close()
+
+
+class _Odd:
+    spec = ToolSpec("odd", "Returns values the store's JSON would change or refuse.", {"type": "object"})
+
+    def __init__(self) -> None:
+        cycle: dict[str, Any] = {"name": "loop"}
+        cycle["self"] = cycle
+        deep: Any = "bottom"
+        for _ in range(300):
+            deep = [deep]
+        self.data = {
+            "size": 2**64,
+            "negative": -(2**63) - 1,
+            "ratio": float("nan"),
+            "ceiling": float("inf"),
+            "pairs": {(1, 2): "x", True: "t", None: "n", 1.5: "f"},
+            "cycle": cycle,
+            "deep": deep,
+            "fine": {"int": 2**63, "float": 0.5},
+        }
+
+    async def __call__(self, arguments: Mapping[str, Any], execution: ToolExecution) -> ToolResult:
+        return ToolResult("ok", data=self.data)
+
+
+def test_values_the_store_would_change_or_refuse_cost_neither_turn_nor_session(tmp_path: Path) -> None:
+    runtime = harness(tmp_path)
+    try:
+        runtime.ctx.require(TOOLS).register(_Odd())
+        store = runtime.ctx.require(SESSIONS)
+        session = store.create(tmp_path)
+        model = ScriptedModel([[ModelStep(tool_calls=[ToolCall(name="odd")]), ModelStep(text="done")]])
+        asyncio.run(Agent(runtime.ctx, session, model).run_turn("go"))
+        live = next(e.data["data"] for e in session.history if e.type == "tool/result")
+        assert live["size"] == str(2**64) and live["negative"] == str(-(2**63) - 1)
+        assert live["ratio"] is None and live["ceiling"] is None
+        assert live["pairs"] == {"(1, 2)": "x", "true": "t", "null": "n", "1.5": "f"}
+        assert live["cycle"] == {"name": "loop", "self": "<cycle>"}
+        assert live["fine"] == {"int": 2**63, "float": 0.5}
+        depth, node = 0, live["deep"]
+        while isinstance(node, list):
+            depth, node = depth + 1, node[0]
+        assert node == "<nested too deep>" and depth < 255
+        read_back = next(e.data["data"] for e in store.resume(session.id).history if e.type == "tool/result")
+        assert read_back == live
+    finally:
+        runtime.close()

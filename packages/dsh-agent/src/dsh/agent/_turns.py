@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,9 +12,9 @@ def recorded(result: ToolResult) -> dict[str, Any]:
     """The ``data`` a ``tool/result`` event records and PostToolUse hooks see: JSON-able, ``blocked`` when refused.
 
     It is what a resumed session reads back, so the live event and the stored one are equal: a
-    record (a ``NamedTuple``) is an object of its fields, a tuple a list, and any other value JSON
-    cannot hold (or holds only changed, such as a key that is not a string) is recorded as JSON
-    would read it back, an object JSON does not know as its ``str()``.
+    record (a ``NamedTuple``) is an object of its fields, a tuple a list, and any value the store's
+    JSON would change or refuse is recorded as the store reads it back (:func:`_stored`): a tool's
+    odd value never costs the turn or the session.
     """
     data = dict(result.data)
     if result.blocked:
@@ -23,31 +22,50 @@ def recorded(result: ToolResult) -> dict[str, Any]:
     try:
         # The common case (shell tools: a flat dict of strings and numbers) is one walk over its
         # values, returned as it is; encoding it to check would cost a pass over every string.
-        plain: dict[str, Any] = _plain(data, strict=True)
+        plain: dict[str, Any] = _plain(data, 0)
         return plain
-    except _Irregular:
-        return dict(json.loads(json.dumps(_plain(data, strict=False), default=str)))
+    except (_Irregular, RecursionError):
+        stored: dict[str, Any] = _stored(data, frozenset(), 0)
+        return stored
+
+
+MAX_DEPTH = 200
+"""Nesting kept in recorded data (the store's JSON encoder refuses past 255 levels)."""
+
+_LOWEST, _HIGHEST = -(2**63), 2**64  # the integers the store's JSON (orjson) holds
 
 
 class _Irregular(Exception):
-    """A value JSON would not read back as it is: the caller falls back to a JSON round trip."""
+    """A value the store would not read back as it is: the caller takes the slow, exact path."""
 
 
-def _plain(value: Any, *, strict: bool) -> Any:
+def _plain(value: Any, depth: int) -> Any:
     """``value`` with records as dicts of their fields and tuples as lists; the same object when there are none.
 
-    ``strict``: raise :class:`_Irregular` at anything else JSON would change or refuse (a key that
-    is not a string, a subclass of ``str``, an object JSON does not know); otherwise leave it as it is.
+    Raises :class:`_Irregular` at anything the store would change or refuse: a key that is not a
+    string, a subclass of ``str``, an integer past 64 bits, a float that is not finite, an object
+    JSON does not know, or nesting past :data:`MAX_DEPTH`.
     """
     kind = type(value)
-    if kind is str or kind is int or kind is float or kind is bool or value is None:
+    if kind is str or kind is bool or value is None:
         return value
+    if kind is int:
+        if _LOWEST <= value < _HIGHEST:
+            return value
+        raise _Irregular
+    if kind is float:
+        if value - value == 0.0:  # finite: inf - inf and nan - nan are nan
+            return value
+        raise _Irregular
+    if depth >= MAX_DEPTH:
+        raise _Irregular
+    depth += 1
     if kind is dict:
         changed = None
         for key, item in value.items():
-            if strict and type(key) is not str:
+            if type(key) is not str:
                 raise _Irregular
-            new = _plain(item, strict=strict)
+            new = _plain(item, depth)
             if new is not item:
                 if changed is None:
                     changed = dict(value)
@@ -56,15 +74,62 @@ def _plain(value: Any, *, strict: bool) -> Any:
     if isinstance(value, tuple):
         fields = getattr(value, "_asdict", None)
         if fields is not None:  # a NamedTuple: an object of its fields, as its names say
-            return _plain(dict(fields()), strict=strict)
-        return [_plain(item, strict=strict) for item in value]
+            return _plain(dict(fields()), depth)
+        return [_plain(item, depth) for item in value]
     if kind is list:
-        items = [_plain(item, strict=strict) for item in value]
+        items = [_plain(item, depth) for item in value]
         return value if all(new is old for new, old in zip(items, value, strict=True)) else items
     if isinstance(value, Mapping):
-        return _plain(dict(value), strict=strict)
-    if isinstance(value, list):
-        return [_plain(item, strict=strict) for item in value]
-    if strict:
-        raise _Irregular
-    return value
+        return _plain(dict(value), depth)
+    raise _Irregular
+
+
+def _stored(value: Any, path: frozenset[int], depth: int) -> Any:
+    """``value`` as the store reads it back: plain JSON types only, never an error.
+
+    Records are objects of their fields and tuples lists; keys become strings as JSON writes them
+    (``True`` → ``"true"``, ``None`` → ``"null"``, ``1`` → ``"1"``, ``1.5`` → ``"1.5"``, others their
+    ``str()``); an
+    integer past 64 bits is its decimal string, a float that is not finite ``None`` (JSON's
+    ``null``), an object JSON does not know its ``str()``, a cycle ``"<cycle>"`` and nesting past
+    :data:`MAX_DEPTH` ``"<nested too deep>"``.
+    """
+    if value is None or isinstance(value, bool):
+        return None if value is None else bool(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return int(value) if _LOWEST <= value < _HIGHEST else str(int(value))
+    if isinstance(value, float):
+        return float(value) if value - value == 0.0 else None
+    if id(value) in path:
+        return "<cycle>"
+    if depth >= MAX_DEPTH:
+        return "<nested too deep>"
+    inner, depth = path | {id(value)}, depth + 1
+    if isinstance(value, tuple) and hasattr(value, "_asdict"):
+        return _stored(dict(value._asdict()), inner, depth - 1)
+    if isinstance(value, Mapping):
+        return {_key(k): _stored(v, inner, depth) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_stored(v, inner, depth) for v in value]
+    return _text(value)
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return str(key)
+    if key is None or isinstance(key, bool):
+        return "null" if key is None else ("true" if key else "false")
+    if isinstance(key, int):
+        return str(int(key))
+    if isinstance(key, float):
+        return repr(float(key))
+    return _text(key)
+
+
+def _text(value: object) -> str:
+    try:
+        return str(value)
+    except Exception:  # a third-party __str__ that raises: the value is still recorded, by its type
+        return f"<unprintable {type(value).__name__}>"
