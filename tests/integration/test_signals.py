@@ -156,6 +156,24 @@ def test_ctrl_c_while_a_contributor_runs_a_command_at_load_stops_dsh_and_blames_
     assert not (home / "sessions").exists() or not any((home / "sessions").rglob("*.jsonl"))
 
 
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGINT])
+def test_a_signal_the_caller_ignores_stays_ignored(tmp_path: Path, sig: signal.Signals) -> None:
+    # `nohup dsh exec -- job` (SIGHUP), a script's `dsh exec ... &` (SIGINT): the run goes on.
+    started = tmp_path / "started"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dsh.agent", "exec", "--no-server", "--", f"touch {started}; sleep 1; echo survived"],
+        env=clean_env(tmp_path / "home"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(sig, signal.SIG_IGN),  # what nohup does before it execs
+    )
+    _wait_until(started.exists, proc, "the command's start")
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, out, err) == (0, "survived\n", "")
+
+
 def test_an_early_ctrl_c_never_prints_a_traceback(tmp_path: Path) -> None:
     home = tmp_path / "home"
     # The console script's own two lines, with "go" said once `run` has taken over Ctrl-C and is about

@@ -92,7 +92,10 @@ class Interrupts:
 
     def __enter__(self) -> Interrupts:
         for sig in self.signals:
-            self._saved[sig] = signal.signal(sig, self._handle)
+            # A signal the caller ignores stays ignored (`nohup dsh exec ...`, a script's `... &`):
+            # it is not ours to interrupt the run with.
+            if signal.getsignal(sig) != signal.SIG_IGN:
+                self._saved[sig] = signal.signal(sig, self._handle)
         self._outer, Interrupts._active = Interrupts._active, self
         return self
 
@@ -114,7 +117,7 @@ class Interrupts:
         if watching():  # plugin code runs: dsh-core's wrappers stand around ours, and must
             return
         handle = self._handle
-        for sig in self.signals:
+        for sig in self._saved:  # the signals this one took, not those its caller ignores
             if signal.getsignal(sig) != handle:
                 signal.signal(sig, handle)
                 import os
