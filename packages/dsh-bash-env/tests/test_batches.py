@@ -492,3 +492,12 @@ def test_a_raising_job_leaves_its_worker_alive_and_quiet(capfd: pytest.CaptureFi
     assert done.wait(5)
     assert ran[0] == ran[1]
     assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize("waiting", ["blocking", "async"])
+def test_after_the_batch_splits_the_snapshot_keeps_name_order(waiting: str) -> None:
+    registry = BashEnvRegistry("/h", resolve_timeout=2.0)
+    registry.register(_sleepy("a", 0.05))
+    registry.register(_sleepy("b", 0.0))
+    registry.register(_sleepy("c", 0.0))
+    assert [k for k in _collect(registry, waiting) if k in ("DSH_A", "DSH_B", "DSH_C")] == ["DSH_A", "DSH_B", "DSH_C"]

@@ -280,3 +280,15 @@ def test_an_exception_whose_str_raises_is_contained_and_described() -> None:
     with pytest.raises(_UnprintableError) as plain:
         contained(_raise(_UnprintableError()))
     assert describe(plain.value) == "_UnprintableError (its message could not be read: _Unprintable)"
+
+
+def test_describe_never_raises_even_for_an_absurd_exception_type() -> None:
+    class Meta(type):
+        @property
+        def __name__(cls) -> str:  # type: ignore[override]
+            raise RuntimeError("name broken")
+
+    class EvilName(Exception, metaclass=Meta):
+        pass
+
+    assert describe(EvilName()) == "<an exception whose type cannot be read>"

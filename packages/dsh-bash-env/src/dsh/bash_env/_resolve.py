@@ -413,7 +413,8 @@ class Call:
                     self._split = True
                     last = min(batch.needed, len(batch.entries))
                     for i in range(first, last):
-                        apart = Batch(batch.resolves, [batch.entries[i]], batch.execution, batch.out, 1, base=i)
+                        # Its own snapshot part, merged in name order by check(): not in the order they end.
+                        apart = Batch(batch.resolves, [batch.entries[i]], batch.execution, {}, 1, base=i)
                         apart.start()
                         batches.append(apart)
                     continue
@@ -430,7 +431,8 @@ class Call:
         self._batches[self._at].on_ready(callback)
 
     def check(self) -> None:
-        """Raise the call's first failure in name order, if any (once :meth:`left` gave None)."""
+        """Raise the call's first failure in name order, if any (once :meth:`left` gave None); else
+        complete the snapshot with the values of the resolves that ran apart, in name order."""
         builtin, other = self._builtin_failed, None
         for batch in self._batches:  # in name order: the first batch's resolves come first
             if batch.failed is not None:
@@ -441,6 +443,10 @@ class Call:
             raise builtin[1]
         if other is not None:
             raise other[1]
+        if self._split:
+            out = self._batches[0].out
+            for batch in self._batches[1:]:
+                out.update(batch.out)
 
 
 _WORKERS: _Workers | None = None

@@ -57,9 +57,12 @@ def describe(exc: BaseException) -> str:
     An exception whose ``str()`` raises (a buggy ``__str__`` in third-party code) is described as
     ``Type (its message could not be read: InnerType: inner message)``.
     """
-    if isinstance(exc, EscapedError):
-        exc = exc.original
-    name = type(exc).__name__
+    try:
+        if isinstance(exc, EscapedError):
+            exc = exc.original
+        name = type.__getattribute__(type(exc), "__name__")
+    except BaseException:  # an absurd type (a raising __class__ or metaclass __name__)
+        return "<an exception whose type cannot be read>"
     try:
         text = str(exc)
     except BaseException as error:
