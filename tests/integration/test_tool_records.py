@@ -120,3 +120,29 @@ def test_values_the_store_would_change_or_refuse_cost_neither_turn_nor_session(t
         assert read_back == live
     finally:
         runtime.close()
+
+
+class _Todo:
+    spec = ToolSpec("todo", "Adds an item and returns the list.", {"type": "object", "properties": {}})
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+
+    async def __call__(self, arguments: Mapping[str, Any], execution: ToolExecution) -> ToolResult:
+        self.items.append(f"item{len(self.items) + 1}")
+        return ToolResult(f"{len(self.items)} items", data={"items": self.items})  # its own, growing list
+
+
+def test_a_tool_result_is_recorded_as_it_was_returned_not_as_the_tool_later_changed_it(tmp_path: Path) -> None:
+    runtime = harness(tmp_path)
+    try:
+        runtime.ctx.require(TOOLS).register(_Todo())
+        store = runtime.ctx.require(SESSIONS)
+        session = store.create(tmp_path)
+        calls = [ModelStep(tool_calls=[ToolCall(name="todo")]), ModelStep(tool_calls=[ToolCall(name="todo")])]
+        model = ScriptedModel([[*calls, ModelStep(text="done")]])
+        asyncio.run(Agent(runtime.ctx, session, model).run_turn("go"))
+        stored = [e.data["data"] for e in store.resume(session.id).history if e.type == "tool/result"]
+        assert stored == [{"items": ["item1"]}, {"items": ["item1", "item2"]}]
+    finally:
+        runtime.close()

@@ -40,11 +40,12 @@ class _Irregular(Exception):
 
 
 def _plain(value: Any, depth: int) -> Any:
-    """``value`` with records as dicts of their fields and tuples as lists; the same object when there are none.
+    """A copy of ``value`` with records as dicts of their fields and tuples as lists.
 
-    Raises :class:`_Irregular` at anything the store would change or refuse: a key that is not a
-    string, a subclass of ``str``, an integer past 64 bits, a float that is not finite, an object
-    JSON does not know, or nesting past :data:`MAX_DEPTH`.
+    A copy of every container, so the event stays what the tool returned even when the tool later
+    changes its own lists and dicts. Raises :class:`_Irregular` at anything the store would change
+    or refuse: a key that is not a string, a subclass of ``str``, an integer past 64 bits, a float
+    that is not finite, an object JSON does not know, or nesting past :data:`MAX_DEPTH`.
     """
     kind = type(value)
     if kind is str or kind is bool or value is None:
@@ -60,27 +61,20 @@ def _plain(value: Any, depth: int) -> Any:
     if depth >= MAX_DEPTH:
         raise _Irregular
     depth += 1
-    if kind is dict:
-        changed = None
+    if isinstance(value, Mapping):
+        copied = {}
         for key, item in value.items():
             if type(key) is not str:
                 raise _Irregular
-            new = _plain(item, depth)
-            if new is not item:
-                if changed is None:
-                    changed = dict(value)
-                changed[key] = new
-        return value if changed is None else changed
+            copied[key] = _plain(item, depth)
+        return copied
     if isinstance(value, tuple):
         fields = getattr(value, "_asdict", None)
         if fields is not None:  # a NamedTuple: an object of its fields, as its names say
-            return _plain(dict(fields()), depth)
+            return _plain(dict(fields()), depth - 1)
         return [_plain(item, depth) for item in value]
-    if kind is list:
-        items = [_plain(item, depth) for item in value]
-        return value if all(new is old for new, old in zip(items, value, strict=True)) else items
-    if isinstance(value, Mapping):
-        return _plain(dict(value), depth)
+    if isinstance(value, list):
+        return [_plain(item, depth) for item in value]
     raise _Irregular
 
 
