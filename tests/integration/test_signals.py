@@ -174,6 +174,27 @@ def test_a_signal_the_caller_ignores_stays_ignored(tmp_path: Path, sig: signal.S
     assert (proc.returncode, out, err) == (0, "survived\n", "")
 
 
+def test_nohup_dsh_serve_outlives_the_terminal(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "dsh.agent", "serve"],
+        env=clean_env(home),
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),  # what nohup does before it execs
+    )
+    try:
+        assert server.stderr is not None and server.stderr.readline().startswith("dsh serve: listening on ")
+        server.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        assert server.poll() is None, "dsh serve stopped on a SIGHUP its caller ignores"
+        assert dsh("exec", "--", "echo served", home=home).stdout == "served\n"
+    finally:
+        server.send_signal(signal.SIGTERM)
+        _, err = server.communicate(timeout=30)
+    assert server.returncode == 0 and "Traceback" not in err, err
+
+
 def test_an_early_ctrl_c_never_prints_a_traceback(tmp_path: Path) -> None:
     home = tmp_path / "home"
     # The console script's own two lines, with "go" said once `run` has taken over Ctrl-C and is about

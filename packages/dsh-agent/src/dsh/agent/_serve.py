@@ -104,10 +104,14 @@ class Server:
         except (OSError, TimeoutError, asyncio.IncompleteReadError):
             pass  # the client went away or stopped reading: nobody is left to answer
         finally:
-            self.connections.discard(task)
-            writer.close()
-            with contextlib.suppress(OSError):
-                await writer.wait_closed()
+            try:
+                writer.close()
+                with contextlib.suppress(OSError):
+                    await writer.wait_closed()
+            finally:
+                # Only now: a stop waits for this connection's close too, rather than letting the
+                # loop's shutdown cancel it there (a CancelledError traceback in the server's log).
+                self.connections.discard(task)
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         uid = peer_uid(writer.get_extra_info("socket"))
@@ -204,7 +208,8 @@ class Server:
 
 
 async def serve(runtime: Runtime, deployment: str | None, *, idle_timeout: float = DEFAULT_IDLE_TIMEOUT) -> int:
-    """Listen until SIGTERM, SIGINT or SIGHUP; then stop as :meth:`Server.stop` says and remove the socket."""
+    """Listen until SIGTERM, SIGINT or SIGHUP (one the caller ignores stays ignored); then stop as
+    :meth:`Server.stop` says and remove the socket."""
     path = Path(socket_path(deployment))
     _claim(path)
     _watch_children_with_pidfds()
@@ -220,7 +225,9 @@ async def serve(runtime: Runtime, deployment: str | None, *, idle_timeout: float
         stop.set()
 
     loop = asyncio.get_running_loop()
-    for sig in STOP_SIGNALS:
+    # A signal the caller ignores stays ignored: `nohup dsh serve &` outlives the terminal.
+    taken = [sig for sig in STOP_SIGNALS if signal.getsignal(sig) != signal.SIG_IGN]
+    for sig in taken:
         loop.add_signal_handler(sig, on_signal, sig)
     _log(f"listening on {path}")
     try:
@@ -230,7 +237,7 @@ async def serve(runtime: Runtime, deployment: str | None, *, idle_timeout: float
         await server.stop(received[0])
         _log(f"stopped on {received[0]}")
     finally:
-        for sig in STOP_SIGNALS:
+        for sig in taken:
             loop.remove_signal_handler(sig)
         listener.close()
         _release(path, inode)
