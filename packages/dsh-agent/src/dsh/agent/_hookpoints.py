@@ -98,7 +98,8 @@ class HookPoints:
         """PostToolUse: the result as the model will see it (a blocking hook's reason appended)."""
         hooks = self._hooks()
         assert hooks is not None
-        response = {"output": result.output, "is_error": result.is_error, **recorded(result)}
+        # The result's own output and error flag win over keys of the same name in its data.
+        response = {**recorded(result), "output": result.output, "is_error": result.is_error}
         error = result.output if result.is_error else None
         post = self._settle(
             "PostToolUse",
