@@ -106,7 +106,7 @@ class Ended:
     @property
     def note(self) -> str | None:
         """A line for the command's stderr when its exit status is not its own, else None."""
-        return UNKNOWN_NOTE if self.returncode is UNKNOWN_STATUS and not self.timed_out else None
+        return None if self.known else UNKNOWN_NOTE
 
 
 def spawn(spec: BashExecSpec) -> subprocess.Popen[bytes]:
