@@ -86,6 +86,11 @@ def test_header_requires_absolute_cwd_and_keeps_lineage() -> None:
             "field 'created_at' must be an ISO 8601 timestamp such as 2026-11-30T08:42:05+00:00, "
             "not '2026-11-30T08:42:05+00:00\\n'",
         ),
+        (
+            {"created_at": "\u0662\u0660\u0662\u0666-11-30"},  # Arabic-Indic digits: ISO 8601 is ASCII
+            "field 'created_at' must be an ISO 8601 timestamp such as 2026-11-30T08:42:05+00:00, "
+            "not '\u0662\u0660\u0662\u0666-11-30'",
+        ),
         ({"origin": ["x"]}, "field 'origin' must be a string, not a list"),
         ({"delegation_depth": -1}, "field 'delegation_depth' must be a non-negative integer, not -1"),
         ({"delegation_depth": True}, "field 'delegation_depth' must be a non-negative integer, not a boolean"),
@@ -208,3 +213,10 @@ def test_new_ids_are_version_4_uuids_and_headers_are_stamped_in_utc() -> None:
         assert str(parsed) == value and parsed.version == 4 and parsed.variant == uuid.RFC_4122
     stamped = datetime.fromisoformat(SessionHeader(id="s", cwd="/").created_at)
     assert stamped.tzinfo == UTC and abs(datetime.now(UTC) - stamped) < timedelta(minutes=1)
+
+
+@pytest.mark.parametrize(
+    "stamp", ["2026-11-30T08:42:05.764711+00:00", "2026-11-30", "2026-11-30 08:42", "20261130T084205Z"]
+)
+def test_iso_8601_timestamps_are_taken(stamp: str) -> None:
+    assert SessionHeader(id="s", cwd="/", created_at=stamp).created_at == stamp

@@ -18,7 +18,6 @@ from ._json import json_bytes
 from ._rules import (
     FAST_ID,
     FORMAT_VERSION,
-    TIMESTAMP,
     as_object,
     check_absolute_path,
     check_count,
@@ -28,6 +27,7 @@ from ._rules import (
     check_version,
     decode_json,
     fail,
+    fast_timestamp,
     kind,
     known_id,
     now,
@@ -91,7 +91,7 @@ class SessionHeader(_Record):
             cwd = check_absolute_path(cwd, "cwd", id)
         if created_at is None:
             created_at = now()
-        elif created_at.__class__ is not str or not TIMESTAMP.fullmatch(created_at):
+        elif created_at.__class__ is not str or not fast_timestamp(created_at):
             created_at = check_timestamp(created_at, "created_at", id)
         if parent_session is not None and (
             parent_session.__class__ is not str or not FAST_ID.fullmatch(parent_session)
