@@ -164,8 +164,9 @@ class Batch:
     resolve running then runs on unwatched, tracked with the time it started, and none not yet started
     ever starts (nobody would read its value).
 
-    Values go straight into the call's snapshot: once the caller is woken without a failure, every
-    resolve has ended; after a failure nobody reads the snapshot again.
+    Values go straight into the call's snapshot (a batch started apart after a split, into a part of
+    its own that :meth:`Call.check` merges in name order): once the caller is woken without a
+    failure, every resolve has ended; after a failure nobody reads the snapshot again.
     """
 
     __slots__ = (
