@@ -39,39 +39,45 @@ class _Records:
         )
 
 
-def test_records_in_data_are_objects_of_their_fields_and_read_back_as_recorded(tmp_path: Path) -> None:
+def _recorded(tmp_path: Path, tool: Any, calls: int = 1) -> tuple[list[Any], list[Any], Path]:
+    """Run ``calls`` calls of ``tool`` in one turn; the data of each live ``tool/result`` event, the same
+    read back from a resumed session, and the transcript's path."""
     runtime = harness(tmp_path)
     try:
-        runtime.ctx.require(TOOLS).register(_Records())
+        runtime.ctx.require(TOOLS).register(tool)
         store = runtime.ctx.require(SESSIONS)
         session = store.create(tmp_path)
-        model = ScriptedModel([[ModelStep(tool_calls=[ToolCall(name="records")]), ModelStep(text="done")]])
-        asyncio.run(Agent(runtime.ctx, session, model).run_turn("go"))
-        live = next(e.data["data"] for e in session.history if e.type == "tool/result")
-        expected = {
-            "exec": {
-                "exit_code": 3,
-                "stdout": "o",
-                "stderr": "e",
-                "timed_out": False,
-                "duration": 0.0,
-                "stdout_spill": None,
-                "stderr_spill": None,
-                "status_known": True,
-            },
-            "points": [{"x": 1, "y": 2}, [3, 4]],
-            "nested": {"at": {"x": 5, "y": 6}, "plain": ["a", 1, None, 2.5, True]},
-            "when": "/x",
-            "counts": {"1": "one"},
-        }
-        assert live == expected
-        read_back = next(e.data["data"] for e in store.resume(session.id).history if e.type == "tool/result")
-        assert read_back == live
-        path = Path(session.locate().path)  # type: ignore[union-attr]
-        line = next(json.loads(t) for t in path.read_text().splitlines() if '"tool/result"' in t)
-        assert line["data"]["data"]["exec"]["exit_code"] == 3  # an object in the file, not a positional array
+        steps = [ModelStep(tool_calls=[ToolCall(name=tool.spec.name)]) for _ in range(calls)]
+        asyncio.run(Agent(runtime.ctx, session, ScriptedModel([[*steps, ModelStep(text="done")]])).run_turn("go"))
+        live = [e.data["data"] for e in session.history if e.type == "tool/result"]
+        back = [e.data["data"] for e in store.resume(session.id).history if e.type == "tool/result"]
+        return live, back, Path(session.locate().path)  # type: ignore[union-attr]
     finally:
         runtime.close()
+
+
+def test_records_in_data_are_objects_of_their_fields_and_read_back_as_recorded(tmp_path: Path) -> None:
+    (live,), (back,), path = _recorded(tmp_path, _Records())
+    expected = {
+        "exec": {
+            "exit_code": 3,
+            "stdout": "o",
+            "stderr": "e",
+            "timed_out": False,
+            "duration": 0.0,
+            "stdout_spill": None,
+            "stderr_spill": None,
+            "status_known": True,
+        },
+        "points": [{"x": 1, "y": 2}, [3, 4]],
+        "nested": {"at": {"x": 5, "y": 6}, "plain": ["a", 1, None, 2.5, True]},
+        "when": "/x",
+        "counts": {"1": "one"},
+    }
+    assert live == expected
+    assert back == live
+    line = next(json.loads(t) for t in path.read_text().splitlines() if '"tool/result"' in t)
+    assert line["data"]["data"]["exec"]["exit_code"] == 3  # an object in the file, not a positional array
 
 
 class _Odd:
@@ -99,27 +105,17 @@ class _Odd:
 
 
 def test_values_the_store_would_change_or_refuse_cost_neither_turn_nor_session(tmp_path: Path) -> None:
-    runtime = harness(tmp_path)
-    try:
-        runtime.ctx.require(TOOLS).register(_Odd())
-        store = runtime.ctx.require(SESSIONS)
-        session = store.create(tmp_path)
-        model = ScriptedModel([[ModelStep(tool_calls=[ToolCall(name="odd")]), ModelStep(text="done")]])
-        asyncio.run(Agent(runtime.ctx, session, model).run_turn("go"))
-        live = next(e.data["data"] for e in session.history if e.type == "tool/result")
-        assert live["size"] == str(2**64) and live["negative"] == str(-(2**63) - 1)
-        assert live["ratio"] is None and live["ceiling"] is None
-        assert live["pairs"] == {"(1, 2)": "x", "true": "t", "null": "n", "1.5": "f"}
-        assert live["cycle"] == {"name": "loop", "self": "<cycle>"}
-        assert live["fine"] == {"int": 2**63, "float": 0.5}
-        depth, node = 0, live["deep"]
-        while isinstance(node, list):
-            depth, node = depth + 1, node[0]
-        assert node == "<nested too deep>" and depth < 255
-        read_back = next(e.data["data"] for e in store.resume(session.id).history if e.type == "tool/result")
-        assert read_back == live
-    finally:
-        runtime.close()
+    (live,), (back,), _ = _recorded(tmp_path, _Odd())
+    assert live["size"] == str(2**64) and live["negative"] == str(-(2**63) - 1)
+    assert live["ratio"] is None and live["ceiling"] is None
+    assert live["pairs"] == {"(1, 2)": "x", "true": "t", "null": "n", "1.5": "f"}
+    assert live["cycle"] == {"name": "loop", "self": "<cycle>"}
+    assert live["fine"] == {"int": 2**63, "float": 0.5}
+    depth, node = 0, live["deep"]
+    while isinstance(node, list):
+        depth, node = depth + 1, node[0]
+    assert node == "<nested too deep>" and depth < 255
+    assert back == live
 
 
 class _Todo:
@@ -134,15 +130,5 @@ class _Todo:
 
 
 def test_a_tool_result_is_recorded_as_it_was_returned_not_as_the_tool_later_changed_it(tmp_path: Path) -> None:
-    runtime = harness(tmp_path)
-    try:
-        runtime.ctx.require(TOOLS).register(_Todo())
-        store = runtime.ctx.require(SESSIONS)
-        session = store.create(tmp_path)
-        calls = [ModelStep(tool_calls=[ToolCall(name="todo")]), ModelStep(tool_calls=[ToolCall(name="todo")])]
-        model = ScriptedModel([[*calls, ModelStep(text="done")]])
-        asyncio.run(Agent(runtime.ctx, session, model).run_turn("go"))
-        stored = [e.data["data"] for e in store.resume(session.id).history if e.type == "tool/result"]
-        assert stored == [{"items": ["item1"]}, {"items": ["item1", "item2"]}]
-    finally:
-        runtime.close()
+    live, back, _ = _recorded(tmp_path, _Todo(), calls=2)
+    assert back == live == [{"items": ["item1"]}, {"items": ["item1", "item2"]}]
