@@ -107,8 +107,9 @@ class Interrupts:
     def _reassert(self) -> None:
         """Put this one's handlers back where plugin code replaced them (at import or load), saying so.
 
-        A plugin that sets SIGINT or SIGTERM back to ``SIG_DFL`` would otherwise let Ctrl-C kill dsh
-        outright and leave the command running in its own session, out of the terminal's reach.
+        Done as a command starts, where the harm begins: a plugin that set SIGINT or SIGTERM back to
+        ``SIG_DFL`` would let Ctrl-C kill dsh outright and leave the command running in its own
+        session, out of the terminal's reach. (Before that, such a signal only ends dsh early.)
         """
         if threading.current_thread() is not threading.main_thread():
             return
@@ -189,7 +190,6 @@ class Interrupts:
         if active is None or threading.current_thread() is not threading.main_thread():
             yield
             return
-        active._reassert()
         active._held += 1
         try:
             yield
@@ -221,7 +221,6 @@ class Interrupts:
         if active is None or threading.current_thread() is not threading.main_thread():
             yield
             return
-        active._reassert()
         active.check()
         active._armed = True
         try:
