@@ -25,7 +25,7 @@ class ReadOnlyDict(dict[str, Any]):
         return f"ReadOnlyDict({dict.__repr__(self)})"
 
     def __reduce__(self) -> str | tuple[Any, ...]:
-        if not self and self is EMPTY_MAPPING:
+        if self is EMPTY_MAPPING:
             return "EMPTY_MAPPING"  # pickle and copy: the module's one empty instance
         return (ReadOnlyDict, (dict(self),))
 
