@@ -27,12 +27,12 @@ from typing import Any
 
 from gen_dists import generate
 
-from dsh.agent._show import render
+from dsh.cli._show import render
 from dsh.persistence.jsonl import JsonlPersistence
 from dsh.persistence.sqlite import SqlitePersistence
 from dsh.session import SessionEvent, SessionHeader, SessionStore
 
-DSH = [sys.executable, "-m", "dsh.agent"]
+DSH = [sys.executable, "-m", "dsh.cli"]
 DEPENDENCY_FLOOR = (
     "import asyncio, argparse, json, orjson, importlib.metadata, pydantic\n"
     "class M(pydantic.BaseModel):\n    x: int\nM(x=1)"
@@ -327,7 +327,7 @@ LOAD_FLOOR = (
 
 BOOT_TIMED = (
     "import time\n"
-    "from dsh.agent._runtime import open_runtime\n"
+    "from dsh.cli._runtime import open_runtime\n"
     "from dsh.bash_env import BASH_ENV\n"
     "start = time.perf_counter()\n"
     "with open_runtime() as runtime:\n"
@@ -447,7 +447,7 @@ def _proc_status(pid: int) -> dict[str, Any]:
 
 def bench_serve_growth(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
     """``dsh serve``'s open files and memory after 1 and after N served execs (clients run in this process)."""
-    from dsh.agent._client import main as client_main
+    from dsh.cli._client import main as client_main
 
     home = tmp / "serve-home"
     home.mkdir(mode=0o700)

@@ -327,7 +327,7 @@ def bench_discovery(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
         (f"{kind}_{n}", argv, {**base_env, "PYTHONPATH": str(site)})
         for n, site in sites.items()
         for kind, argv in (
-            ("dsh", [sys.executable, "-m", "dsh.agent", "env", "--json"]),
+            ("dsh", [sys.executable, "-m", "dsh.cli", "env", "--json"]),
             ("bare", [sys.executable, "-c", BARE]),
         )
     ]
@@ -490,7 +490,7 @@ def bench_postgres(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
 
 
 def _served(env: Mapping[str, str]) -> subprocess.Popen[str]:
-    server = subprocess.Popen([sys.executable, "-m", "dsh.agent", "serve"], env=env, stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen([sys.executable, "-m", "dsh.cli", "serve"], env=env, stderr=subprocess.PIPE, text=True)
     first = server.stderr.readline() if server.stderr is not None else ""
     if not first.startswith("dsh serve: listening on"):
         raise RuntimeError(f"dsh serve did not start: {first}")
@@ -510,7 +510,7 @@ def _ratios(walls: dict[str, list[float]], key: str) -> dict[str, float]:
 def bench_exec(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
     """`dsh exec -- true` cold: a whole harness start in the process (`--no-server`)."""
     env = child_env(os.environ, DSH_HOME=str(tmp / "exec-home"))
-    argv = [sys.executable, "-m", "dsh.agent", "exec", "--no-server", "--", "true"]
+    argv = [sys.executable, "-m", "dsh.cli", "exec", "--no-server", "--", "true"]
     walls: dict[str, list[float]] = {"cold": [], "floor": []}
     for _ in range(size["process_rounds"]):
         walls["cold"].append(_wall(argv, env))
@@ -521,13 +521,13 @@ def bench_exec(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
 def bench_exec_served(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
     """`dsh exec -- true` through a running `dsh serve`: the client's start-up plus the server's turn.
 
-    The target is on `python -m dsh.agent exec` (the figure's history); the `dsh` console script,
+    The target is on `python -m dsh.cli exec` (the figure's history); the `dsh` console script,
     whose pip-written launcher imports `re`, is reported beside it.
     """
     env = child_env(os.environ, DSH_HOME=str(tmp / "served-home"))
     script = str(Path(sys.executable).with_name("dsh"))
     forms = {
-        "served": [sys.executable, "-m", "dsh.agent", "exec", "--", "true"],
+        "served": [sys.executable, "-m", "dsh.cli", "exec", "--", "true"],
         "floor": [sys.executable, "-c", "pass"],
         **({"script": [script, "exec", "--", "true"]} if os.path.exists(script) else {}),
     }

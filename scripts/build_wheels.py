@@ -5,7 +5,7 @@
 OUT defaults to ``dist/wheels``. Unless ``--no-deps`` is given, the wheels of every third-party
 dependency are put there too, so that
 
-    python3 -m pip install --no-index --find-links OUT dsh-agent dsh-persistence-sqlite
+    python3 -m pip install --no-index --find-links OUT dsh-cli dsh-persistence-sqlite
 
 installs from that folder alone and can never pick up an unrelated ``dsh-*`` from a package index.
 """
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         command.append("--no-deps")
     result = subprocess.run([*command, *packages], check=False)
     if result.returncode == 0:
-        print(f"wheels in {out}; install with:\n  python3 -m pip install --no-index --find-links {out} dsh-agent")
+        print(f"wheels in {out}; install with:\n  python3 -m pip install --no-index --find-links {out} dsh-cli")
     return result.returncode
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from dsh.agent._wire import PROTOCOL, frame, recv_frame
+from dsh.cli._wire import PROTOCOL, frame, recv_frame
 
 OTHER_UID = 65534
 """The second uid the tests act as (``nobody``)."""
@@ -40,11 +40,11 @@ def clean_env(home: Path, **extra: str) -> dict[str, str]:
 
 
 class ServeProcess:
-    """``python -m dsh.agent serve`` under ``home``, stopped by the test (or its fixture)."""
+    """``python -m dsh.cli serve`` under ``home``, stopped by the test (or its fixture)."""
 
     def __init__(self, home: Path, *args: str, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "dsh.agent", "serve", *args],
+            [sys.executable, "-m", "dsh.cli", "serve", *args],
             env=clean_env(home, **(env or {})),
             stderr=subprocess.PIPE,
             text=True,
@@ -161,7 +161,7 @@ def as_other_uid(work: Callable[[], int]) -> int:
 
 def session_lock_released_after_flush(tmp_path: Path) -> bool:
     """Whether the JSONL backend lets go of a session's lock once its turn is flushed (#9)."""
-    from dsh.agent import open_runtime
+    from dsh.cli import open_runtime
     from dsh.session import SESSIONS
 
     home = tmp_path / "probe-home"

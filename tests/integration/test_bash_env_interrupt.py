@@ -43,7 +43,7 @@ def test_a_signal_breaks_the_wait_for_a_resolve(tmp_path: Path, sig: signal.Sign
         [
             sys.executable,
             "-m",
-            "dsh.agent",
+            "dsh.cli",
             "exec",
             "--no-server",
             "--deployment",

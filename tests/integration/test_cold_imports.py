@@ -1,7 +1,7 @@
 """Cold commands import only what they use (issue 14: a cold ``dsh`` within 6x ``python -c pass``).
 
-Each verb runs in a fresh interpreter through the real entry point (``dsh.agent._client.main``,
-what ``python -m dsh.agent`` and the ``dsh`` script run), on the default deployment in an empty
+Each verb runs in a fresh interpreter through the real entry point (``dsh.cli._client.main``,
+what ``python -m dsh.cli`` and the ``dsh`` script run), on the default deployment in an empty
 home; a wrapper then prints which heavy modules ended up in ``sys.modules``. pydantic stays the
 validator of configs, deployment files and scripts, so it is loaded only when one is there to check;
 ``importlib.metadata`` only when the installed distributions changed since the discovery cache.
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 
 WRAPPER = """
 import json, sys
-from dsh.agent._client import main
+from dsh.cli._client import main
 
 code = main(sys.argv[2:])
 sys.stdout.flush()
@@ -112,7 +112,7 @@ def test_a_configured_hook_brings_asyncio_and_still_runs(tmp_path: Path) -> None
 
 DATACLASSES_WRAPPER = """
 import dataclasses, json, sys
-from dsh.agent._client import main
+from dsh.cli._client import main
 
 code = main(sys.argv[1:])
 sys.stdout.flush()

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.integration
 def _popen(*args: str, home: Path, cwd: Path | None = None) -> subprocess.Popen[str]:
     env = {**os.environ, "DSH_HOME": str(home)}
     return subprocess.Popen(
-        [sys.executable, "-m", "dsh.agent", *args],
+        [sys.executable, "-m", "dsh.cli", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -24,7 +24,7 @@ def _mode(path: Path) -> int:
 def test_umask_000_still_makes_everything_private(tmp_path: Path) -> None:
     home = tmp_path / "deep" / "home"
     proc = subprocess.run(
-        [sys.executable, "-m", "dsh.agent", "exec", "--json", "--", "seq 1 20000; seq 1 20000 >&2"],
+        [sys.executable, "-m", "dsh.cli", "exec", "--json", "--", "seq 1 20000; seq 1 20000 >&2"],
         env=clean_env(home),
         capture_output=True,
         text=True,

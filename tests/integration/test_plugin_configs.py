@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from dsh.agent._deployment_env import DeploymentEnvConfig
 from dsh.bash import LocalExecutorConfig
 from dsh.bash_env import BashEnvConfig
+from dsh.cli._deployment_env import DeploymentEnvConfig
 from dsh.core import Context, FiberState, Plugin
 from dsh.hooks import HooksConfig
 from dsh.persistence.jsonl import JsonlConfig

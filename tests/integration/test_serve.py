@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh.agent._wire import socket_path
+from dsh.cli._wire import socket_path
 from tests.helpers import dsh
 
 pytestmark = pytest.mark.integration
@@ -23,7 +23,7 @@ class Server:
         env = {k: v for k, v in os.environ.items() if not k.upper().startswith("DSH_")}
         env["DSH_HOME"] = str(home)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "dsh.agent", "serve"], env=env, stderr=subprocess.PIPE, text=True
+            [sys.executable, "-m", "dsh.cli", "serve"], env=env, stderr=subprocess.PIPE, text=True
         )
         assert self.proc.stderr is not None
         first = self.proc.stderr.readline()

@@ -72,7 +72,7 @@ def test_a_signal_to_the_client_is_forwarded_killed_recorded_and_reported_as_in_
 ) -> None:
     pidfile = tmp_path / "pid"
     client = subprocess.Popen(
-        [sys.executable, "-m", "dsh.agent", "exec", "--", f"sleep 300 & echo $$ > {pidfile}; wait"],
+        [sys.executable, "-m", "dsh.cli", "exec", "--", f"sleep 300 & echo $$ > {pidfile}; wait"],
         env=clean_env(home),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -103,7 +103,7 @@ def test_undecodable_environment_and_argv_bytes_reach_the_command_exactly(
     env[b"WEIRD"] = b"caf\xe9\xff"
     hexdump = b"printf %s \"$WEIRD\" | od -An -tx1; printf %s '\xfe\x80' | od -An -tx1"
     served = subprocess.run(
-        [sys.executable.encode(), b"-m", b"dsh.agent", b"exec", b"--json", b"--", hexdump],
+        [sys.executable.encode(), b"-m", b"dsh.cli", b"exec", b"--json", b"--", hexdump],
         env=env,  # type: ignore[arg-type]  # bytes keys and values: POSIX takes them as they are
         capture_output=True,
         check=False,
@@ -112,7 +112,7 @@ def test_undecodable_environment_and_argv_bytes_reach_the_command_exactly(
     document = json.loads(served.stdout)
     assert document["stdout"].split() == ["63", "61", "66", "e9", "ff", "fe", "80"]
     argv = subprocess.run(
-        [sys.executable.encode(), b"-m", b"dsh.agent", b"exec", b"--", b"printf", b"%s", b"\xfe\x80"],
+        [sys.executable.encode(), b"-m", b"dsh.cli", b"exec", b"--", b"printf", b"%s", b"\xfe\x80"],
         env=env,  # type: ignore[arg-type]
         capture_output=True,
         check=False,
@@ -127,7 +127,7 @@ def test_a_half_closed_request_is_answered(server: ServeProcess, tmp_path: Path)
     with connect(server.path) as sock:
         sock.sendall(frame(json.dumps(request("sleep 0.3; echo answered", tmp_path)).encode()))
         sock.shutdown(socket.SHUT_WR)  # as `nc -N` does: the request is complete, the answer awaited
-        from dsh.agent._wire import recv_frame
+        from dsh.cli._wire import recv_frame
 
         answer = recv_frame(sock)
     assert answer is not None and answer["ok"], answer
@@ -152,7 +152,7 @@ def test_bytes_after_the_request_stop_the_command_and_get_an_error_answer(
         sock.sendall(trailing)
         if trailing == b"ab":
             sock.shutdown(socket.SHUT_WR)  # two bytes of a header, then nothing more
-        from dsh.agent._wire import recv_frame
+        from dsh.cli._wire import recv_frame
 
         answer = recv_frame(sock)
     assert answer is not None and answer["ok"] is False, answer
@@ -178,7 +178,7 @@ def test_a_client_that_goes_away_has_its_command_killed(server: ServeProcess, ho
 def test_the_served_client_imports_only_what_it_needs(server: ServeProcess, home: Path) -> None:
     probe = (
         "import sys\n"
-        "from dsh.agent._client import main\n"
+        "from dsh.cli._client import main\n"
         "code = main(['exec', '--json', '--', 'true'])\n"
         "sys.stdout.flush()\n"
         "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n"
@@ -190,7 +190,7 @@ def test_the_served_client_imports_only_what_it_needs(server: ServeProcess, home
     assert proc.returncode == 0 and json.loads(proc.stdout)["exit_code"] == 0, proc.stderr
     loaded = set(proc.stderr.split())
     heavy = {"argparse", "json", "re", "pathlib", "hashlib", "shlex", "socket", "enum", "typing", "asyncio"}
-    heavy |= {"pydantic", "yaml", "importlib.metadata", "dsh.core", "dsh.loader", "dsh.agent.cli"}
+    heavy |= {"pydantic", "yaml", "importlib.metadata", "dsh.core", "dsh.loader", "dsh.cli._cli"}
     assert not loaded & heavy, f"the served client imported {sorted(loaded & heavy)}"
     _, log = server.stop()
     assert "exited 0" in log, "it was served"
@@ -211,7 +211,7 @@ def test_a_reader_that_went_away_ends_a_served_exec_quietly_with_141(server: Ser
     os.close(read_end)  # as `dsh exec -- ... | true` once `true` has exited
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "dsh.agent", "exec", "--", "echo hi"],
+            [sys.executable, "-m", "dsh.cli", "exec", "--", "echo hi"],
             env=clean_env(home),
             stdout=write_end,
             stderr=subprocess.PIPE,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh.agent._wire import MAX_FRAME, recv_frame, socket_path
+from dsh.cli._wire import MAX_FRAME, recv_frame, socket_path
 from tests.helpers import dsh
 from tests.integration.serve_support import (
     OTHER_UID,
@@ -105,7 +105,7 @@ def test_sigterm_mid_command_kills_flushes_answers_and_removes_the_socket(
     markers = [tmp_path / f"pgid-{i}" for i in range(2)]
     clients = [
         subprocess.Popen(
-            [sys.executable, "-m", "dsh.agent", "exec", "--", f"echo $$ > {marker}; sleep 300"],
+            [sys.executable, "-m", "dsh.cli", "exec", "--", f"echo $$ > {marker}; sleep 300"],
             env=clean_env(home),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -54,12 +54,12 @@ def dsh(
     python: str | None = None,
     timeout: float = 120,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the real ``dsh`` command (``python -m dsh.agent``) with ``home`` as $DSH_HOME."""
+    """Run the real ``dsh`` command (``python -m dsh.cli``) with ``home`` as $DSH_HOME."""
     full_env = {**os.environ, "DSH_HOME": str(home), **(env or {})}
     # The interpreter's own bin comes first so a nested `dsh` resolves to this installation.
     full_env["PATH"] = f"{Path(python or sys.executable).parent}{os.pathsep}{full_env.get('PATH', '')}"
     return subprocess.run(
-        [python or sys.executable, "-m", "dsh.agent", *args],
+        [python or sys.executable, "-m", "dsh.cli", *args],
         capture_output=True,
         text=True,
         env=full_env,

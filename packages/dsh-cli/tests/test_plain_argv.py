@@ -8,8 +8,8 @@ import io
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh.agent._parser import parse
-from dsh.agent._plain import parse_plain
+from dsh.cli._parser import parse
+from dsh.cli._plain import parse_plain
 
 VERBS = [["env"], ["plugins"], ["sessions", "list"], ["sessions", "locate"], ["sessions", "show"], ["sessions"]]
 WORDS = [

@@ -8,8 +8,8 @@ import io
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh.agent._exec_argv import command_line, parse_exec
-from dsh.agent._parser import parse
+from dsh.cli._exec_argv import command_line, parse_exec
+from dsh.cli._parser import parse
 
 WORDS = [
     "exec", "--", "--json", "--session", "--cwd", "--timeout", "--deployment", "--no-server", "--debug",

@@ -7,14 +7,12 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from dsh.agent import Agent, ScriptedModel, load_script
 from dsh.session import SESSIONS, Session, SessionStore
 
 from ._exec import location_json, notice_line
-from ._loop import Agent
-from ._model import ScriptedModel
 from ._output import print_json
 from ._runtime import open_runtime
-from ._script import load_script
 
 if TYPE_CHECKING:
     from dsh.hooks import Notice

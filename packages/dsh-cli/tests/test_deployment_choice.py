@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh.agent._choice import choose_deployment
-from dsh.agent._runtime import layer_on_defaults
+from dsh.cli._choice import choose_deployment
+from dsh.cli._runtime import layer_on_defaults
 from dsh.loader import DeploymentError, parse_deployment
 from dsh.testing import dsh
 

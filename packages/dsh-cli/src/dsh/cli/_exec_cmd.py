@@ -10,6 +10,7 @@ import sys
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
+from dsh.agent import needs_event_loop
 from dsh.bash import Interrupts
 
 from ._drive import interruptible as _interruptible
@@ -17,7 +18,6 @@ from ._drive import run_async, run_sync
 from ._errors import UsageError
 from ._exec import ExecOutcome, exec_command
 from ._exec_argv import command_line
-from ._loop import needs_event_loop
 from ._output import print_json
 from ._runtime import open_runtime
 from ._served import write_all

@@ -269,7 +269,7 @@ def test_env_session_help_says_what_it_does(tmp_path: Path) -> None:
 def test_a_reader_that_goes_away_ends_the_output_quietly(tmp_path: Path) -> None:
     env = {**os.environ, "DSH_HOME": str(tmp_path / "home")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "dsh.agent", "env"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        [sys.executable, "-m", "dsh.cli", "env"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
     )
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()  # as `| head -0` would: every write now fails with EPIPE

@@ -45,7 +45,7 @@ HEADER_SIZE = 4
 class WireError(Exception):
     """A frame is oversized, truncated or not a JSON object.
 
-    Not a ``DshError`` (see ``dsh.agent._errors`` for the tree and why): this module stays standard
+    Not a ``DshError`` (see ``dsh.cli._errors`` for the tree and why): this module stays standard
     library only, and every site that catches one answers the peer or reports its own sentence.
     """
 

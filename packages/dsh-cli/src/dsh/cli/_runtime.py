@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from dsh.agent import BUILTINS
 from dsh.hooks import HOOKS
 from dsh.loader import (
     Deployment,
@@ -21,13 +22,8 @@ from dsh.loader import (
     resolve_home,
 )
 from dsh.paths import check_trusted, ensure_private_dir, resolve_dsh_home
-from dsh.session import sessions_plugin, tools_plugin
 
 from ._choice import DeploymentChoice, choose_deployment
-from ._spawn import spawn_plugin
-
-BUILTINS = (tools_plugin, sessions_plugin, spawn_plugin)
-"""Loaded at the root of every agent runtime: the tool registry, the session store and ``spawn_agent``."""
 
 DEFAULT_SOURCE = "<default deployment>"
 

@@ -39,14 +39,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = None if plain.no_server else served_exec(plain)
         if code is not None:
             return code
-        from .cli import dispatch
+        from ._cli import dispatch
 
         return dispatch(plain)
     from ._plain import parse_plain
 
     everyday = parse_plain(words)
     if everyday is not None:
-        from .cli import dispatch
+        from ._cli import dispatch
 
         return dispatch(everyday)
     from ._parser import parse
@@ -56,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = served_exec(args)
         if code is not None:
             return code
-    from .cli import dispatch
+    from ._cli import dispatch
 
     return dispatch(args)
 

@@ -6,13 +6,12 @@ import math
 import os
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from dsh.agent import Agent, ScriptedModel, ToolCall, TranscriptNotSaved
 from dsh.bash import ExecResult
 from dsh.loader import Runtime
 from dsh.session import SESSIONS, TOOLS, PersistenceError, Session, ToolResult
 
-from ._errors import TranscriptNotSaved, UsageError
-from ._loop import Agent
-from ._model import ScriptedModel, ToolCall
+from ._errors import UsageError
 from ._status import BLOCKED_EXIT, FAILURE_EXIT
 
 if TYPE_CHECKING:

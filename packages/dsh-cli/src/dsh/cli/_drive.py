@@ -32,7 +32,7 @@ INTERRUPTS = tuple(signal.Signals[name] for name in INTERRUPT_NAMES)
 def run_sync(main: Coroutine[Any, Any, T]) -> T:
     """Run ``main`` to its end in this thread, without an event loop.
 
-    Only for a coroutine that never suspends (see :func:`~dsh.agent._loop.needs_event_loop`);
+    Only for a coroutine that never suspends (see :func:`dsh.agent.needs_event_loop`);
     one that does is closed (its ``finally`` blocks run) and reported as dsh's own failure.
     """
     try:

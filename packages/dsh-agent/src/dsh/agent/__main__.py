@@ -1,5 +1,0 @@
-"""``python -m dsh.agent`` runs the ``dsh`` command."""
-
-from ._client import run
-
-run()

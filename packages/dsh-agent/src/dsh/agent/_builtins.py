@@ -1,0 +1,10 @@
+"""The plugins every agent runtime loads at its root, whatever its deployment."""
+
+from __future__ import annotations
+
+from dsh.session import sessions_plugin, tools_plugin
+
+from ._spawn import spawn_plugin
+
+BUILTINS = (tools_plugin, sessions_plugin, spawn_plugin)
+"""Loaded at the root of every agent runtime: the tool registry, the session store and ``spawn_agent``."""

@@ -1,0 +1,34 @@
+"""The ``dsh`` command: its verbs, ``dsh serve`` and its client, the wire protocol, the default deployment.
+
+Exports resolve lazily: the served ``dsh exec`` imports this package on its start-up path and needs
+none of them.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # not `typing`: importing it is a measurable part of a served `dsh exec`
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ._errors import MissingPluginError, ServeError, UsageError
+    from ._runtime import DEFAULT_SOURCE, default_deployment, open_runtime
+
+_EXPORTS = {
+    "MissingPluginError": "._errors",
+    "ServeError": "._errors",
+    "UsageError": "._errors",
+    "DEFAULT_SOURCE": "._runtime",
+    "default_deployment": "._runtime",
+    "open_runtime": "._runtime",
+}
+
+__all__ = ["DEFAULT_SOURCE", "MissingPluginError", "ServeError", "UsageError", "default_deployment", "open_runtime"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dsh.cli' has no attribute {name!r}")
+    import importlib  # here, not at the top: the served `dsh exec` client never needs it
+
+    return getattr(importlib.import_module(module, __name__), name)

@@ -1,0 +1,5 @@
+"""``python -m dsh.cli`` runs the ``dsh`` command."""
+
+from ._client import run
+
+run()
