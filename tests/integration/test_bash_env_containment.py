@@ -17,7 +17,7 @@ import pytest
 
 from dsh.bash_env import BASH_ENV_GROUP, BashEnvRegistry, CollectionError, FunctionContributor
 from dsh.bash_env._declare import MAX_VALUE_BYTES
-from dsh.bash_env._resolve import MAX_OVERDUE
+from dsh.bash_env._resolve import THREADS_PER_CONTRIBUTOR
 from dsh.core import EscapedError, FiberState, contained
 from dsh.session import ToolExecution
 from tests.helpers import harness, make_dist
@@ -53,12 +53,12 @@ def test_a_slow_contributor_fails_its_call_at_the_deadline(registry: BashEnvRegi
         registry.collect(SLOW)
     # Its other calls go on while that resolve still runs.
     assert registry.collect(CALL)["DSH_SLOW"] == "done"
-    for _ in range(MAX_OVERDUE - 1):
+    for _ in range(THREADS_PER_CONTRIBUTOR - 1):
         with pytest.raises(CollectionError, match="did not resolve"):
             registry.collect(SLOW)
-    # Past MAX_OVERDUE stuck resolves, calls fail at once instead of piling up threads.
+    # With all its threads stuck past their deadline, calls fail at once instead of waiting for one.
     threads = threading.active_count()
-    with pytest.raises(CollectionError, match=f"still running {MAX_OVERDUE} resolve\\(\\) calls that passed their"):
+    with pytest.raises(CollectionError, match=f"still running {THREADS_PER_CONTRIBUTOR} resolve\\(\\) calls that passed their"):
         registry.collect(CALL)
     assert threading.active_count() == threads
     release.set()
@@ -213,12 +213,12 @@ def test_resolver_threads_are_reused(registry: BashEnvRegistry) -> None:
     for _ in range(20):
         registry.collect(CALL)
         asyncio.run(many())
-    # At most one worker per concurrent resolve (a call's resolves now share one worker, so about
-    # one per concurrent call), reused afterwards: a thread per resolve would add 1,800.
-    assert threading.active_count() <= before + 3 * 10
+    # At most THREADS_PER_CONTRIBUTOR threads per contributor, reused afterwards: a thread per
+    # resolve would add 1,800.
+    assert threading.active_count() <= before + 3 * THREADS_PER_CONTRIBUTOR
     for _ in range(200):
         registry.collect(CALL)
-    assert threading.active_count() <= before + 3 * 10
+    assert threading.active_count() <= before + 3 * THREADS_PER_CONTRIBUTOR
 
 
 class _SleepyItems(dict[str, str]):
@@ -267,9 +267,10 @@ def test_many_keys_cannot_add_up_past_the_snapshot_maximum(registry: BashEnvRegi
 def test_a_hanging_contributor_behind_a_failing_one_is_not_started_and_stays_bounded(
     registry: BashEnvRegistry,
 ) -> None:
-    # A call that stops at the failing "a" never starts the hanging "b" behind it: nobody would read
-    # b's value. (b starts only when a is slow to fail, past the batch's PATIENCE, as on a loaded
-    # machine; its resolves then count once past their deadline, so b's threads stop at MAX_OVERDUE.)
+    # Each call fails at the failing "a", and the hanging "b" beside it only ever holds its own
+    # threads: at most THREADS_PER_CONTRIBUTOR of its resolves ever start (the others wait for a
+    # thread and are cancelled when their call fails), and once those passed their deadline its
+    # calls are refused at once.
     release = threading.Event()
     started: list[str] = []
 
@@ -286,7 +287,7 @@ def test_a_hanging_contributor_behind_a_failing_one_is_not_started_and_stays_bou
     before = threading.active_count()
     try:
         errors = set()
-        for _ in range(MAX_OVERDUE + 20):
+        for _ in range(THREADS_PER_CONTRIBUTOR + 20):
             with pytest.raises(CollectionError) as caught:
                 registry.collect(CALL)
             errors.add(str(caught.value))
@@ -294,10 +295,10 @@ def test_a_hanging_contributor_behind_a_failing_one_is_not_started_and_stays_bou
         assert errors - {own} <= {
             f"contributor 'b' is still running {n} resolve() calls that passed their 0.2 s deadline; "
             "this call fails without starting another"
-            for n in range(MAX_OVERDUE, MAX_OVERDUE + 20)
+            for n in range(THREADS_PER_CONTRIBUTOR, THREADS_PER_CONTRIBUTOR + 20)
         }, errors
-        assert len(started) <= MAX_OVERDUE, f"b started for {len(started)} calls that had already failed"
-        assert threading.active_count() <= before + MAX_OVERDUE + 4
+        assert len(started) <= THREADS_PER_CONTRIBUTOR, f"b started for {len(started)} calls that had already failed"
+        assert threading.active_count() <= before + THREADS_PER_CONTRIBUTOR + 4
     finally:
         release.set()
 

@@ -57,7 +57,7 @@ def test_a_signal_breaks_the_wait_for_a_resolve(tmp_path: Path, sig: signal.Sign
         text=True,
     )
     end = time.monotonic() + 60
-    while not marker.exists():  # the resolve runs on its worker; dsh waits for it (20 s deadline)
+    while not marker.exists():  # the resolve runs on its thread; dsh waits for it (20 s deadline)
         assert proc.poll() is None and time.monotonic() < end, proc.communicate()
         time.sleep(0.02)
     time.sleep(0.1)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import builtins
 import contextlib
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dsh.bash import Interrupts
 from dsh.core import Disposer, FieldError, Service, ServiceKey
@@ -27,12 +27,11 @@ from ._declare import (
     validate,
 )
 from ._errors import ContributorError
-from ._resolve import Entry, Resolves, sealed
+from ._resolve import Call, Entry, sealed
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import asyncio
-    from collections.abc import Callable
+    from concurrent.futures import Future
 
 DEFAULT_RESOLVE_TIMEOUT = 1.0
 """Seconds each contributor's ``resolve()`` may take before its call fails (``resolve_timeout``)."""
@@ -65,11 +64,11 @@ class VariableInfo(NamedTuple):
 
 
 class _State:
-    __slots__ = ("_lock", "_ordered", "entries", "home", "owners", "resolves")
+    __slots__ = ("_lock", "_ordered", "entries", "home", "owners", "timeout")
 
     def __init__(self, home: str, timeout: float) -> None:
         self.home = home
-        self.resolves = Resolves(timeout)
+        self.timeout = timeout
         self.entries: dict[str, Entry] = {}
         self.owners: dict[str, str] = {}
         self._ordered: tuple[Entry, ...] | None = ()
@@ -115,7 +114,7 @@ class BashEnvRegistry(Service):
     @property
     def resolve_timeout(self) -> float:
         """Seconds each contributor's ``resolve()`` may take."""
-        return self._state.resolves.timeout
+        return self._state.timeout
 
     @property
     def home(self) -> str:
@@ -156,6 +155,7 @@ class BashEnvRegistry(Service):
                     for key in descriptions:
                         state.owners.pop(key, None)
                     state.reorder()
+                entry.close()
 
             return remove
 
@@ -164,39 +164,38 @@ class BashEnvRegistry(Service):
     def collect(self, execution: ToolExecution) -> Mapping[str, str]:
         """A new immutable snapshot for one call: built-ins, then each contributor in name order.
 
-        Blocks the calling thread for up to the deadline of each contributor (a signal caught by
-        an active :class:`dsh.bash.Interrupts` breaks the wait); inside an event loop use
-        :meth:`collect_async`.
+        Blocks the calling thread until every contributor answered or the call's deadline passed (a
+        signal caught by an active :class:`dsh.bash.Interrupts` breaks the wait); inside an event
+        loop use :meth:`collect_async`.
         """
+        state = self._state
         out = self._builtins(execution)
-        with self._state.resolves.call(self._state.ordered, execution, out) as call:
-            left = call.left()
-            while left is not None:
+        with Call(state.ordered, execution, state.timeout, out) as call:
+            while pending := call.pending():
+                from concurrent.futures import FIRST_EXCEPTION, wait  # loaded already: a future exists
+
                 with Interrupts.waiting():
-                    call.wait(left)
-                left = call.left()  # woken: that batch is in, maybe not the ones after it
-            call.check()
+                    wait(pending, call.left(), FIRST_EXCEPTION)
         return sealed(out)
 
     async def collect_async(self, execution: ToolExecution) -> Mapping[str, str]:
         """:meth:`collect` without blocking the event loop: other calls go on while a contributor resolves."""
         import asyncio
 
+        state = self._state
         out = self._builtins(execution)
-        with self._state.resolves.call(self._state.ordered, execution, out) as call:
-            left = call.left()
-            if left is not None:
+        with Call(state.ordered, execution, state.timeout, out) as call:
+            while pending := call.pending():
                 loop = asyncio.get_running_loop()
-                while left is not None:
-                    # Only ever given a plain result: no exception is left unretrieved on the loop.
-                    waiter: asyncio.Future[None] = loop.create_future()
-                    call.on_ready(_waker(loop, waiter))  # the batch waited for now
-                    try:
-                        await asyncio.wait((waiter,), timeout=left)
-                    finally:
-                        waiter.cancel()  # stop waiting; a resolve itself cannot be stopped
-                    left = call.left()
-            call.check()
+                # Only ever given a plain result: no exception is left unretrieved on the loop.
+                waiter: asyncio.Future[None] = loop.create_future()
+                wake = _waker(loop, waiter)
+                for future in pending:
+                    future.add_done_callback(wake)
+                try:
+                    await asyncio.wait((waiter,), timeout=call.left())
+                finally:
+                    waiter.cancel()  # stop waiting; a resolve itself cannot be stopped
         return sealed(out)
 
     def _builtins(self, execution: ToolExecution) -> dict[str, str]:
@@ -230,14 +229,14 @@ class BashEnvRegistry(Service):
         return sorted(self._state.entries)
 
 
-def _waker(loop: asyncio.AbstractEventLoop, waiter: asyncio.Future[None]) -> Callable[[], None]:
-    """A callback for the resolving thread that wakes the waiting loop (a closed loop has nobody waiting)."""
+def _waker(loop: asyncio.AbstractEventLoop, waiter: asyncio.Future[None]) -> Callable[[Future[Any]], None]:
+    """A done-callback for a resolve's future that wakes the waiting loop (a closed loop has nobody waiting)."""
 
     def settle() -> None:
         if not waiter.done():
             waiter.set_result(None)
 
-    def wake() -> None:
+    def wake(_: Future[Any]) -> None:
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(settle)
 

@@ -1,13 +1,15 @@
-"""A call's third-party resolves run as one batch on one worker, each under a deadline of its own.
+"""A call's third-party resolves run together, each on its contributor's own threads, under the call's deadline.
 
 Real threads and real sleeps, short deadlines: a stuck contributor costs its call one deadline and
-never holds up the contributors behind it, an exiting one is that contributor's failure, and calls
+never holds up the other contributors, an exiting one is that contributor's failure, and calls
 made together (the served path) never see each other's values.
 """
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -15,7 +17,8 @@ from collections.abc import Callable, Iterator, Mapping
 import pytest
 
 from dsh.bash_env import BashEnvRegistry, CollectionError, FunctionContributor
-from dsh.bash_env._resolve import MAX_OVERDUE
+from dsh.bash_env._pool import DaemonPool
+from dsh.bash_env._resolve import THREADS_PER_CONTRIBUTOR
 from dsh.session import ToolExecution
 
 DEADLINE = 0.3
@@ -68,17 +71,28 @@ def _eventually(condition: Callable[[], bool], within: float = 5.0) -> bool:
     return condition()
 
 
-def test_a_calls_resolves_run_in_name_order_on_one_worker(registry: BashEnvRegistry) -> None:
-    seen: dict[str, list[str]] = {}
+@pytest.mark.parametrize("waiting", ["blocking", "async"])
+def test_a_calls_resolves_run_together_off_the_callers_thread_and_land_in_name_order(waiting: str) -> None:
+    registry = BashEnvRegistry("/h", resolve_timeout=5.0)
+    together = threading.Barrier(4, timeout=5)  # passes only when all four resolve at the same time
+    threads: set[int] = set()
+
+    def meeting(name: str) -> FunctionContributor:
+        key = f"DSH_{name.upper()}"
+
+        def resolve(execution: ToolExecution) -> Mapping[str, str]:
+            threads.add(threading.get_ident())
+            together.wait()
+            return {key: execution.call_id}
+
+        return FunctionContributor(name, {key: "meets the others"}, resolve)
+
     for name in ("d", "b", "a", "c"):
-        registry.register(_healthy(name, seen))
-    snap = registry.collect(CALL)
-    assert {k: snap[k] for k in ("DSH_A", "DSH_B", "DSH_C", "DSH_D")} == dict.fromkeys(
-        ("DSH_A", "DSH_B", "DSH_C", "DSH_D"), "calm"
-    )
-    threads = seen.pop("threads")
-    assert len(set(threads)) == 1 and threads[0] != str(threading.get_ident())
-    assert list(seen) == ["a", "b", "c", "d"]  # resolved one after another, in name order
+        registry.register(meeting(name))
+    snap = _collect(registry, waiting)
+    assert [k for k in snap if k in ("DSH_A", "DSH_B", "DSH_C", "DSH_D")] == ["DSH_A", "DSH_B", "DSH_C", "DSH_D"]
+    assert set(snap.values()) >= {"calm"}
+    assert len(threads) == 4 and threading.get_ident() not in threads
 
 
 def test_only_builtins_resolve_inline_without_a_worker(registry: BashEnvRegistry) -> None:
@@ -103,12 +117,12 @@ def test_a_stuck_contributor_costs_its_call_one_deadline_and_the_ones_behind_it_
     took = time.monotonic() - started
     assert took >= DEADLINE
     assert took < 3 * DEADLINE, f"one stuck contributor cost its call {took:.2f} s"
-    # The stuck resolve still holds its worker, yet the resolves behind it ran on other workers.
+    # The stuck resolve still holds its thread, yet the others ran on theirs.
     assert _eventually(lambda: all(seen.get(n) == ["stuck"] for n in ("b", "c", "d"))), seen
     assert not release.is_set()
 
 
-def test_each_deadline_counts_from_when_its_resolve_started(registry: BashEnvRegistry) -> None:
+def test_slow_contributors_that_are_each_in_time_pass(registry: BashEnvRegistry) -> None:
     # Three resolves of 0.15 s each: 0.45 s in all, more than one deadline, yet each is within its own.
     def sleepy(name: str) -> FunctionContributor:
         key = f"DSH_{name.upper()}"
@@ -142,7 +156,7 @@ def test_two_stuck_contributors_cost_one_deadline_and_stay_bounded(
         return registry.collect(execution)
 
     before = threading.active_count()
-    for attempt in range(MAX_OVERDUE):
+    for attempt in range(THREADS_PER_CONTRIBUTOR):
         started = time.monotonic()
         with pytest.raises(CollectionError, match=r"^contributor 'a-stuck' did not resolve within its 0\.3 s"):
             collect(STUCK)
@@ -150,13 +164,13 @@ def test_two_stuck_contributors_cost_one_deadline_and_stay_bounded(
         assert DEADLINE <= took < 3 * DEADLINE, f"two stuck contributors cost call {attempt} {took:.2f} s"
         # c, behind both, still runs: the second stuck one never held it up.
         assert _eventually(lambda n=attempt + 1: len(seen.get("c", [])) == n), seen
-    # Each has MAX_OVERDUE resolves stuck now: the next call fails at once, starting nothing.
+    # Each has THREADS_PER_CONTRIBUTOR resolves stuck now: the next call fails at once, starting nothing.
     threads = threading.active_count()
     started = time.monotonic()
-    with pytest.raises(CollectionError, match=f"'a-stuck' is still running {MAX_OVERDUE} resolve"):
+    with pytest.raises(CollectionError, match=f"'a-stuck' is still running {THREADS_PER_CONTRIBUTOR} resolve"):
         collect(CALL)
     assert time.monotonic() - started < DEADLINE
-    assert threading.active_count() == threads <= before + 2 * MAX_OVERDUE + 3
+    assert threading.active_count() == threads <= before + 2 * THREADS_PER_CONTRIBUTOR + 3
     release.set()
     assert _eventually(lambda: _succeeds(collect)), "the contributors never recovered once released"
 
@@ -169,7 +183,7 @@ def _succeeds(collect: Callable[[ToolExecution], Mapping[str, str]]) -> bool:
 
 
 @pytest.mark.parametrize("position", ["first", "between"])
-def test_system_exit_in_a_batch_is_that_contributors_failure(registry: BashEnvRegistry, position: str) -> None:
+def test_system_exit_in_a_resolve_is_that_contributors_failure(registry: BashEnvRegistry, position: str) -> None:
     seen: dict[str, list[str]] = {}
     exiting = "a-exits" if position == "first" else "b-exits"
 
@@ -190,20 +204,20 @@ def test_system_exit_in_a_batch_is_that_contributors_failure(registry: BashEnvRe
         assert caught.value.contributor == exiting
         with pytest.raises(CollectionError, match=f"^contributor '{exiting}' raised SystemExit"):
             asyncio.run(registry.collect_async(ToolExecution("bash", "exit")))
-    # The worker survived every exit, and the next calls resolve as usual.
+    # Its thread survived every exit, and the next calls resolve as usual.
     snap = registry.collect(CALL)
     assert (snap["DSH_EXITS"], snap["DSH_A_HEALTHY"], snap["DSH_C_HEALTHY"]) == ("no", "calm", "calm")
     assert _eventually(lambda: threading.active_count() <= threads + 3)
 
 
-def test_the_batch_after_a_stuck_batch_resolves_at_once(registry: BashEnvRegistry, release: threading.Event) -> None:
+def test_the_calls_after_a_stuck_call_resolve_at_once(registry: BashEnvRegistry, release: threading.Event) -> None:
     seen: dict[str, list[str]] = {}
     registry.register(_healthy("a", seen))
     registry.register(_stuck("b-stuck", release))
     registry.register(_healthy("c", seen))
     with pytest.raises(CollectionError, match="'b-stuck' did not resolve"):
         registry.collect(STUCK)
-    for i in range(20):  # the worker stuck in b is never handed a batch again
+    for i in range(20):  # b's thread stuck in that call is never handed another resolve
         started = time.monotonic()
         snap = registry.collect(ToolExecution("bash", f"after-{i}"))
         assert time.monotonic() - started < DEADLINE
@@ -252,7 +266,7 @@ def test_calls_made_together_each_see_their_own_values(registry: BashEnvRegistry
 
 
 def test_a_call_fails_with_its_first_failure_in_name_order(registry: BashEnvRegistry) -> None:
-    """Built-ins resolve inline and the others on the worker, yet the error is the first by name."""
+    """Built-ins resolve inline and the others on their threads, yet the error is the first by name."""
 
     def failing(name: str, *, builtin: bool = False) -> FunctionContributor:
         def resolve(execution: ToolExecution) -> Mapping[str, str]:
@@ -292,9 +306,9 @@ def _collect(registry: BashEnvRegistry, waiting: str) -> Mapping[str, str]:
 
 
 @pytest.mark.parametrize("waiting", ["blocking", "async"])
-def test_slow_contributors_overlap_once_one_outlasts_the_batchs_patience(waiting: str) -> None:
+def test_slow_contributors_overlap(waiting: str) -> None:
     # Three that each take 0.3 s, well within their 2 s deadline: one after another they would cost
-    # the call 0.9 s; once the first has run past PATIENCE the other two start apart, so about 0.3 s.
+    # the call 0.9 s; run together, about 0.3 s.
     registry = BashEnvRegistry("/h", resolve_timeout=2.0)
     for name in ("a", "b", "c"):
         registry.register(_sleepy(name, 0.3))
@@ -306,8 +320,8 @@ def test_slow_contributors_overlap_once_one_outlasts_the_batchs_patience(waiting
 
 
 @pytest.mark.parametrize("waiting", ["blocking", "async"])
-def test_after_the_batch_splits_the_first_failure_by_name_still_wins(waiting: str) -> None:
-    # 'b' fails at once on its own worker while 'a' is still running; 'a' fails later: the call's
+def test_the_first_failure_by_name_wins_over_the_first_in_time(waiting: str) -> None:
+    # 'b' fails at once on its own thread while 'a' is still running; 'a' fails later: the call's
     # error is still a's, the first in name order, not the first in time.
     registry = BashEnvRegistry("/h", resolve_timeout=2.0)
     registry.register(_sleepy("a", 0.2, fails=True))
@@ -322,8 +336,13 @@ def test_after_the_batch_splits_the_first_failure_by_name_still_wins(waiting: st
         _collect(registry, waiting)
 
 
-def _unwatched_drains(registry: BashEnvRegistry) -> bool:
-    return _eventually(lambda: not registry._state.resolves.unwatched)
+def _running(registry: BashEnvRegistry, name: str) -> int:
+    """How many of ``name``'s resolves run now (internal, for the bounds these tests check)."""
+    return registry._state.entries[name].stuck(float("inf"))
+
+
+def _drains(registry: BashEnvRegistry) -> bool:
+    return _eventually(lambda: not any(_running(registry, name) for name in registry.contributors()))
 
 
 def test_a_fast_failing_contributor_never_gets_a_healthy_one_blamed() -> None:
@@ -352,7 +371,7 @@ def test_a_fast_failing_contributor_never_gets_a_healthy_one_blamed() -> None:
     for t in threads:
         t.join(30)
     assert errors == ["contributor 'a-broken' raised ValueError while resolving: backend config missing"] * 36
-    assert _unwatched_drains(registry)
+    assert _drains(registry)
 
 
 def test_calls_cancelled_while_a_healthy_contributor_resolves_never_refuse_the_next_call() -> None:
@@ -366,11 +385,12 @@ def test_calls_cancelled_while_a_healthy_contributor_resolves_never_refuse_the_n
         for call in calls:
             call.cancel()
         await asyncio.gather(*calls, return_exceptions=True)
-        assert len(registry._state.resolves.unwatched["healthy"]) == 5  # left running, blaming nobody
+        # Left running, blaming nobody: as many as its threads; the fifth never started.
+        assert _running(registry, "healthy") == THREADS_PER_CONTRIBUTOR
         return await registry.collect_async(ToolExecution("bash", "next"))
 
     assert asyncio.run(main())["DSH_HEALTHY"] == "healthy"
-    assert _unwatched_drains(registry)
+    assert _drains(registry)
 
 
 def test_a_resolve_left_running_counts_against_its_contributor_only_once_past_its_deadline(
@@ -379,30 +399,40 @@ def test_a_resolve_left_running_counts_against_its_contributor_only_once_past_it
     deadline = 0.5
     registry = BashEnvRegistry("/h", resolve_timeout=deadline)
     registry.register(_stuck("hangs", release))
-    left = MAX_OVERDUE + 1
 
-    async def cancelled_calls() -> None:
-        calls = [asyncio.ensure_future(registry.collect_async(STUCK)) for _ in range(left)]
+    async def cancelled_calls(count: int) -> None:
+        calls = [asyncio.ensure_future(registry.collect_async(STUCK)) for _ in range(count)]
         await asyncio.sleep(0.05)
         for call in calls:
             call.cancel()
         await asyncio.gather(*calls, return_exceptions=True)
 
     started = time.monotonic()
-    asyncio.run(cancelled_calls())
+    asyncio.run(cancelled_calls(THREADS_PER_CONTRIBUTOR - 1))
     # Still within their deadline: nobody is blamed yet, and the next call runs its own resolve.
     assert registry.collect(CALL)["DSH_HANGS"] == "ok"
     assert time.monotonic() - started < deadline, "the machine was too slow to check within the deadline"
-    time.sleep(deadline - (time.monotonic() - started) + 0.05)
-    # Now each passed its deadline: refused at once, with the true number.
+    asyncio.run(cancelled_calls(1))
+    # Every thread of it is taken now, each within its deadline: a call waits for one, in vain, and
+    # fails at its own deadline, saying why.
     with pytest.raises(CollectionError) as caught:
         registry.collect(CALL)
     assert str(caught.value) == (
-        f"contributor 'hangs' is still running {left} resolve() calls that passed their 0.5 s deadline; "
-        "this call fails without starting another"
+        "contributor 'hangs' did not start resolving within its 0.5 s deadline: its "
+        f"{THREADS_PER_CONTRIBUTOR} threads were busy with other calls' resolves (bash-env config resolve_timeout)"
+    )
+    time.sleep(max(0.0, deadline - (time.monotonic() - started)) + 0.05)
+    # Now each passed its deadline: refused at once, with the number.
+    refused = time.monotonic()
+    with pytest.raises(CollectionError) as caught:
+        registry.collect(CALL)
+    assert time.monotonic() - refused < deadline / 2
+    assert str(caught.value) == (
+        f"contributor 'hangs' is still running {THREADS_PER_CONTRIBUTOR} resolve() calls that passed their "
+        "0.5 s deadline; this call fails without starting another"
     )
     release.set()
-    assert _unwatched_drains(registry)
+    assert _drains(registry)
     assert registry.collect(CALL)["DSH_HANGS"] == "ok"
 
 
@@ -423,7 +453,7 @@ def test_an_exception_whose_str_raises_fails_its_call_at_once_and_strands_nothin
     registry.register(FunctionContributor("odd", {"DSH_ODD": "o"}, resolve))
     registry.register(_healthy("p", {}))
     threads = threading.active_count()
-    for _ in range(MAX_OVERDUE + 2):
+    for _ in range(3 * THREADS_PER_CONTRIBUTOR):  # more calls than the threads it may have
         started = time.monotonic()
         with pytest.raises(CollectionError) as caught:
             _collect(registry, waiting)
@@ -432,16 +462,17 @@ def test_an_exception_whose_str_raises_fails_its_call_at_once_and_strands_nothin
             "contributor 'odd' raised _Unprintable while resolving "
             "(its message could not be read: RuntimeError: str() broken)"
         )
-    assert threading.active_count() <= threads + 1  # no worker died and was replaced per call
-    assert not registry._state.resolves.unwatched
+    # Bounded by the contributors' threads, not by the calls: none died and was replaced per call.
+    assert threading.active_count() <= threads + 2 * THREADS_PER_CONTRIBUTOR
+    assert _drains(registry)
     assert capfd.readouterr().err == ""  # no thread traceback on the user's terminal
 
 
 @pytest.mark.parametrize("waiting", ["blocking", "async"])
-def test_a_bug_in_a_batch_fails_its_call_and_strands_neither_caller_nor_count(
+def test_a_bug_in_bash_env_fails_its_call_and_strands_neither_caller_nor_count(
     waiting: str, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    # Fault injection: resolved() never raises, so make it, to reach the batch's own last guard.
+    # Fault injection: resolved() never raises, so make it, to reach the caller's own last guard.
     import dsh.bash_env._resolve as resolve_module
 
     registry = BashEnvRegistry("/h", resolve_timeout=1.0)
@@ -454,7 +485,7 @@ def test_a_bug_in_a_batch_fails_its_call_and_strands_neither_caller_nor_count(
         raise TypeError("a bug")
 
     monkeypatch.setattr(resolve_module, "resolved", broken)
-    for _ in range(MAX_OVERDUE + 2):
+    for _ in range(3 * THREADS_PER_CONTRIBUTOR):  # more calls than the threads it may have
         started = time.monotonic()
         with pytest.raises(CollectionError) as caught:
             _collect(registry, waiting)
@@ -465,37 +496,66 @@ def test_a_bug_in_a_batch_fails_its_call_and_strands_neither_caller_nor_count(
         )
         assert caught.value.contributor == "a"
     monkeypatch.undo()
-    assert not registry._state.resolves.unwatched
+    assert _drains(registry)
     assert _collect(registry, waiting)["DSH_B"] == "calm"
-    assert threading.active_count() <= threads + 1
+    assert threading.active_count() <= threads + 2 * THREADS_PER_CONTRIBUTOR
     assert capfd.readouterr().err == ""
 
 
-def test_a_raising_job_leaves_its_worker_alive_and_quiet(capfd: pytest.CaptureFixture[str]) -> None:
-    from dsh.bash_env._workers import _Workers
-
-    workers = _Workers()
+def test_a_raising_job_leaves_its_thread_alive_and_quiet(capfd: pytest.CaptureFixture[str]) -> None:
+    pool = DaemonPool(2, "test")
     ran: list[int] = []
-    done = threading.Event()
 
     def raising() -> None:
         ran.append(threading.get_ident())
-        raise RuntimeError("a job's bug")
+        raise SystemExit("a job's own")
 
-    def noting() -> None:
+    def noting() -> int:
         ran.append(threading.get_ident())
-        done.set()
+        return 7
 
-    workers.submit(raising)
-    assert _eventually(lambda: len(workers._idle) == 1)  # idle again, not dead
-    workers.submit(noting)
-    assert done.wait(5)
-    assert ran[0] == ran[1]
+    failed = pool.submit(raising)
+    assert isinstance(failed.exception(5), SystemExit)  # on its future, never on the terminal
+    assert pool.submit(noting).result(5) == 7
+    assert ran[0] == ran[1] and pool.threads == 1  # the same thread, alive
+    pool.shutdown()
     assert capfd.readouterr().err == ""
 
 
+def test_the_pool_is_bounded_and_work_past_its_size_waits() -> None:
+    pool = DaemonPool(3, "test")
+    release = threading.Event()
+    held = [pool.submit(release.wait, 30) for _ in range(5)]
+    assert _eventually(lambda: sum(f.running() for f in held) == 3)
+    assert pool.threads == 3 and not held[3].running() and not held[4].running()
+    assert held[4].cancel()  # never started: cancelled, and never runs
+    release.set()
+    assert held[3].result(5) is True and held[4].cancelled()
+    pool.shutdown()
+
+
+EXITS_PAST_A_STUCK_JOB = """
+import sys, time
+from dsh.bash_env._pool import DaemonPool
+
+pool = DaemonPool(1, "stuck")
+pool.submit(time.sleep, 60)
+time.sleep(0.1)
+sys.exit(3)
+"""
+
+
+def test_a_stuck_job_never_holds_the_interpreter_at_exit() -> None:
+    # What ThreadPoolExecutor would do (it joins its threads at exit): dsh would wait for a resolve
+    # that never returns after its call had already failed.
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", EXITS_PAST_A_STUCK_JOB], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3, done.stderr
+    assert time.monotonic() - started < 30 and done.stderr == ""
+
+
 @pytest.mark.parametrize("waiting", ["blocking", "async"])
-def test_after_the_batch_splits_the_snapshot_keeps_name_order(waiting: str) -> None:
+def test_the_snapshot_keeps_name_order_whatever_order_resolves_end_in(waiting: str) -> None:
     registry = BashEnvRegistry("/h", resolve_timeout=2.0)
     registry.register(_sleepy("a", 0.05))
     registry.register(_sleepy("b", 0.0))
