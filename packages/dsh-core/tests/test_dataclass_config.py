@@ -95,3 +95,30 @@ def test_the_kernel_and_an_empty_dataclass_config_never_import_pydantic() -> Non
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_pydantic_model_config_refuses_an_unknown_field_naming_it() -> None:
+    # pydantic ignores unknown fields of a model that does not say otherwise: a typo would boot.
+    from pydantic import BaseModel, ConfigDict, Field
+
+    class Ticket(BaseModel):
+        ticket: str
+        owner: str = Field(default="", alias="assignee")
+
+    state, error, _ = _load(Ticket, {"ticket": "T-1", "prio": 2})
+    assert state is FiberState.FAILED
+    assert error == "plugin 'server' has invalid config: field 'config.prio' is not a known field (check its spelling)"
+    state, error, _ = _load(Ticket, {"prio": 2})  # with the model's own errors, each named
+    assert error == (
+        "plugin 'server' has invalid config: field 'config.ticket' is required; "
+        "field 'config.prio' is not a known field (check its spelling)"
+    )
+    state, _, got = _load(Ticket, {"ticket": "T-1", "assignee": "ana"})  # an alias is a known field
+    assert state is FiberState.ACTIVE and got == Ticket(ticket="T-1", assignee="ana")
+
+    class Open(BaseModel):  # a model that chose to allow extras keeps its choice
+        model_config = ConfigDict(extra="allow")
+        ticket: str
+
+    state, _, got = _load(Open, {"ticket": "T-1", "prio": 2})
+    assert state is FiberState.ACTIVE and got == Open(ticket="T-1", prio=2)

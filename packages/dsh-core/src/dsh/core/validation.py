@@ -8,7 +8,7 @@ configs are all empty never pays for pydantic.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -22,6 +22,7 @@ __all__ = [
     "problems",
     "validate_config",
     "validate_dataclass",
+    "validate_model",
 ]
 
 _PLAIN = {
@@ -127,9 +128,13 @@ def validate_dataclass(cls: type[Any], raw: object) -> Any:
     adapter = _ADAPTERS.get(cls)
     if adapter is None:
         adapter = _ADAPTERS[cls] = TypeAdapter(cls)
-    unknown = _unknown_fields(cls, raw)
+    return _refusing_unknown(cls, _unknown_fields(cls, raw), lambda: adapter.validate_python(raw))
+
+
+def _refusing_unknown(cls: type[Any], unknown: list[Any], validate: Callable[[], Any]) -> Any:
+    """``validate()``, raising one ``ValidationError`` with its own errors and the ``unknown`` fields'."""
     try:
-        value = adapter.validate_python(raw)
+        value = validate()
     except ValidationError as exc:
         if not unknown:
             raise
@@ -143,14 +148,38 @@ def validate_dataclass(cls: type[Any], raw: object) -> Any:
     return value
 
 
+def _unknown_model_fields(cls: type[BaseModel], raw: object) -> list[Any]:
+    if not isinstance(raw, Mapping) or "extra" in cls.model_config:
+        return []
+    known = set()
+    for field_name, info in cls.model_fields.items():
+        known.add(field_name)
+        for alias in (info.alias, info.validation_alias):
+            if isinstance(alias, str):
+                known.add(alias)
+    return [{"type": "extra_forbidden", "loc": (str(k),), "input": v} for k, v in raw.items() if k not in known]
+
+
+def validate_model(cls: type[BaseModel], raw: object) -> Any:
+    """Validate ``raw`` into the pydantic model ``cls``; unknown top-level fields are errors too.
+
+    pydantic ignores unknown fields of a model unless its ``model_config`` sets ``extra``; a plugin
+    config that says nothing must not drop a misspelt field either (``{ticket: T-1, prio: 2}`` for a
+    model of ``ticket`` alone names ``prio``). A model that sets ``extra`` keeps its own choice.
+    Raises ``ValidationError``.
+    """
+    return _refusing_unknown(cls, _unknown_model_fields(cls, raw), lambda: cls.model_validate(raw))
+
+
 def validate_config(name: str, config_cls: type[Any], raw: object) -> Any:
     """Validate a plugin's raw config against its ``Config`` (a pydantic model or a dataclass).
 
-    Raise :class:`~dsh.core.PluginError` naming each failing field (``config.port``).
+    Unknown fields are refused either way. Raise :class:`~dsh.core.PluginError` naming each failing
+    field (``config.port``).
     """
     try:
         if issubclass(config_cls, BaseModel):
-            return config_cls.model_validate(raw)
+            return validate_model(config_cls, raw)
         return validate_dataclass(config_cls, raw)
     except ValidationError as exc:
         detail = format_validation_error(exc, "config")
