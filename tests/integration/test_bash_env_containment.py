@@ -58,7 +58,9 @@ def test_a_slow_contributor_fails_its_call_at_the_deadline(registry: BashEnvRegi
             registry.collect(SLOW)
     # With all its threads stuck past their deadline, calls fail at once instead of waiting for one.
     threads = threading.active_count()
-    with pytest.raises(CollectionError, match=f"still running {THREADS_PER_CONTRIBUTOR} resolve\\(\\) calls that passed their"):
+    with pytest.raises(
+        CollectionError, match=f"still running {THREADS_PER_CONTRIBUTOR} resolve\\(\\) calls that passed their"
+    ):
         registry.collect(CALL)
     assert threading.active_count() == threads
     release.set()

@@ -80,3 +80,43 @@ def test_broken_contributor_is_a_warning_and_the_rest_runs(site: Path, tmp_path:
         assert runtime.ctx.require(BASH_ENV).collect(CALL)["DSH_SHELL"] == "1"
     finally:
         runtime.close()
+
+
+RUNTIME_PLUGIN = """
+from dsh.bash_env import BASH_ENV, FunctionContributor
+from dsh.core import Plugin
+
+
+def apply(ctx, config):
+    ctx.require(BASH_ENV).register(
+        FunctionContributor("runtime-region", {"DSH_RUNTIME_REGION": "Set by a plugin at run time."}, lambda e: {})
+    )
+
+
+plugin = Plugin(name="runtime-region", apply=apply, inject=("bash_env",))
+"""
+
+
+def test_a_contributor_registered_at_run_time_is_attributed_to_its_plugins_distribution(
+    site: Path, tmp_path: Path
+) -> None:
+    make_dist(
+        site,
+        "dsh-runtime-region",
+        "2.1",
+        {"dsh.plugins": {"runtime-region": "runtime_region:plugin"}},
+        {"runtime_region": RUNTIME_PLUGIN},
+    )
+    runtime = harness(
+        tmp_path, plugins=[{"id": "bash-env", "name": "bash-env"}, {"id": "rr", "name": "runtime-region"}]
+    )
+    try:
+        (row,) = [r for r in runtime.ctx.require(BASH_ENV).list() if r.key == "DSH_RUNTIME_REGION"]
+        assert (row.owner, row.distribution, row.version, row.builtin) == (
+            "runtime-region",
+            "dsh-runtime-region",
+            "2.1",
+            False,
+        )
+    finally:
+        runtime.close()

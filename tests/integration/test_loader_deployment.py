@@ -74,6 +74,31 @@ def test_pending_entry_names_the_services_it_waits_for(tmp_path: Path) -> None:
         runtime.close()
 
 
+MISSPELT_INJECT = """
+from dsh.core import Plugin
+
+plugin = Plugin(name="wants-env", apply=lambda ctx, config: None, inject=("bash-env", "no-such-service"))
+"""
+
+
+def test_a_pending_entry_says_which_provided_service_it_likely_meant(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The plugin is called bash-env; the service it provides is bash_env.
+    (tmp_path / "misspelt_inject.py").write_text(MISSPELT_INJECT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plugins = [{"id": "bash-env", "name": "bash-env"}, {"id": "w", "name": "misspelt_inject:plugin"}]
+    runtime = compose(parse_deployment({"dsh_home": str(tmp_path / "h"), "plugins": plugins}))
+    try:
+        (problem,) = runtime.problems()
+        assert problem == (
+            "entry 'w' (plugin 'wants-env') is pending, waiting for service(s): "
+            "bash-env (did you mean 'bash_env'?), no-such-service"
+        )
+    finally:
+        runtime.close()
+
+
 def test_module_attr_reference_and_its_failure(tmp_path: Path) -> None:
     ok = compose(parse_deployment({"dsh_home": str(tmp_path), "plugins": [{"id": "e", "name": "dsh.bash_env:plugin"}]}))
     assert ok.entries["e"].state is FiberState.ACTIVE

@@ -126,10 +126,14 @@ class BashEnvRegistry(Service):
     ) -> Disposer:
         """Add a contributor; raise :class:`ContributorError` naming it (and the key) when malformed.
 
-        Returns an idempotent disposer; unloading the calling plugin disposes it too.
+        Returns an idempotent disposer; unloading the calling plugin disposes it too. Without an
+        ``origin``, the contributor is attributed to the distribution of the calling plugin's entry
+        point (``dsh env`` shows it; errors name it).
         """
         name, descriptions, resolve = validate(contributor)
         state = self._state
+        if origin is None and not builtin:
+            origin = self._caller_origin()
 
         def setup() -> Disposer:
             if name in state.entries:
@@ -160,6 +164,16 @@ class BashEnvRegistry(Service):
             return remove
 
         return self.effect(setup, label=f"bash_env contributor {name}")
+
+    def _caller_origin(self) -> EntryPointItem | None:
+        """The entry point the registering plugin (or the nearest plugin above it) was loaded from:
+        a contributor registered at run time is its plugin's distribution's."""
+        fiber = None if self.caller is None else self.caller.fiber
+        while fiber is not None:
+            if isinstance(fiber.origin, EntryPointItem):
+                return fiber.origin
+            fiber = fiber.parent
+        return None
 
     def collect(self, execution: ToolExecution) -> Mapping[str, str]:
         """A new immutable snapshot for one call: built-ins, then each contributor in name order.

@@ -72,7 +72,7 @@ class Runtime:
                 elif f.state is FiberState.PENDING:
                     lines.append(
                         f"entry '{f.label}' (plugin '{f.name}') is pending, waiting for service(s): "
-                        + ", ".join(f.missing)
+                        + ", ".join(_with_suggestion(f, name) for name in f.missing)
                     )
         return lines
 
@@ -215,3 +215,16 @@ def boot(
         runtime.close()
         raise
     return runtime
+
+
+def _with_suggestion(fiber: Fiber, name: str) -> str:
+    """``name``, and the provided service it was likely meant to be (``bash-env`` for ``bash_env``)."""
+    import difflib  # only on the way to a boot report
+
+    provided = [n for n in fiber.kernel.services if fiber.kernel.available(n)]
+    spelled = {n.replace("-", "_").lower(): n for n in provided}
+    match = spelled.get(name.replace("-", "_").lower())
+    if match is None:
+        close = difflib.get_close_matches(name, provided, n=1, cutoff=0.8)
+        match = close[0] if close else None
+    return name if match is None else f"{name} (did you mean '{match}'?)"
