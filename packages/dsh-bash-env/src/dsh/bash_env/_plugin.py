@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from dsh.bash import DSH_ENV_PREFIX
+from dsh.bash import DSH_ENV_PREFIX, SHELL_EXECUTOR, Executor, World, world_of
 from dsh.core import Context, Plugin, plugin_home
 from dsh.loader import EntryPointItem, follow_group
 from dsh.session import ToolExecution
@@ -20,11 +20,18 @@ BASH_ENV_GROUP = "dsh.bash_env"
 """Entry-point group of contributors: each names a contributor, or a callable returning one."""
 
 
+def current_world(ctx: Context) -> World:
+    """The world of the executor the shell tools use now (looked up at each call, never cached)."""
+    executor: Executor | None = ctx.get(SHELL_EXECUTOR)
+    return world_of(executor)
+
+
 class PersistenceTranslator:
     """Built-in contributor of ``DSH_SESSION_JSONL``, from the *current* persistence service.
 
     The service is looked up at every collection, never cached, so a backend replaced at
-    run time is followed by the next call.
+    run time is followed by the next call; so is the executor, whose world decides whether the
+    path is true for the child (readable at that path there).
     """
 
     name = "session-persistence"
@@ -37,15 +44,24 @@ class PersistenceTranslator:
         self._ctx = ctx
 
     def resolve(self, execution: ToolExecution) -> Mapping[str, str]:
-        """The JSONL path when the active backend locates one."""
+        """The JSONL path when the active backend locates one and the executor's child can read it there."""
+        path, _ = self.explain(execution)
+        return {} if path is None else {SESSION_JSONL_KEY: path}
+
+    def explain(self, execution: ToolExecution, world: World | None = None) -> tuple[str | None, str]:
+        """The path a child of ``world`` (default: the current executor's) gets, or None; and why."""
         agent = execution.agent
         if agent is None:
-            return {}
+            return None, "the call has no session"
         backend: SessionPersistence | None = self._ctx.get(SESSION_PERSISTENCE)
         location = None if backend is None else backend.locate(agent.header)
         if location is None or location.kind != "jsonl":
-            return {}
-        return {SESSION_JSONL_KEY: location.path}
+            return None, "the persistence backend keeps no JSONL file for the session"
+        world = current_world(self._ctx) if world is None else world
+        why = world.why_not(location.path, agent.header.cwd)
+        if why is not None:
+            return None, why
+        return location.path, f"readable at that path in {world.label}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,7 +98,12 @@ def _apply(ctx: Context, config: BashEnvConfig) -> None:
     version = (
         origin.version if isinstance(origin, EntryPointItem) and origin.distribution == BUILTIN_DISTRIBUTION else None
     )
-    registry = BashEnvRegistry(home, resolve_timeout=config.resolve_timeout, version=version)
+    registry = BashEnvRegistry(
+        home,
+        resolve_timeout=config.resolve_timeout,
+        version=version,
+        world=lambda: current_world(ctx),
+    )
     ctx.provide(BASH_ENV, registry)
     ctx.require(BASH_ENV).register(PersistenceTranslator(ctx), builtin=True)
     if not config.entry_points:

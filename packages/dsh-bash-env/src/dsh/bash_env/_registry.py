@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from dsh.bash import Interrupts
+from dsh.bash import LOCAL_WORLD, Interrupts, World
 from dsh.core import Disposer, FieldError, Service, ServiceKey
 from dsh.loader import EntryPointItem
 from dsh.session import ToolExecution
@@ -64,11 +64,12 @@ class VariableInfo(NamedTuple):
 
 
 class _State:
-    __slots__ = ("_lock", "_ordered", "entries", "home", "owners", "timeout")
+    __slots__ = ("_lock", "_ordered", "entries", "home", "owners", "timeout", "world")
 
-    def __init__(self, home: str, timeout: float) -> None:
+    def __init__(self, home: str, timeout: float, world: Callable[[], World] | None) -> None:
         self.home = home
         self.timeout = timeout
+        self.world = world
         self.entries: dict[str, Entry] = {}
         self.owners: dict[str, str] = {}
         self._ordered: tuple[Entry, ...] | None = ()
@@ -104,10 +105,15 @@ class BashEnvRegistry(Service):
     """
 
     def __init__(
-        self, home: str | Path, *, resolve_timeout: float = DEFAULT_RESOLVE_TIMEOUT, version: str | None = None
+        self,
+        home: str | Path,
+        *,
+        resolve_timeout: float = DEFAULT_RESOLVE_TIMEOUT,
+        version: str | None = None,
+        world: Callable[[], World] | None = None,
     ) -> None:
         check_resolve_timeout(resolve_timeout)
-        self._state = _State(str(Path(home).absolute()), resolve_timeout)
+        self._state = _State(str(Path(home).absolute()), resolve_timeout, world)
         self._version = version
         """dsh-bash-env's version as discovery found it (None: ask importlib.metadata when listing)."""
 
@@ -118,8 +124,24 @@ class BashEnvRegistry(Service):
 
     @property
     def home(self) -> str:
-        """The absolute harness home every snapshot carries as ``DSH_HOME``."""
+        """The absolute harness home; a snapshot carries it as ``DSH_HOME`` where the child can read it."""
         return self._state.home
+
+    def world(self) -> World:
+        """The world of the current executor, asked at each call (local when nobody says otherwise)."""
+        world = self._state.world
+        return LOCAL_WORLD if world is None else world()
+
+    def home_in(self, world: World, cwd: str | None = None) -> tuple[str | None, str | None]:
+        """``DSH_HOME`` as a child of ``world`` gets it (None when it gets none), and why it gets none.
+
+        The world's own home when it names one (a remote host's), else the harness's where the
+        child can read it at that path.
+        """
+        if world.home is not None:
+            return world.home, None
+        why = world.why_not(self._state.home, cwd)
+        return (self._state.home if why is None else None), why
 
     def register(
         self, contributor: Contributor, *, origin: EntryPointItem | None = None, builtin: bool = False
@@ -213,7 +235,14 @@ class BashEnvRegistry(Service):
         return sealed(out)
 
     def _builtins(self, execution: ToolExecution) -> dict[str, str]:
-        out = {HOME_KEY: self._state.home, SHELL_KEY: "1"}
+        state = self._state
+        world = LOCAL_WORLD if state.world is None else state.world()
+        if world is LOCAL_WORLD:  # the common case, without a path walk
+            out = {HOME_KEY: state.home, SHELL_KEY: "1"}
+        else:
+            session = execution.session
+            home, _ = self.home_in(world, None if session is None else session.cwd)
+            out = {HOME_KEY: home, SHELL_KEY: "1"} if home is not None else {SHELL_KEY: "1"}
         agent = execution.agent
         if agent is not None:
             out[SESSION_ID_KEY] = agent.header.id

@@ -6,8 +6,17 @@
 from ._env import DSH_ENV_PREFIX, Shell, is_managed_key
 from ._errors import ChannelError, ExecError
 from ._interrupt import Interrupted, Interrupts, interruption
-from ._local import AMBIENT_ENV, SHELL_EXECUTOR, Executor, LocalExecutor, LocalExecutorConfig, local_executor_plugin
-from ._request import BashExecRequest, ExecResult
+from ._local import (
+    AMBIENT_ENV,
+    SHELL_EXECUTOR,
+    Executor,
+    LocalExecutor,
+    LocalExecutorConfig,
+    executor_options,
+    local_executor_plugin,
+)
+from ._request import BashExecRequest, BashExecSpec, ExecResult
+from ._world import LOCAL_WORLD, Access, Mount, World, WorldKind, world_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -16,9 +25,12 @@ if TYPE_CHECKING:
 __all__ = [
     "AMBIENT_ENV",
     "DSH_ENV_PREFIX",
+    "LOCAL_WORLD",
     "SHELL_EXECUTOR",
+    "Access",
     "BackgroundProcess",
     "BashExecRequest",
+    "BashExecSpec",
     "ChannelError",
     "ExecError",
     "ExecResult",
@@ -27,10 +39,15 @@ __all__ = [
     "Interrupts",
     "LocalExecutor",
     "LocalExecutorConfig",
+    "Mount",
     "Shell",
+    "World",
+    "WorldKind",
+    "executor_options",
     "interruption",
     "is_managed_key",
     "local_executor_plugin",
+    "world_of",
 ]
 
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from dsh.core import DSH_HOME, Context, Plugin, ServiceKey
 from dsh.paths import resolve_dsh_home
@@ -18,6 +18,7 @@ from ._child import Ended
 from ._env import DEFAULT_CREDENTIAL_PATTERN, Shell, build_child_env, compile_credential_pattern
 from ._interrupt import Interrupts
 from ._request import BashExecRequest, BashExecSpec, ExecResult
+from ._world import LOCAL_WORLD, World
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,7 +39,9 @@ class Executor(Protocol):
     """What a shell executor provides as the ``shell_executor`` service.
 
     An executor may also offer ``run_sync(request) -> ExecResult``, the same run without an event
-    loop; with it, a one-shot ``dsh exec`` needs no asyncio (see :class:`LocalExecutor`).
+    loop; with it, a one-shot ``dsh exec`` needs no asyncio (see :class:`LocalExecutor`). One whose
+    children do not run on this machine as they are (a sandbox, a remote host) says so with a
+    ``world`` attribute (a :class:`~dsh.bash.World`); without one it is local (:func:`~dsh.bash.world_of`).
     """
 
     async def run(self, request: BashExecRequest) -> ExecResult:
@@ -64,6 +67,9 @@ class LocalExecutor:
     environment at call time; :data:`os.environ` is never modified. :meth:`run` waits under
     asyncio, :meth:`run_sync` without an event loop; both keep one contract.
     """
+
+    world: World = LOCAL_WORLD
+    """Where the children run: this machine, every harness path as it is."""
 
     def __init__(
         self,
@@ -194,18 +200,20 @@ class LocalExecutorConfig:
     """Bytes of one stream's output kept in its spill file (default 256 MiB); the rest is counted and dropped."""
 
 
-def _apply(ctx: Context, config: LocalExecutorConfig) -> None:
+def executor_options(ctx: Context, config: LocalExecutorConfig) -> dict[str, Any]:
+    """The :class:`LocalExecutor` keyword arguments ``config`` means in ``ctx`` (spills default to the
+    deployment's ``<DSH_HOME>/output``); executors built on it (a sandbox, a remote host) share them."""
     home = ctx.get(DSH_HOME)
-    spill = config.spill_dir or (str(home / "output") if home is not None else None)
-    ctx.provide(
-        SHELL_EXECUTOR,
-        LocalExecutor(
-            credential_pattern=config.credential_pattern,
-            max_output=config.max_output,
-            spill_dir=spill,
-            max_spill=config.max_spill,
-        ),
-    )
+    return {
+        "credential_pattern": config.credential_pattern,
+        "max_output": config.max_output,
+        "spill_dir": config.spill_dir or (str(home / "output") if home is not None else None),
+        "max_spill": config.max_spill,
+    }
+
+
+def _apply(ctx: Context, config: LocalExecutorConfig) -> None:
+    ctx.provide(SHELL_EXECUTOR, LocalExecutor(**executor_options(ctx, config)))
 
 
 local_executor_plugin = Plugin(name="bash-local", apply=_apply, Config=LocalExecutorConfig)

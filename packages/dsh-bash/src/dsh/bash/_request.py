@@ -57,10 +57,13 @@ class ExecResult(NamedTuple):
     status_known: bool = True
     """False when another ``waitpid()`` in this process took the shell's status: ``exit_code`` is
     then 255 and ``stderr`` ends with a line saying so (a hook's verdict cannot be read from it)."""
+    sandbox: Mapping[str, Any] | None = None
+    """Set by a sandboxing executor: its ``mode``, whether it ``confined`` the command, and ``denied``
+    when the sandbox refused a write; None for an executor that has no sandbox."""
 
     def as_data(self) -> dict[str, Any]:
-        """The JSON-able record of this result a transcript keeps (``duration`` left out)."""
-        return {
+        """The JSON-able record of this result a transcript keeps (``duration`` left out; ``sandbox`` when set)."""
+        data = {
             "exit_code": self.exit_code,
             "stdout": self.stdout,
             "stderr": self.stderr,
@@ -68,3 +71,6 @@ class ExecResult(NamedTuple):
             "stdout_spill": self.stdout_spill,
             "stderr_spill": self.stderr_spill,
         }
+        if self.sandbox is not None:
+            data["sandbox"] = dict(self.sandbox)
+        return data
