@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from dsh.cli._wire import PROTOCOL, frame, recv_frame
+from dsh.cli._fast._wire import PROTOCOL, frame, recv_frame
 
 OTHER_UID = 65534
 """The second uid the tests act as (``nobody``)."""

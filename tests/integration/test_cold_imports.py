@@ -1,6 +1,6 @@
 """Cold commands import only what they use (issue 14: a cold ``dsh`` within 6x ``python -c pass``).
 
-Each verb runs in a fresh interpreter through the real entry point (``dsh.cli._client.main``,
+Each verb runs in a fresh interpreter through the real entry point (``dsh.cli._fast._client.main``,
 what ``python -m dsh.cli`` and the ``dsh`` script run), on the default deployment in an empty
 home; a wrapper then prints which heavy modules ended up in ``sys.modules``. pydantic stays the
 validator of configs, deployment files and scripts, so it is loaded only when one is there to check;
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 
 WRAPPER = """
 import json, sys
-from dsh.cli._client import main
+from dsh.cli._fast._client import main
 
 code = main(sys.argv[2:])
 sys.stdout.flush()
@@ -62,14 +62,35 @@ def test_a_cold_verb_on_the_default_deployment_imports_none_of_the_heavy_modules
     assert loaded == []
 
 
-def test_plain_cold_verbs_never_build_the_full_command_line_parser(tmp_path: Path) -> None:
+def test_a_plain_cold_exec_never_builds_the_full_command_line_parser(tmp_path: Path) -> None:
+    """The fenced start-up path reads the plain ``exec`` form; every other line is argparse's."""
     code, loaded, out = _cold(tmp_path / "home", "exec", "--no-server", "--", "echo ran", watched=("argparse",))
     assert (code, loaded, out) == (0, [], "ran\n")
-    for verb in (("env", "--json"), ("plugins",), ("sessions", "list"), ("sessions", "locate", "nope")):
-        code, loaded, _ = _cold(tmp_path / "home", *verb, watched=("argparse",))
-        assert loaded == [], verb
     code, loaded, _ = _cold(tmp_path / "home", "exec", "--debug", "--no-server", "--", "true", watched=("argparse",))
-    assert (code, loaded) == (0, ["argparse"])  # anything but the plain forms goes to the full parser
+    assert (code, loaded) == (0, ["argparse"])  # anything but the plain form goes to the full parser
+
+
+def test_the_fence_imports_only_the_standard_library_dsh_paths_and_itself() -> None:
+    """Start-up tricks live in ``dsh.cli._fast`` alone, and it reaches nothing above ``dsh.paths``."""
+    import ast
+
+    import dsh.cli._fast as fast
+
+    folder = Path(fast.__file__).parent
+    for source in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("dsh."):
+                assert node.module == "dsh.paths", f"{source.name} imports {node.module}"
+            if isinstance(node, ast.Import):
+                assert not [a.name for a in node.names if a.name.startswith("dsh.")], source.name
+    tricks = [
+        str(p.relative_to(folder.parents[5]))
+        for p in folder.parents[5].glob("packages/*/src/dsh/**/*.py")
+        if "TYPE_CHECKING = False" in p.read_text() and folder not in p.parents
+    ]
+    allowed = {"packages/dsh-cli/src/dsh/cli/__init__.py"}  # imported on the way into the fence
+    allowed |= {"packages/dsh-paths/src/dsh/paths/__init__.py", "packages/dsh-paths/src/dsh/paths/_trust.py"}
+    assert set(tricks) <= allowed, sorted(set(tricks) - allowed)
 
 
 HOOK_MACHINERY = ("asyncio", "concurrent.futures", "ssl", "logging")
@@ -112,7 +133,7 @@ def test_a_configured_hook_brings_asyncio_and_still_runs(tmp_path: Path) -> None
 
 DATACLASSES_WRAPPER = """
 import dataclasses, json, sys
-from dsh.cli._client import main
+from dsh.cli._fast._client import main
 
 code = main(sys.argv[1:])
 sys.stdout.flush()

@@ -137,7 +137,7 @@ def test_served_calls_fail_alone_while_other_clients_go_on(server: ServeProcess,
         assert calm is not None and calm["ok"], calm
         assert calm["result"]["stdout"] == "fine fine\n"
         assert calm["warnings"] == [IMPORT_WARNING.removeprefix("dsh: warning: ")]
-        from dsh.cli._wire import recv_frame
+        from dsh.cli._fast._wire import recv_frame
 
         answer = recv_frame(slow)
     assert answer is not None and answer["ok"]

@@ -127,7 +127,7 @@ def test_a_half_closed_request_is_answered(server: ServeProcess, tmp_path: Path)
     with connect(server.path) as sock:
         sock.sendall(frame(json.dumps(request("sleep 0.3; echo answered", tmp_path)).encode()))
         sock.shutdown(socket.SHUT_WR)  # as `nc -N` does: the request is complete, the answer awaited
-        from dsh.cli._wire import recv_frame
+        from dsh.cli._fast._wire import recv_frame
 
         answer = recv_frame(sock)
     assert answer is not None and answer["ok"], answer
@@ -152,7 +152,7 @@ def test_bytes_after_the_request_stop_the_command_and_get_an_error_answer(
         sock.sendall(trailing)
         if trailing == b"ab":
             sock.shutdown(socket.SHUT_WR)  # two bytes of a header, then nothing more
-        from dsh.cli._wire import recv_frame
+        from dsh.cli._fast._wire import recv_frame
 
         answer = recv_frame(sock)
     assert answer is not None and answer["ok"] is False, answer
@@ -178,7 +178,7 @@ def test_a_client_that_goes_away_has_its_command_killed(server: ServeProcess, ho
 def test_the_served_client_imports_only_what_it_needs(server: ServeProcess, home: Path) -> None:
     probe = (
         "import sys\n"
-        "from dsh.cli._client import main\n"
+        "from dsh.cli._fast._client import main\n"
         "code = main(['exec', '--json', '--', 'true'])\n"
         "sys.stdout.flush()\n"
         "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n"

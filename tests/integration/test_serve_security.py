@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh.cli._wire import MAX_FRAME, recv_frame, socket_path
+from dsh.cli._fast._wire import MAX_FRAME, recv_frame, socket_path
 from tests.helpers import dsh
 from tests.integration.serve_support import (
     OTHER_UID,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh.cli._choice import choose_deployment
+from dsh.cli._fast._choice import choose_deployment
 from dsh.cli._runtime import layer_on_defaults
 from dsh.loader import DeploymentError, parse_deployment
 from dsh.testing import dsh

@@ -8,7 +8,7 @@ import io
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh.cli._exec_argv import command_line, parse_exec
+from dsh.cli._fast._exec_argv import command_line, parse_exec
 from dsh.cli._parser import parse
 
 WORDS = [

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh.cli._json_lite import dumps, loads
-from dsh.cli._wire import encode
+from dsh.cli._fast._json_lite import dumps, loads
+from dsh.cli._fast._wire import encode
 
 # Every code point, lone surrogates included: os.environ holds undecodable bytes as U+DC80..U+DCFF.
 TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=40)

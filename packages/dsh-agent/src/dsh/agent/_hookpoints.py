@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dsh.core import Context
 from dsh.hooks import HOOKS
 from dsh.session import Session, ToolResult
@@ -9,7 +11,6 @@ from dsh.session import Session, ToolResult
 from ._model import ToolCall
 from ._turns import recorded
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any

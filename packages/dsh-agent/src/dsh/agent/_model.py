@@ -10,13 +10,12 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from dsh.session import Session, ToolSpec
 
 from ._errors import ScriptError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ._script import Script
     from ._steps import ModelStep

@@ -3,6 +3,8 @@
 :class:`BackgroundProcess` resolves lazily: it is asyncio's, and a one-shot run imports no asyncio.
 """
 
+from typing import TYPE_CHECKING
+
 from ._env import DSH_ENV_PREFIX, Shell, is_managed_key
 from ._errors import ChannelError, ExecError
 from ._interrupt import Interrupted, Interrupts, interruption
@@ -18,7 +20,6 @@ from ._local import (
 from ._request import BashExecRequest, BashExecSpec, ExecResult
 from ._world import LOCAL_WORLD, Access, Mount, World, WorldKind, world_of
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ._aio import BackgroundProcess
 

@@ -10,11 +10,11 @@ import select
 import signal
 import subprocess
 import threading
+from typing import TYPE_CHECKING
 
 from ._child import DRAIN_GRACE, EXIT_GRACE, Ended, kill_group, reap, shell_status, spawn
 from ._errors import ExecError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ._capture import Capture
     from ._request import BashExecRequest, BashExecSpec

@@ -15,11 +15,11 @@ import select
 import selectors
 import subprocess
 import time
+from typing import TYPE_CHECKING
 
 from ._child import DRAIN_GRACE, EXIT_GRACE, POLL, Ended, kill_group, reap, spawn
 from ._interrupt import Interrupts
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+from typing import TYPE_CHECKING
 
 from ._errors import ExecError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
 

@@ -16,8 +16,8 @@ import contextlib
 import signal
 import sys
 import threading
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
     from types import FrameType

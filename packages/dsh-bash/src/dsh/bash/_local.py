@@ -20,7 +20,6 @@ from ._interrupt import Interrupts
 from ._request import BashExecRequest, BashExecSpec, ExecResult
 from ._world import LOCAL_WORLD, World
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ._aio import BackgroundProcess
 

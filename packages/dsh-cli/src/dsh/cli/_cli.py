@@ -10,17 +10,17 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 from dsh.core import DshError
 from dsh.core.log import configure_command
 from dsh.session import SessionLockedError, SessionNotFoundError
 
-from ._choice import choose_deployment, relative_home
-from ._client import _stop_loading
-from ._exec_argv import ExecArgs
-from ._status import FAILURE_EXIT, failure_document
+from ._fast._choice import choose_deployment, relative_home
+from ._fast._client import _stop_loading
+from ._fast._exec_argv import ExecArgs
+from ._fast._status import FAILURE_EXIT, failure_document
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
@@ -106,7 +106,7 @@ def dispatch(args: Args) -> int:
         # `dsh exec` keeps 0-124 and 126+ for the command, as `timeout` and `env` do.
         return FAILURE_EXIT if args.verb == "exec" else 1
     except KeyboardInterrupt:  # SIGINT before a verb's own handling was installed (start-up)
-        from ._status import interrupted_early
+        from ._fast._status import interrupted_early
 
         print(f"dsh: {interrupted_early('SIGINT')}", file=sys.stderr)
         return 128 + signal.SIGINT

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from dsh.bash_env import BASH_ENV, FunctionContributor
 from dsh.core import Context, Plugin
 
-from ._choice import DEPLOYMENT_ENV
+from ._fast._choice import DEPLOYMENT_ENV
 
 
 @dataclass(frozen=True, kw_only=True)

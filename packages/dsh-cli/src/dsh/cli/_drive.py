@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 from dsh.bash import Interrupts, interruption
 from dsh.core import DshError
 
-from ._status import INTERRUPTS as INTERRUPT_NAMES
-from ._status import interrupted_early, interrupted_late, interrupted_reason
+from ._fast._status import INTERRUPTS as INTERRUPT_NAMES
+from ._fast._status import interrupted_early, interrupted_late, interrupted_reason
 
 T = TypeVar("T")
 

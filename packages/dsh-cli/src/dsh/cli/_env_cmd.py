@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh.bash_env import BASH_ENV, TOOL_CALL_ID_KEY, TURN_ID_KEY
 from dsh.core import Fiber
@@ -12,8 +12,7 @@ from dsh.session import SESSIONS, AgentRef, ToolExecution
 from ._output import print_json
 from ._runtime import open_runtime
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # argparse itself is not imported for the plain forms of the verbs (`_plain`)
+if TYPE_CHECKING:
     import argparse
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dsh.core import DshError
 
-from ._wire import WireError
+from ._fast._wire import WireError
 
 __all__ = ["MissingPluginError", "ServeError", "UsageError", "WireError"]
 

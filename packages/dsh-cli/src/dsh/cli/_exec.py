@@ -12,7 +12,7 @@ from dsh.loader import Runtime
 from dsh.session import SESSIONS, TOOLS, PersistenceError, Session, ToolResult
 
 from ._errors import UsageError
-from ._status import BLOCKED_EXIT, FAILURE_EXIT
+from ._fast._status import BLOCKED_EXIT, FAILURE_EXIT
 
 if TYPE_CHECKING:
     from dsh.hooks import Notice

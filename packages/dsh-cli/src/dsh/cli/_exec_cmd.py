@@ -17,16 +17,16 @@ from ._drive import interruptible as _interruptible
 from ._drive import run_async, run_sync
 from ._errors import UsageError
 from ._exec import ExecOutcome, exec_command
-from ._exec_argv import command_line
+from ._fast._exec_argv import command_line
+from ._fast._served import write_all
+from ._fast._status import exec_notices, exec_status
 from ._output import print_json
 from ._runtime import open_runtime
-from ._served import write_all
-from ._status import exec_notices, exec_status
 
 if TYPE_CHECKING:
     import argparse
 
-    from ._exec_argv import ExecArgs
+    from ._fast._exec_argv import ExecArgs
 
 
 def interruptible(main: Coroutine[Any, Any, int]) -> int:

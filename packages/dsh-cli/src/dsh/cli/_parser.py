@@ -11,8 +11,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ._exec_argv import command_line, seconds
-from ._status import BLOCKED_EXIT, FAILURE_EXIT, TIMEOUT_EXIT
+from ._fast._exec_argv import command_line, seconds
+from ._fast._status import BLOCKED_EXIT, FAILURE_EXIT, TIMEOUT_EXIT
 
 DEFAULT_TIMEOUT_TEXT = "120 s"
 MAX_TIMEOUT_TEXT = "600 s"

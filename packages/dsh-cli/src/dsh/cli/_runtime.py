@@ -23,7 +23,7 @@ from dsh.loader import (
 )
 from dsh.paths import check_trusted, ensure_private_dir, resolve_dsh_home
 
-from ._choice import DeploymentChoice, choose_deployment
+from ._fast._choice import DeploymentChoice, choose_deployment
 
 DEFAULT_SOURCE = "<default deployment>"
 

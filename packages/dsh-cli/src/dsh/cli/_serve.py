@@ -33,11 +33,11 @@ from dsh.paths import ensure_private_dir
 
 from ._errors import ServeError
 from ._exec import exec_command
+from ._fast._status import FAILURE_EXIT
+from ._fast._wire import HEADER_SIZE, WireError, decode, encode, frame_length, peer_uid, socket_path
 from ._output import json_text
 from ._runtime import warnings
 from ._serve_protocol import CLIENT_GONE, Request, failure_answer, interrupted_answer, request_from, watch_client
-from ._status import FAILURE_EXIT
-from ._wire import HEADER_SIZE, WireError, decode, encode, frame_length, peer_uid, socket_path
 
 DEFAULT_IDLE_TIMEOUT = 10.0
 """Seconds a connection may take to deliver a whole request (or to take its answer)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from dsh.loader import Runtime
 from dsh.session import SESSIONS
@@ -12,8 +13,7 @@ from ._output import print_json
 from ._runtime import open_runtime
 from ._show import render
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # argparse itself is not imported for the plain forms of the verbs (`_plain`)
+if TYPE_CHECKING:
     import argparse
 
 

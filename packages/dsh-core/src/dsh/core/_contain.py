@@ -27,9 +27,8 @@ import signal
 import threading
 from collections.abc import Callable
 from types import FrameType, TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 

@@ -10,8 +10,8 @@ only repeat them. A program embedding dsh configures :mod:`logging` as it likes 
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import logging
 

@@ -13,10 +13,10 @@ the executor) loads when a deployment configures hooks.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 from ._key import HOOKS
 
-TYPE_CHECKING = False  # not `typing`: every cold `dsh` command imports this package
 if TYPE_CHECKING:
     from typing import Any
 

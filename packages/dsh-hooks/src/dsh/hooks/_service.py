@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dsh.bash import Executor, LocalExecutor
 from dsh.core import DSH_HOME, Context
@@ -35,7 +35,6 @@ from ._scope import HookScope
 from ._select import select_hooks
 from ._table import Dialect, HookCommand, HookTable
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import asyncio
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING
 
 from dsh.core import Context, Fiber, Plugin
 
@@ -10,7 +11,6 @@ from ._discovery import Catalog, EntryPointItem
 from ._errors import DiscoveryError
 from ._runtime import CATALOG
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ._diff import GroupDiff
 

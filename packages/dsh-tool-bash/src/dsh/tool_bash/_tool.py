@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh.bash import DSH_ENV_PREFIX, SHELL_EXECUTOR, BashExecRequest, ExecResult, Executor, LocalExecutor, Shell
 from dsh.bash_env import BASH_ENV, CollectionError
@@ -16,7 +16,6 @@ from dsh.session import TOOLS, ToolExecution, ToolResult, ToolSpec
 
 from ._errors import ArgumentError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from dsh.bash import BackgroundProcess
 

@@ -2,10 +2,9 @@
 
 A plain ``dsh exec [OPTIONS] -- COMMAND...`` is read by the small parser (``_exec_argv``) and sent to
 a listening ``dsh serve`` (``_served``) without importing argparse or any of dsh's heavier modules;
-without a server (or with ``--no-server``) it runs in this process, still without argparse. The
-plain forms of ``env``, ``plugins`` and ``sessions list|show|locate`` skip argparse too (``_plain``).
-Any other line goes to the full parser (``_parser``), and runs in this process (``cli``) unless it
-is a ``dsh exec`` a server takes.
+without a server (or with ``--no-server``) it runs in this process, still without argparse. Any
+other line goes to the one full parser (``dsh.cli._parser``), and runs in this process
+(``dsh.cli._cli``) unless it is a ``dsh exec`` a server takes.
 """
 
 from __future__ import annotations
@@ -39,24 +38,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = None if plain.no_server else served_exec(plain)
         if code is not None:
             return code
-        from ._cli import dispatch
+        from .._cli import dispatch
 
         return dispatch(plain)
-    from ._plain import parse_plain
-
-    everyday = parse_plain(words)
-    if everyday is not None:
-        from ._cli import dispatch
-
-        return dispatch(everyday)
-    from ._parser import parse
+    from .._parser import parse
 
     args = parse(words)
     if args.verb == "exec" and not args.debug and not args.no_server:
         code = served_exec(args)
         if code is not None:
             return code
-    from ._cli import dispatch
+    from .._cli import dispatch
 
     return dispatch(args)
 
