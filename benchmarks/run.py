@@ -60,9 +60,11 @@ TARGETS = {
     "flush_100_postgres": ("ratio", 2.0),
     "list_10000_postgres": ("median_ms", 500.0),
     "dsh_exec_true": ("ratio", 6.0),
-    "dsh_exec_true_served": ("ratio", 2.5),
+    "dsh_exec_true_served": ("ratio", 2.0),
     # Issue 14: start-up and scale.
     "cold_exec": ("ratio", 6.0),
+    "cold_exec_deployment_file": ("ratio", 6.0),
+    "cold_deployment_file_cost": ("exec_with_file_over_builtin", 1.1),
     "cold_env": ("ratio", 6.0),
     "cold_plugins": ("ratio", 6.0),
     "cold_sessions_list": ("ratio", 6.0),

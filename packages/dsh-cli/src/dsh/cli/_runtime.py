@@ -11,15 +11,19 @@ from pathlib import Path
 from dsh.agent import BUILTINS
 from dsh.hooks import HOOKS
 from dsh.loader import (
+    Catalog,
     Deployment,
     DeploymentError,
     PersistenceChoice,
     PluginEntry,
     Runtime,
+    ValidatedCache,
     boot,
     compose,
+    discovery_cache,
     load_deployment,
     resolve_home,
+    validated_cache,
 )
 from dsh.paths import check_trusted, ensure_private_dir, resolve_dsh_home
 
@@ -80,10 +84,12 @@ def layer_on_defaults(deployment: Deployment, source: str, env: Mapping[str, str
     return replace(deployment, plugins=[e for e in ordered if e.enabled])
 
 
-def _deployment(choice: DeploymentChoice, env: Mapping[str, str] | None) -> tuple[Deployment, str]:
+def _deployment(
+    choice: DeploymentChoice, env: Mapping[str, str] | None, validated: ValidatedCache
+) -> tuple[Deployment, str]:
     if choice.path is None:
         return default_deployment(env), DEFAULT_SOURCE
-    deployment = layer_on_defaults(load_deployment(choice.path), choice.path, env)
+    deployment = layer_on_defaults(load_deployment(choice.path, validated=validated), choice.path, env)
     plugins = deployment.plugins or []
     if any(entry.name == "bash-env" for entry in plugins):
         plugins = [*plugins, PluginEntry(id="deployment-env", config={"path": choice.path})]
@@ -112,15 +118,20 @@ def open_runtime(
         choice = choose_deployment(os.fspath(path) if path is not None else None, env)
     # The home is private and ours before anything in it (a deployment.yaml, hooks) is trusted,
     # as OpenSSH's StrictModes treats ~/.ssh; so is a deployment file, which names code to load.
-    ensure_private_dir(resolve_dsh_home(None, env), "DSH_HOME")
+    home = resolve_dsh_home(None, env)
+    ensure_private_dir(home, "DSH_HOME")
     if choice.path is not None and os.path.exists(choice.path):
         check_trusted(choice.path, "deployment file")
-    deployment, source = _deployment(choice, env)
+    # One scan of the installed distributions serves the validated-form cache's key and the boot,
+    # and a deployment file read before costs neither yaml nor pydantic (dsh-loader's README).
+    catalog = Catalog(cache=discovery_cache(home))
+    validated = validated_cache(home, catalog)
+    deployment, source = _deployment(choice, env, validated)
     ensure_private_dir(resolve_home(deployment, env), "DSH_HOME")
     if check:
-        runtime = boot(deployment, source=source, builtins=BUILTINS, env=env)
+        runtime = boot(deployment, source=source, builtins=BUILTINS, env=env, catalog=catalog, validated=validated)
     else:
-        runtime = compose(deployment, source=source, builtins=BUILTINS, env=env)
+        runtime = compose(deployment, source=source, builtins=BUILTINS, env=env, catalog=catalog, validated=validated)
     for warning in warnings(runtime):
         print(f"dsh: warning: {warning}", file=sys.stderr)
     return runtime

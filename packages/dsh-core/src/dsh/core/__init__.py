@@ -11,7 +11,7 @@ from ._empty import EMPTY_MAPPING, ReadOnlyDict
 from ._errors import DshError, FieldError, PluginError, RegistrationConflictError, ServiceConflictError
 from ._fiber import Effect, Fiber, FiberState
 from ._home import DSH_HOME, plugin_home
-from ._plugin import Plugin
+from ._plugin import Plugin, plugin_config
 from ._services import Disposer, Registry, Service, ServiceKey
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "contained",
     "containment",
     "describe",
+    "plugin_config",
     "plugin_home",
     "watching",
 ]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._contain import contained, describe
 from ._errors import DshError, PluginError
-from ._plugin import plugin_apply, plugin_inject, plugin_name, validate_config
+from ._plugin import plugin_apply, plugin_config, plugin_inject, plugin_name
 from ._services import Disposer
 
 if TYPE_CHECKING:
@@ -229,7 +229,7 @@ class Fiber:
         try:
             self.inject = plugin_inject(self.plugin)
             plugin_apply(self.plugin)
-            self.config = validate_config(self.plugin, self.raw_config)
+            self.config = plugin_config(self.plugin, self.raw_config)
         except PluginError as exc:
             self._fail(exc)
             return False

@@ -55,7 +55,7 @@ def plugin_apply(plugin: object) -> ApplyFn:
     return apply  # type: ignore[no-any-return]
 
 
-def validate_config(plugin: object, raw: object) -> Any:
+def plugin_config(plugin: object, raw: object) -> Any:
     """Validate ``raw`` against the plugin's ``Config``; raise :class:`PluginError` naming the field.
 
     ``Config`` is a pydantic model or a stdlib dataclass. An absent or empty config of a dataclass

@@ -13,7 +13,8 @@ from ._deployment import Deployment, PersistenceChoice, PluginEntry, load_deploy
 from ._discovery import PLUGINS_GROUP, Catalog, EntryPointItem
 from ._errors import BootError, DeploymentError, DiscoveryError
 from ._follow import follow_group
-from ._runtime import CATALOG, TURN_REFRESH, Runtime, boot, compose
+from ._runtime import CATALOG, TURN_REFRESH, Runtime, boot, compose, discovery_cache, validated_cache
+from ._validated import ValidatedCache
 
 if TYPE_CHECKING:
     from ._diff import GroupDiff
@@ -32,12 +33,15 @@ __all__ = [
     "PersistenceChoice",
     "PluginEntry",
     "Runtime",
+    "ValidatedCache",
     "boot",
     "compose",
+    "discovery_cache",
     "follow_group",
     "load_deployment",
     "parse_deployment",
     "resolve_home",
+    "validated_cache",
 ]
 
 

@@ -10,12 +10,15 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from dsh.core import FieldError
 from dsh.paths import read_regular_text, resolve_dsh_home
 
 from ._errors import DeploymentError
+
+if TYPE_CHECKING:
+    from ._validated import ValidatedCache
 
 # A plain dict, not pydantic's ConfigDict: these classes are built (the default deployment) without
 # importing pydantic, which validates them only when a file or a mapping must be read.
@@ -111,13 +114,19 @@ def parse_deployment(raw: object, source: str = "<deployment>") -> Deployment:
     return deployment
 
 
-def load_deployment(path: str | os.PathLike[str]) -> Deployment:
-    """Read and validate a YAML deployment file."""
+def load_deployment(path: str | os.PathLike[str], *, validated: ValidatedCache | None = None) -> Deployment:
+    """Read and validate a YAML deployment file; with ``validated``, a file read before costs no yaml or pydantic."""
     source = os.fspath(path)
     try:
         text = read_regular_text(source, "deployment file")
     except OSError as exc:
         raise DeploymentError(f"{source}: cannot read deployment file: {exc.strerror or exc}", source=source) from None
+    if validated is not None:
+        return validated.deployment(os.path.abspath(source), text, lambda: _parse_text(text, source))
+    return _parse_text(text, source)
+
+
+def _parse_text(text: str, source: str) -> Deployment:
     import yaml  # only deployment files need it; the default deployment does not
 
     try:

@@ -208,6 +208,11 @@ class Catalog:
             self._scan = _scan()
             self._save()
 
+    @property
+    def key(self) -> str:
+        """One line naming the installed distributions this catalog reflects (the discovery cache's key)."""
+        return cache_key(self._fingerprint)
+
     def _save(self) -> None:
         if self._cache is not None:
             write_cache(self._cache, cache_key(self._fingerprint), _rows(self._scan))

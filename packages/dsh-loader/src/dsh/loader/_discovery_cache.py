@@ -39,8 +39,12 @@ def cache_key(fingerprint: tuple[tuple[str, object], ...]) -> str:
     return text.replace("\n", "\\n")
 
 
-def _read_trusted(path: str) -> list[str] | None:
-    """The file's lines when it is ours, private, not a link and complete; else None."""
+def read_private(path: str) -> str | None:
+    """The text of ``path`` when it is a regular file (never a link), ours and private (0600); else None.
+
+    The trust rule of every run-time cache in ``<home>/run``: a file someone else could have
+    written is never believed, only replaced.
+    """
     try:
         fd = open_regular(path, follow=False)  # a FIFO planted here must not hang every verb: refused, then rewritten
     except OSError:
@@ -50,11 +54,37 @@ def _read_trusted(path: str) -> list[str] | None:
         if info.st_uid != os.geteuid() or info.st_mode & 0o077:
             return None
         with os.fdopen(fd, "r", encoding="utf-8", closefd=False) as handle:
-            text = handle.read()
+            return handle.read()
     except (OSError, ValueError):
         return None
     finally:
         os.close(fd)
+
+
+def write_private(path: str, text: str, prefix: str) -> None:
+    """Replace ``path`` with ``text`` atomically (0600, under a random temporary name); never raises."""
+    folder = os.path.dirname(path)
+    temp = os.path.join(folder, f"{prefix}-{os.urandom(8).hex()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(temp, flags, 0o600)
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            os.fchmod(handle.fileno(), 0o600)
+            handle.write(text)
+        os.replace(temp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+
+
+def _read_trusted(path: str) -> list[str] | None:
+    """The file's lines when it is ours, private, not a link and complete; else None."""
+    text = read_private(path)
+    if text is None:
+        return None
     lines = text.split("\n")
     if len(lines) < 3 or lines[0] != _MAGIC or lines[-2:] != [_END, ""]:
         return None
@@ -92,18 +122,4 @@ def write_cache(path: str, key: str, rows: list[Row]) -> None:
     kept = [(key, rows), *list(older.items())[: KEEP - 1]]
     body = [line for k, section in kept for line in (_KEY + k, *("\t".join(row) for row in section))]
     text = "\n".join([_MAGIC, *body, _END, ""])
-    folder = os.path.dirname(path)
-    temp = os.path.join(folder, f".discovery-{os.urandom(8).hex()}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(temp, flags, 0o600)
-    except OSError:
-        return
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            os.fchmod(handle.fileno(), 0o600)
-            handle.write(text)
-        os.replace(temp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
+    write_private(path, text, ".discovery")

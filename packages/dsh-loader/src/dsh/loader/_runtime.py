@@ -2,18 +2,32 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from dsh.core import DSH_HOME, Context, DshError, Fiber, FiberState, ServiceKey, contained, containment, describe
+from dsh.core import (
+    DSH_HOME,
+    Context,
+    DshError,
+    Fiber,
+    FiberState,
+    PluginError,
+    ServiceKey,
+    contained,
+    containment,
+    describe,
+    plugin_config,
+)
 from dsh.paths import ensure_private_dir
 from dsh.session.persistence import PERSISTENCE_GROUP
 
 from ._deployment import Deployment, resolve_home
 from ._discovery import PLUGINS_GROUP, Catalog, EntryPointItem, import_ref
 from ._errors import BootError, DiscoveryError
+from ._validated import VALIDATED_CACHE, ValidatedCache
 
 if TYPE_CHECKING:
     from ._diff import GroupDiff
@@ -48,6 +62,7 @@ class Runtime:
         self.ctx = Context.root("deployment")
         self.entries: dict[str, Fiber] = {}
         self.failures: dict[str, str] = {}
+        self._raw_configs: dict[str, object] = {}
         self.builtins: list[Fiber] = []
 
     def __enter__(self) -> Runtime:
@@ -104,7 +119,9 @@ class Runtime:
         with containment():  # one signal watch for every disposer
             self.ctx.fiber.dispose()
 
-    def _load_entry(self, entry_id: str, group: str, name: str, config: object) -> None:
+    def _load_entry(
+        self, entry_id: str, group: str, name: str, config: object, validated: ValidatedCache | None = None
+    ) -> None:
         try:
             if ":" in name:
                 plugin, origin = load_object(name), None
@@ -114,6 +131,13 @@ class Runtime:
         except DshError as exc:
             self.failures[entry_id] = str(exc)
             return
+        self._raw_configs[entry_id] = config  # a reload validates the entry's own words again, never a form
+        config_cls = getattr(plugin, "Config", None)
+        if validated is not None and config and isinstance(config_cls, type):
+            ref = name if origin is None else f"{origin.group}:{origin.name}:{origin.value}"
+            # An invalid config is left to the kernel, which fails the entry's fiber with the same message.
+            with contextlib.suppress(PluginError):
+                config = validated.config(ref, config_cls, config, lambda: plugin_config(plugin, config))
         self.entries[entry_id] = self.ctx.plugin(plugin, config, label=entry_id, origin=origin)
 
     def _on_diff(self, diff: GroupDiff) -> None:
@@ -133,7 +157,7 @@ class Runtime:
                 new = changed[key]
                 try:
                     fiber.origin = new
-                    fiber.reload(new.load())
+                    fiber.reload(new.load(), self._raw_configs.get(entry_id))
                 except DshError as exc:
                     fiber.dispose()
                     fiber.error = str(exc)
@@ -157,6 +181,16 @@ def discovery_cache(home: Path) -> Path | None:
         return None
 
 
+def validated_cache(home: Path, catalog: Catalog) -> ValidatedCache:
+    """The validated-form cache of ``home`` (``<home>/run/validated.cache``) for ``catalog``'s distributions.
+
+    Without a private ``run`` folder the cache remembers nothing between processes (slower, still correct).
+    """
+    folder = discovery_cache(home)
+    path = None if folder is None else str(folder.with_name(VALIDATED_CACHE))
+    return ValidatedCache(path, catalog.key)
+
+
 def compose(
     deployment: Deployment,
     *,
@@ -164,14 +198,16 @@ def compose(
     builtins: Sequence[object] = (),
     env: Mapping[str, str] | None = None,
     catalog: Catalog | None = None,
+    validated: ValidatedCache | None = None,
 ) -> Runtime:
     """Load a deployment without judging it: see :meth:`Runtime.problems` and :meth:`Runtime.check`.
 
     ``builtins`` are plugins the caller always wants (the agent's tool registry, say),
-    loaded at the root before the persistence backend and the entries.
+    loaded at the root before the persistence backend and the entries. ``validated`` answers
+    plugin configs validated before (see :func:`validated_cache`).
     """
     with containment():  # one signal watch for every plugin's import and apply
-        return _compose(deployment, source, builtins, env, catalog)
+        return _compose(deployment, source, builtins, env, catalog, validated)
 
 
 def _compose(
@@ -180,6 +216,7 @@ def _compose(
     builtins: Sequence[object],
     env: Mapping[str, str] | None,
     catalog: Catalog | None,
+    validated: ValidatedCache | None,
 ) -> Runtime:
     home = resolve_home(deployment, env)
     runtime = Runtime(deployment, source, home, catalog or Catalog(cache=discovery_cache(home)))
@@ -193,10 +230,12 @@ def _compose(
     for plugin in builtins:
         runtime.builtins.append(root.plugin(plugin))
     persistence = deployment.persistence
-    runtime._load_entry("persistence", PERSISTENCE_GROUP, persistence.backend, persistence.config)
+    runtime._load_entry("persistence", PERSISTENCE_GROUP, persistence.backend, persistence.config, validated)
     for entry in deployment.plugins or ():
         if entry.enabled:
-            runtime._load_entry(entry.id, PLUGINS_GROUP, entry.name, entry.config)
+            runtime._load_entry(entry.id, PLUGINS_GROUP, entry.name, entry.config, validated)
+    if validated is not None:
+        validated.save()
     return runtime
 
 
@@ -206,9 +245,11 @@ def boot(
     source: str = "<deployment>",
     builtins: Sequence[object] = (),
     env: Mapping[str, str] | None = None,
+    catalog: Catalog | None = None,
+    validated: ValidatedCache | None = None,
 ) -> Runtime:
     """Compose and check; on a failed boot, unload what loaded and raise :class:`BootError`."""
-    runtime = compose(deployment, source=source, builtins=builtins, env=env)
+    runtime = compose(deployment, source=source, builtins=builtins, env=env, catalog=catalog, validated=validated)
     try:
         runtime.check()
     except BootError:

@@ -1,0 +1,161 @@
+"""The validated-form cache: a deployment file or plugin config read before costs no yaml or pydantic."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dsh.loader import Catalog, DeploymentError, ValidatedCache, load_deployment, validated_cache
+
+PLUGIN = """
+from dataclasses import dataclass, field
+
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    region: str
+    retries: int = 1
+    tags: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.retries > 5:
+            raise ValueError("retries over 5")
+
+name = "acme"
+seen = []
+
+def apply(ctx, config):
+    seen.append(config)
+
+import sys
+plugin = sys.modules[__name__]
+"""
+
+PROBE = """
+import json, sys
+from pathlib import Path
+from dsh.loader import Catalog, boot, discovery_cache, load_deployment, validated_cache
+
+home, path = Path(sys.argv[1]), sys.argv[2]
+catalog = Catalog(cache=discovery_cache(home))
+cache = validated_cache(home, catalog)
+deployment = load_deployment(path, validated=cache)
+with boot(deployment, catalog=catalog, validated=cache, env={"DSH_HOME": str(home)}):
+    import acme_plugin
+    config = acme_plugin.seen[-1]
+print(json.dumps({
+    "config": [config.region, config.retries, config.tags],
+    "loaded": [m for m in ("yaml", "pydantic") if m in sys.modules],
+}))
+"""
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    (home / "run").mkdir(parents=True, mode=0o700)
+    home.chmod(0o700)
+    (tmp_path / "acme_plugin.py").write_text(PLUGIN)
+    return home
+
+
+def _probe(home: Path, deployment: Path) -> dict[str, object]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(home.parent), *sys.path])}
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(home), str(deployment)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+def _deployment(home: Path, text: str) -> Path:
+    path = home.parent / "deployment.yaml"
+    path.write_text(text)
+    return path
+
+
+ONE_ENTRY = "plugins:\n  - {id: acme, name: 'acme_plugin:plugin', config: {region: eu-1, tags: [a, b]}}\n"
+
+
+def test_a_second_cold_run_with_the_same_file_imports_neither_yaml_nor_pydantic(home: Path) -> None:
+    path = _deployment(home, ONE_ENTRY)
+    first = _probe(home, path)
+    assert first == {"config": ["eu-1", 1, ["a", "b"]], "loaded": ["yaml", "pydantic"]}
+    second = _probe(home, path)
+    assert second == {"config": ["eu-1", 1, ["a", "b"]], "loaded": []}
+    assert (home / "run" / "validated.cache").stat().st_mode & 0o777 == 0o600
+
+
+def test_any_edit_of_the_file_is_validated_again(home: Path) -> None:
+    path = _deployment(home, ONE_ENTRY)
+    _probe(home, path)
+    path.write_text(path.read_text().replace("eu-1", "eu-2"))
+    assert _probe(home, path) == {"config": ["eu-2", 1, ["a", "b"]], "loaded": ["yaml", "pydantic"]}
+    path.write_text(path.read_text().replace("region: eu-2", "region: eu-2, prio: 2"))
+    with pytest.raises(AssertionError, match="prio"):
+        _probe(home, path)  # a typo is refused on every run, cached form or not
+
+
+def test_a_cache_file_someone_else_could_write_is_never_believed(home: Path) -> None:
+    path = _deployment(home, "persistence: {backend: sqlite}\n")
+    cached = home / "run" / "validated.cache"
+    catalog = Catalog()
+    cache = ValidatedCache(str(cached), catalog.key)
+    load_deployment(path, validated=cache)
+    cache.save()
+    # Another user's doctored form: the file says the deployment is jsonl.
+    forged = json.loads(cached.read_text())
+    (entry,) = forged["deployments"].values()
+    entry["deployment"]["persistence"]["backend"] = "forged"
+    cached.write_text(json.dumps(forged))
+    cached.chmod(0o644)
+    assert load_deployment(path, validated=ValidatedCache(str(cached), catalog.key)).persistence.backend == "sqlite"
+    cached.chmod(0o600)
+    assert load_deployment(path, validated=ValidatedCache(str(cached), catalog.key)).persistence.backend == "forged"
+    # ... which is why the file must be private: a private file of our own is our own word.
+    assert load_deployment(path, validated=ValidatedCache(str(cached), "another key")).persistence.backend == "sqlite"
+
+
+def test_a_form_the_config_class_refuses_now_is_validated_afresh(home: Path) -> None:
+    catalog = Catalog()
+    cache = validated_cache(home, catalog)
+
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Config:
+        retries: int
+
+        def __post_init__(self) -> None:
+            if self.retries > 5:
+                raise ValueError("retries over 5")
+
+    calls: list[int] = []
+
+    def validate() -> Config:
+        calls.append(1)
+        return Config(retries=3)
+
+    assert cache.config("ref", Config, {"retries": 3}, validate) == Config(3)
+    assert cache.config("ref", Config, {"retries": 3}, validate) == Config(3)
+    assert calls == [1]  # the second answer came from the cache
+    cache._configs[next(iter(cache._configs))] = {"retries": 9}  # a stale form __post_init__ refuses
+    assert cache.config("ref", Config, {"retries": 3}, validate) == Config(3)
+    assert calls == [1, 1]
+
+
+def test_an_invalid_file_is_still_an_error_naming_the_file(home: Path) -> None:
+    path = _deployment(home, "persistence: {backend: ''}\n")
+    cache = validated_cache(home, Catalog())
+    with pytest.raises(DeploymentError, match=r"deployment\.yaml"):
+        load_deployment(path, validated=cache)
