@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dsh.core import DSH_HOME, Context, Plugin, ServiceKey
 from dsh.paths import resolve_dsh_home
