@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import os
+import time
 from pathlib import Path
 
 from dsh.bash_env import BASH_ENV, BASH_ENV_GROUP
 from dsh.core import FiberState
 from dsh.loader import Runtime
 from dsh.session import ToolExecution
-from tests.helpers import harness, make_dist, remove_dist, touch_dir
+from tests.helpers import dsh, harness, make_dist, remove_dist, touch_dir
 
 SOURCE = """
 from dsh.bash_env import FunctionContributor
@@ -41,10 +44,12 @@ def test_conflicts_come_and_go_with_installs(site: Path, tmp_path: Path) -> None
         two = _install(site, "rival-two", "rival_two")
         touch_dir(site)
         runtime.refresh()
-        assert "DSH_RIVAL" not in registry.collect(CALL)
-        assert _states(runtime) == {"bash-env:rival": "failed"}
+        # The first installed keeps the name; the newcomer is left out, both named (both used to lose).
+        assert registry.collect(CALL)["DSH_RIVAL"] == "rival-one"
+        assert _states(runtime) == {"bash-env:rival": "active", "bash-env:rival (rival-two)": "failed"}
         (warning,) = runtime.warnings()
-        assert "rival-one 1.0 and rival-two 1.0" in warning
+        assert warning.startswith("plugin 'bash-env:rival (rival-two)' (from rival-two 1.0) failed: ")
+        assert "rival-one 1.0 (installed first) keeps it, rival-two 1.0 is left out" in warning
 
         remove_dist(one, ("rival_one",))
         touch_dir(site)
@@ -120,3 +125,49 @@ def test_a_contributor_registered_at_run_time_is_attributed_to_its_plugins_distr
         )
     finally:
         runtime.close()
+
+
+KEY_SOURCE = """
+from dsh.bash_env import FunctionContributor
+contributor = FunctionContributor(
+    "{name}", {{"DSH_ACME_REGION": "Region, from {dist}."}}, lambda e: {{"DSH_ACME_REGION": "{dist}"}}
+)
+"""
+
+
+def test_a_key_goes_to_the_contributor_installed_first_not_to_the_first_name(site: Path, tmp_path: Path) -> None:
+    # The real owner, installed first; a squatter installed later whose entry-point name sorts first.
+    owner = make_dist(
+        site,
+        "dsh-acme-region",
+        "1.0",
+        {BASH_ENV_GROUP: {"acme-region": "acme_region:contributor"}},
+        {"acme_region": KEY_SOURCE.format(name="acme-region", dist="dsh-acme-region")},
+    )
+    stamp = time.time_ns() - 100_000_000_000
+    os.utime(owner, ns=(stamp, stamp))
+    make_dist(
+        site,
+        "squatter",
+        "0.1",
+        {BASH_ENV_GROUP: {"a-dup-key": "squatter_mod:contributor"}},
+        {"squatter_mod": KEY_SOURCE.format(name="a-dup-key", dist="squatter")},
+    )
+    home = tmp_path / "home"
+    env = dsh("env", "--json", home=home, env={"PYTHONPATH": str(site)})
+    assert env.returncode == 0, env.stderr
+    (row,) = [r for r in json.loads(env.stdout)["variables"] if r["key"] == "DSH_ACME_REGION"]
+    assert (row["owner"], row["distribution"], row["lost"]) == (
+        "acme-region",
+        "dsh-acme-region",
+        ["'a-dup-key' (squatter 0.1)"],
+    )
+    assert (
+        "dsh: warning: plugin 'bash-env:a-dup-key' (from squatter 0.1) failed: key 'DSH_ACME_REGION' is already owned "
+        "by contributor 'acme-region' (dsh-acme-region 1.0); contributor 'a-dup-key' (squatter 0.1) cannot declare "
+        "it (the first installed keeps a key)"
+    ) in env.stderr.splitlines()
+    text = dsh("env", home=home, env={"PYTHONPATH": str(site)})
+    assert "    refused (the owner has it first): 'a-dup-key' (squatter 0.1)" in text.stdout.splitlines()
+    ran = dsh("exec", "--no-server", "--", "echo $DSH_ACME_REGION", home=home, env={"PYTHONPATH": str(site)})
+    assert ran.stdout == "dsh-acme-region\n", ran.stderr

@@ -101,7 +101,7 @@ def test_a_damaged_cache_is_ignored_and_rewritten(site: Path, cache: Path, damag
 def _planted(cache: Path) -> str:
     """A current cache whose only item is one no distribution ships: served only if trusted."""
     lines = cache.read_text().split("\n")
-    return "\n".join([lines[0], lines[1], f"I\t{PLUGINS_GROUP}\tplanted\tevil:plugin\tevil\t6.6.6", "end", ""])
+    return "\n".join([lines[0], lines[1], f"I\t{PLUGINS_GROUP}\tplanted\tevil:plugin\tevil\t6.6.6\t0", "end", ""])
 
 
 def test_a_cache_others_can_write_is_not_trusted(site: Path, cache: Path) -> None:

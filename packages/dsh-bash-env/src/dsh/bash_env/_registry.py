@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dsh.bash import LOCAL_WORLD, Interrupts, World
-from dsh.core import Disposer, FieldError, Service, ServiceKey
+from dsh.core import Disposer, Fiber, FiberState, FieldError, Service, ServiceKey
 from dsh.loader import EntryPointItem
 from dsh.session import ToolExecution
 
@@ -61,10 +61,13 @@ class VariableInfo(NamedTuple):
     distribution: str | None
     version: str | None
     builtin: bool
+    lost: tuple[str, ...] = ()
+    """Contributors that declared this key too and were refused (``name (dist 1.0)``), the owner
+    having it first: what ``dsh env`` shows as who lost."""
 
 
 class _State:
-    __slots__ = ("_lock", "_ordered", "entries", "home", "owners", "timeout", "world")
+    __slots__ = ("_lock", "_ordered", "entries", "home", "lost", "owners", "timeout", "world")
 
     def __init__(self, home: str, timeout: float, world: Callable[[], World] | None) -> None:
         self.home = home
@@ -72,6 +75,10 @@ class _State:
         self.world = world
         self.entries: dict[str, Entry] = {}
         self.owners: dict[str, str] = {}
+        # Per key, the contributors refused it (by name: who, and the fiber whose load failed).
+        # Kept outside any effect, as the failing registration rolls its own back; a loser's
+        # record counts while its fiber is not disposed (uninstalled, or loaded again).
+        self.lost: dict[str, dict[str, tuple[str, Fiber | None]]] = {}
         self._ordered: tuple[Entry, ...] | None = ()
         self._lock = threading.Lock()
 
@@ -160,19 +167,24 @@ class BashEnvRegistry(Service):
         def setup() -> Disposer:
             if name in state.entries:
                 raise ContributorError(f"a contributor named '{name}' is already registered", contributor=name)
+            entry = Entry(name, contributor, resolve, descriptions, origin, builtin)
             for key in descriptions:
                 owner = state.owners.get(key)
                 if owner is not None:
+                    held = state.entries[owner]
+                    fiber = None if self.caller is None else self.caller.fiber
+                    state.lost.setdefault(key, {})[name] = (entry.who(), fiber)
+                    rule = " (the first installed keeps a key)" if held.origin and origin else ""
                     raise ContributorError(
-                        f"key '{key}' is already owned by contributor '{owner}'; "
-                        f"contributor '{name}' cannot declare it",
+                        f"key '{key}' is already owned by contributor {held.who()}; "
+                        f"contributor {entry.who()} cannot declare it{rule}",
                         contributor=name,
                         key=key,
                     )
-            entry = Entry(name, contributor, resolve, descriptions, origin, builtin)
             state.entries[name] = entry
             for key in descriptions:
                 state.owners[key] = name
+                state.lost.get(key, {}).pop(name, None)  # it has the key now
             state.reorder()
 
             def remove() -> None:
@@ -262,10 +274,14 @@ class BashEnvRegistry(Service):
             dist = entry.origin.distribution if entry.origin else (BUILTIN_DISTRIBUTION if entry.builtin else None)
             ver = entry.origin.version if entry.origin else (version if entry.builtin else None)
             rows.extend(
-                VariableInfo(key, desc, entry.name, dist, ver, entry.builtin)
+                VariableInfo(key, desc, entry.name, dist, ver, entry.builtin, self._lost(key))
                 for key, desc in entry.descriptions.items()
             )
         return sorted(rows, key=lambda r: r.key)
+
+    def _lost(self, key: str) -> tuple[str, ...]:
+        refused = self._state.lost.get(key, {})
+        return tuple(who for who, fiber in refused.values() if fiber is None or fiber.state is not FiberState.DISPOSED)
 
     def contributors(self) -> builtins.list[str]:
         """Names of the registered contributors, sorted."""

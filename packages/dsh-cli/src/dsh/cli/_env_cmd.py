@@ -36,6 +36,7 @@ def env_verb(args: argparse.Namespace) -> int:
                 "version": info.version,
                 "builtin": info.builtin,
                 "description": info.description,
+                "lost": list(info.lost),
             }
             if args.session:
                 row["value"] = values.get(info.key)
@@ -49,19 +50,21 @@ def env_verb(args: argparse.Namespace) -> int:
                 value = f" = {row['value']}" if args.session and row["value"] is not None else ""
                 tag = " [built-in]" if row["builtin"] else ""
                 print(f"{row['key']}{value}\n    {row['description']}\n    owner: {owner}{tag}")
+                if row["lost"]:
+                    print(f"    refused (the owner has it first): {', '.join(row['lost'])}")
         return 0
 
 
 def plugin_rows(runtime: Runtime) -> list[dict[str, Any]]:
     """One row per catalogued entry point, conflict, in-process deployment entry and failed entry."""
-    by_origin: dict[tuple[str, str], Fiber] = {}
+    by_origin: dict[tuple[str, str, str], Fiber] = {}
     for live in runtime.fibers():
         if live.origin is not None:
-            by_origin[(live.origin.group, live.origin.name)] = live
+            by_origin[(live.origin.group, live.origin.name, live.origin.distribution)] = live
     rows = []
     for group in runtime.catalog.groups():
         for item in runtime.catalog.items(group):
-            fiber = by_origin.get((group, item.name))
+            fiber = by_origin.get((group, item.name, item.distribution))
             errors = [] if fiber is None else [e for e in (fiber.error, *fiber.dispose_errors) if e]
             rows.append(
                 {
@@ -74,16 +77,16 @@ def plugin_rows(runtime: Runtime) -> list[dict[str, Any]]:
                     "error": "; ".join(errors) or None,
                 }
             )
-        for name, message in runtime.catalog.conflicts(group).items():
+        for loss in runtime.catalog.lost(group):
             rows.append(
                 {
                     "group": group,
-                    "name": name,
-                    "distribution": None,
-                    "version": None,
+                    "name": loss.item.name,
+                    "distribution": loss.item.distribution,
+                    "version": loss.item.version,
                     "state": "failed",
                     "entry": None,
-                    "error": message,
+                    "error": loss.message,
                 }
             )
     for entry_id, fiber in runtime.entries.items():

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._deployment import Deployment, PersistenceChoice, PluginEntry, load_deployment, parse_deployment, resolve_home
-from ._discovery import PLUGINS_GROUP, Catalog, EntryPointItem
+from ._discovery import PLUGINS_GROUP, Catalog, EntryPointItem, Lost
 from ._errors import BootError, DeploymentError, DiscoveryError
 from ._follow import follow_group
 from ._runtime import CATALOG, TURN_REFRESH, Runtime, boot, compose, discovery_cache, validated_cache
@@ -30,6 +30,7 @@ __all__ = [
     "DiscoveryError",
     "EntryPointItem",
     "GroupDiff",
+    "Lost",
     "PersistenceChoice",
     "PluginEntry",
     "Runtime",

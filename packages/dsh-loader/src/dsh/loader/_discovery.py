@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import stat
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -47,13 +48,23 @@ def import_ref(ref: str) -> Any:
 
 
 class EntryPointItem(NamedTuple):
-    """One discovered entry point and the distribution that ships it (an immutable ``NamedTuple``)."""
+    """One discovered entry point and the distribution that ships it (an immutable ``NamedTuple``).
+
+    ``installed`` is when that distribution was installed (the modification time of its metadata
+    directory, in nanoseconds; 0 when unknown): where two distributions claim one name or one key,
+    the one installed first keeps it.
+    """
 
     group: str
     name: str
     value: str
     distribution: str
     version: str
+    installed: int = 0
+
+    def who(self) -> str:
+        """``dist 1.0``: the distribution as messages name it."""
+        return f"{self.distribution} {self.version}"
 
     def load(self) -> Any:
         """Import the object the entry point names; raise :class:`DiscoveryError` naming it on failure."""
@@ -69,14 +80,38 @@ class EntryPointItem(NamedTuple):
             ) from exc
 
 
-class _Scan:
-    """One scan's items and duplicate names, per group (a plain class: a dataclass costs every cold start)."""
+class Lost(NamedTuple):
+    """An entry point left out because another distribution, installed first, has one of its name."""
 
-    __slots__ = ("conflicts", "items")
+    item: EntryPointItem
+    kept: EntryPointItem
+    message: str
+
+
+def lost(item: EntryPointItem, kept: EntryPointItem) -> Lost:
+    """``item`` left out for ``kept``, with the message that names both."""
+    return Lost(
+        item,
+        kept,
+        f"entry point '{item.name}' in group '{item.group}' is claimed by two distributions: "
+        f"{kept.who()} (installed first) keeps it, {item.who()} is left out "
+        "(the first installed wins; uninstall one of them to choose)",
+    )
+
+
+def first_installed(items: Iterable[EntryPointItem]) -> list[EntryPointItem]:
+    """``items`` in install order, first installed first (ties and unknown times by name, then distribution)."""
+    return sorted(items, key=lambda i: (i.installed or float("inf"), i.name, i.distribution))
+
+
+class _Scan:
+    """One scan's items and the ones left out, per group (a plain class: a dataclass costs every cold start)."""
+
+    __slots__ = ("items", "lost")
 
     def __init__(self) -> None:
         self.items: dict[str, dict[str, EntryPointItem]] = {}
-        self.conflicts: dict[str, dict[str, str]] = {}
+        self.lost: dict[str, list[Lost]] = {}
 
 
 _METADATA_SUFFIXES = (".dist-info", ".egg-info", ".pth")
@@ -126,6 +161,27 @@ class _PathWatch:
         return tuple(out)
 
 
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _installed_at(dist: Any, name: str, version: str, listings: dict[str, dict[str, int]]) -> int:
+    """When ``dist`` was installed: the modification time (ns) of its ``.dist-info``/``.egg-info``
+    directory, 0 when it cannot be found. ``listings`` caches each folder's metadata entries."""
+    try:
+        folder = os.fspath(dist.locate_file(""))
+    except (AttributeError, NotImplementedError, TypeError):
+        return 0
+    found = listings.get(folder)
+    if found is None:
+        found = listings[folder] = {}
+        for entry, _, mtime in _metadata_entries(folder):
+            stem, dot, suffix = entry.rpartition(".")
+            if dot and suffix in ("dist-info", "egg-info"):
+                found[_normal(stem)] = mtime
+    return found.get(_normal(f"{name}-{version}"), 0)
+
+
 def _scan() -> _Scan:
     import importlib.metadata as md  # with email and zipfile: only when the cache cannot answer
 
@@ -134,37 +190,45 @@ def _scan() -> _Scan:
     # rest, as imports do, and reads only entry_points.txt; metadata is read for our items only,
     # once per distribution.
     every = md.entry_points()
-    owners: dict[int, tuple[str, str]] = {}
+    owners: dict[int, tuple[str, str, int]] = {}
+    listings: dict[str, dict[str, int]] = {}
     for group in sorted(g for g in every.groups if g.startswith(GROUP_PREFIX)):
-        bucket = scan.items.setdefault(group, {})
+        claims: dict[str, list[EntryPointItem]] = {}
         for ep in every.select(group=group):
             dist = ep.dist
             owner = owners.get(id(dist))
             if owner is None:
                 name = (dist.metadata["Name"] if dist is not None else None) or "<unknown>"
-                owner = owners[id(dist)] = (name, dist.version if dist is not None else "0")
-            dist_name, version = owner
-            item = EntryPointItem(group, ep.name, ep.value, dist_name, version)
-            other = bucket.get(ep.name)
-            if other is not None and other.distribution != dist_name:
-                first, second = sorted([f"{other.distribution} {other.version}", f"{dist_name} {version}"])
-                scan.conflicts.setdefault(group, {})[ep.name] = (
-                    f"entry point '{ep.name}' in group '{group}' is claimed by two distributions: {first} and {second}"
-                )
-                continue
-            bucket[ep.name] = item
-    for group, names in scan.conflicts.items():
-        for name in names:
-            scan.items[group].pop(name, None)
+                version = dist.version if dist is not None else "0"
+                installed = 0 if dist is None else _installed_at(dist, name, version, listings)
+                owner = owners[id(dist)] = (name, version, installed)
+            item = EntryPointItem(group, ep.name, ep.value, *owner)
+            same = claims.setdefault(ep.name, [])
+            if all(other.distribution != item.distribution for other in same):
+                same.append(item)
+        bucket = scan.items.setdefault(group, {})
+        for name, items in claims.items():
+            kept, *rest = first_installed(items)
+            bucket[name] = kept
+            scan.lost.setdefault(group, []).extend(lost(item, kept) for item in rest)
     return scan
+
+
+def _row(item: EntryPointItem) -> Row:
+    return (item.group, item.name, item.value, item.distribution, item.version, str(item.installed))
+
+
+def _item(row: Row) -> EntryPointItem:
+    group, name, value, distribution, version, installed = row
+    return EntryPointItem(group, name, value, distribution, version, int(installed))
 
 
 def _rows(scan: _Scan) -> list[Row]:
     rows: list[Row] = []
     for bucket in scan.items.values():
-        rows += [("I", i.group, i.name, i.value, i.distribution, i.version) for i in bucket.values()]
-    for group, names in scan.conflicts.items():
-        rows += [("C", group, name, message) for name, message in names.items()]
+        rows += [("I", *_row(i)) for i in bucket.values()]
+    for losses in scan.lost.values():
+        rows += [("L", *_row(loss.item)) for loss in losses]
     return rows
 
 
@@ -172,10 +236,12 @@ def _from_rows(rows: list[Row]) -> _Scan:
     scan = _Scan()
     for row in rows:
         if row[0] == "I":
-            item = EntryPointItem(*row[1:])
+            item = _item(row[1:])
             scan.items.setdefault(item.group, {})[item.name] = item
-        else:
-            scan.conflicts.setdefault(row[1], {})[row[2]] = row[3]
+    for row in rows:
+        kept = scan.items.get(row[1], {}).get(row[2])
+        if row[0] == "L" and kept is not None:
+            scan.lost.setdefault(row[1], []).append(lost(_item(row[1:]), kept))
     return scan
 
 
@@ -219,25 +285,29 @@ class Catalog:
 
     def groups(self) -> list[str]:
         """Every ``dsh.*`` group with at least one installed entry point, sorted."""
-        return sorted({*self._scan.items, *self._scan.conflicts})
+        return sorted(self._scan.items)
 
     def items(self, group: str) -> list[EntryPointItem]:
-        """Every loadable item of ``group``, sorted by name (conflicting names are left out)."""
+        """Every loadable item of ``group``, sorted by name (of a name two distributions claim, the one
+        installed first)."""
         return [v for _, v in sorted(self._scan.items.get(group, {}).items())]
 
+    def lost(self, group: str) -> list[Lost]:
+        """The entry points of ``group`` left out because a distribution installed first has one of
+        their name, sorted by name and distribution; each with its message naming both."""
+        return sorted(self._scan.lost.get(group, ()), key=lambda loss: (loss.item.name, loss.item.distribution))
+
     def conflicts(self, group: str) -> Mapping[str, str]:
-        """Names claimed by two distributions in ``group``, each with its error message."""
-        return dict(sorted(self._scan.conflicts.get(group, {}).items()))
+        """Names of ``group`` two distributions claim, each with the message of the one left out."""
+        return {loss.item.name: loss.message for loss in self.lost(group)}
 
     def names(self, group: str) -> list[str]:
-        """Every name in ``group``, conflicting ones included, sorted."""
-        return sorted({*self._scan.items.get(group, {}), *self._scan.conflicts.get(group, {})})
+        """Every name in ``group``, sorted."""
+        return sorted(self._scan.items.get(group, {}))
 
     def find(self, group: str, name: str) -> EntryPointItem:
-        """Return the item ``name`` of ``group``; raise naming both claimants or the available names."""
-        conflict = self._scan.conflicts.get(group, {}).get(name)
-        if conflict is not None:
-            raise DiscoveryError(conflict, group=group, name=name)
+        """Return the item ``name`` of ``group`` (the first installed of a claimed name); raise naming
+        the available names."""
         item = self._scan.items.get(group, {}).get(name)
         if item is None:
             available = ", ".join(self.names(group)) or "none"
@@ -277,7 +347,7 @@ class Catalog:
         old, self._scan = self._scan, new
         self._save()
         diffs = []
-        for group in sorted({*old.items, *new.items}):
+        for group in sorted({*old.items, *new.items, *old.lost, *new.lost}):
             before, after = old.items.get(group, {}), new.items.get(group, {})
             diff = GroupDiff(
                 group,
@@ -290,6 +360,7 @@ class Catalog:
                 sys.modules.pop(item.value.partition(":")[0].strip(), None)
             if diff:
                 diffs.append(diff)
+            if diff or old.lost.get(group, []) != new.lost.get(group, []):  # who is left out moved too
                 for watcher in list(self._watchers.get(group, ())):
                     watcher(diff)
         return diffs

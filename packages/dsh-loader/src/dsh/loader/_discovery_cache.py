@@ -21,7 +21,7 @@ import sys
 
 from dsh.paths import open_regular
 
-_MAGIC = "dsh discovery cache 2"
+_MAGIC = "dsh discovery cache 3"
 _KEY = "key "
 _END = "end"
 KEEP = 8
@@ -29,7 +29,7 @@ KEEP = 8
 variants (``python -m`` puts the working directory first) sharing a home do not evict each other."""
 
 Row = tuple[str, ...]
-"""``("I", group, name, value, distribution, version)`` or ``("C", group, name, message)``."""
+"""``("I" or "L", group, name, value, distribution, version, installed)``: an item, or one left out."""
 
 
 def cache_key(fingerprint: tuple[tuple[str, object], ...]) -> str:
@@ -99,7 +99,7 @@ def _sections(lines: list[str]) -> dict[str, list[Row]] | None:
             rows = out[line[len(_KEY) :]] = []
             continue
         row = tuple(line.split("\t"))
-        if rows is None or not ((row[0] == "I" and len(row) == 6) or (row[0] == "C" and len(row) == 4)):
+        if rows is None or row[0] not in ("I", "L") or len(row) != 7 or not row[6].isdigit():
             return None
         rows.append(row)
     return out

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from dsh.core import Context, Fiber, Plugin
 
-from ._discovery import Catalog, EntryPointItem
+from ._discovery import Catalog, EntryPointItem, first_installed
 from ._errors import DiscoveryError
 from ._runtime import CATALOG
 
@@ -33,12 +33,15 @@ def follow_group(
     """Load every item of ``group`` as a child fiber of ``ctx``, labelled ``<label>:<name>``, and follow refreshes.
 
     Each fiber is non-essential (a failure is a warning of the runtime, not a boot failure) and
-    attributed to its item. On :meth:`Catalog.refresh` removed items' fibers are disposed,
-    changed ones reloaded and added ones loaded; a name two distributions claim loads for
-    neither, as a failed fiber naming both. Everything is undone when ``ctx``'s fiber unloads.
+    attributed to its item. Items load in install order, first installed first, so where two claim
+    one thing (a bash-env key) the one installed first has it. On :meth:`Catalog.refresh` removed
+    items' fibers are disposed, changed ones reloaded and added ones loaded. Of a name two
+    distributions claim, the one installed first loads; the other is a failed fiber
+    ``<label>:<name> (<distribution>)`` naming both. Everything is undone when ``ctx``'s fiber unloads.
     """
     catalog = ctx.get(CATALOG) or Catalog()
     fibers: dict[str, Fiber] = {}
+    losers: dict[tuple[str, str], Fiber] = {}
 
     def load(item: EntryPointItem) -> None:
         if item.name not in exclude:
@@ -51,21 +54,25 @@ def follow_group(
         if fiber is not None:
             fiber.dispose()
 
-    def report_conflicts() -> None:
-        for name, message in catalog.conflicts(group).items():
-            if name not in fibers:
-                child = f"{label}:{name}"
-                fibers[name] = ctx.plugin(_conflict_plugin(group, name, child, message), label=child, essential=False)
+    def report_lost() -> None:
+        now = {(loss.item.name, loss.item.distribution): loss for loss in catalog.lost(group)}
+        for key in [k for k in losers if k not in now]:
+            losers.pop(key).dispose()
+        for key, loss in now.items():
+            if key not in losers and loss.item.name not in exclude:
+                child = f"{label}:{loss.item.name} ({loss.item.distribution})"
+                failing = _conflict_plugin(group, loss.item.name, child, loss.message)
+                losers[key] = ctx.plugin(failing, label=child, origin=loss.item, essential=False)
 
-    for item in catalog.items(group):
+    for item in first_installed(catalog.items(group)):
         load(item)
-    report_conflicts()
+    report_lost()
 
     def on_diff(diff: GroupDiff) -> None:
         for item in (*diff.removed, *diff.changed, *diff.added):
-            unload(item.name)  # an added name may replace a conflict's failed fiber
-        for item in (*diff.changed, *diff.added):
+            unload(item.name)
+        for item in first_installed((*diff.changed, *diff.added)):
             load(item)
-        report_conflicts()
+        report_lost()
 
     ctx.effect(lambda: catalog.watch(group, on_diff), label=f"watch {group}")
