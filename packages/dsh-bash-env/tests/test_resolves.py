@@ -380,12 +380,15 @@ def test_calls_cancelled_while_a_healthy_contributor_resolves_never_refuse_the_n
     registry.register(_sleepy("healthy", 0.3))
 
     async def main() -> Mapping[str, str]:
-        calls = [asyncio.ensure_future(registry.collect_async(ToolExecution("bash", f"gone-{i}"))) for i in range(5)]
+        calls = [
+            asyncio.ensure_future(registry.collect_async(ToolExecution("bash", f"gone-{i}")))
+            for i in range(THREADS_PER_CONTRIBUTOR + 1)
+        ]
         await asyncio.sleep(0.05)
         for call in calls:
             call.cancel()
         await asyncio.gather(*calls, return_exceptions=True)
-        # Left running, blaming nobody: as many as its threads; the fifth never started.
+        # Left running, blaming nobody: as many as its threads; the last never started.
         assert _running(registry, "healthy") == THREADS_PER_CONTRIBUTOR
         return await registry.collect_async(ToolExecution("bash", "next"))
 

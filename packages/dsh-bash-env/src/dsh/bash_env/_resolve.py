@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # imported when a third-party contributor first resolves: a c
 
     from ._pool import DaemonPool
 
-THREADS_PER_CONTRIBUTOR = 4
+THREADS_PER_CONTRIBUTOR = 8
 """Resolves of one contributor that may run at once; more wait for one of its threads to be free.
 
 Once all of them run resolves that passed their deadline (the contributor hangs), its calls fail at
