@@ -7,13 +7,15 @@ from ._errors import (
     ForkError,
     InvalidSessionIdError,
     PersistenceError,
+    SchemaError,
     SessionFormatError,
     SessionLockedError,
     SessionNotFoundError,
     ToolError,
 )
 from ._model import SessionEvent, SessionHeader, SessionLocation
-from ._rules import validate_session_id
+from ._rules import is_safe_id, validate_session_id
+from ._schema import anthropic_tool, drop_nulls, openai_tool, strict_problems, strict_schema
 from ._session import Session
 from ._store import SESSIONS, SessionStore, sessions_plugin
 from ._tools import TOOLS, AgentRef, Tool, ToolExecution, ToolResult, ToolSpec, tools_plugin
@@ -25,6 +27,7 @@ __all__ = [
     "ForkError",
     "InvalidSessionIdError",
     "PersistenceError",
+    "SchemaError",
     "Session",
     "SessionEvent",
     "SessionFormatError",
@@ -38,7 +41,13 @@ __all__ = [
     "ToolExecution",
     "ToolResult",
     "ToolSpec",
+    "anthropic_tool",
+    "drop_nulls",
+    "is_safe_id",
+    "openai_tool",
     "sessions_plugin",
+    "strict_problems",
+    "strict_schema",
     "tools_plugin",
     "validate_session_id",
 ]

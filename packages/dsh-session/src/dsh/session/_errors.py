@@ -8,6 +8,7 @@ DshError (dsh.core)
 │   └── SessionLockedError                 .session_id: another writer holds the session
 ├── ForkError                              .session_id, .upto: a fork boundary outside the session
 └── ToolError                              .tool: a tool call failed (tools subclass it: tool-bash's ArgumentError)
+    └── SchemaError                        .tool, .path: a tool's argument schema cannot take the asked-for shape
 """
 
 from __future__ import annotations
@@ -78,3 +79,12 @@ class ToolError(DshError):
         super().__init__(message)
         self.tool = tool
         """The tool's name, when known."""
+
+
+class SchemaError(ToolError):
+    """A tool's argument schema cannot be exported in the shape asked for (OpenAI's strict mode, say)."""
+
+    def __init__(self, message: str, *, tool: str | None = None, path: str = "") -> None:
+        super().__init__(message, tool=tool)
+        self.path = path
+        """Where in the schema the fault is (``properties.env``; empty for the root)."""

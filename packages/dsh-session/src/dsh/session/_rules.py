@@ -21,6 +21,12 @@ FAST_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_ID_LENGTH - 1}}}")
 """One match says an id is safe; only a refused id goes through :func:`validate_session_id`'s reasons."""
 
 
+def is_safe_id(value: object) -> bool:
+    """Whether ``value`` passes :func:`validate_session_id`: the one rule for ids dsh puts in paths,
+    environment variables and records (session ids, and tool call ids an outside loop supplies)."""
+    return isinstance(value, str) and FAST_ID.fullmatch(value) is not None
+
+
 def validate_session_id(value: object) -> str:
     """Return ``value`` if it is a safe session id, else raise naming what is wrong.
 
