@@ -14,12 +14,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._builtins import BUILTINS
-from ._errors import ScriptError, TranscriptNotSaved
+from ._errors import ScriptError, TranscriptNotSaved, TurnError
 from ._loop import Agent, needs_event_loop
 from ._model import Model, ScriptedModel, ToolCall
 from ._spawn import SPAWN_DESCRIPTION, SpawnTool, spawn_plugin
 
 if TYPE_CHECKING:
+    from ._outside import Turn
     from ._script import Script, ScriptTurn, load_script
     from ._steps import ModelStep, TurnResult
 
@@ -28,6 +29,7 @@ _LAZY = {
     "ScriptTurn": "_script",
     "load_script": "_script",
     "ModelStep": "_steps",
+    "Turn": "_outside",
     "TurnResult": "_steps",
 }
 
@@ -44,6 +46,8 @@ __all__ = [
     "SpawnTool",
     "ToolCall",
     "TranscriptNotSaved",
+    "Turn",
+    "TurnError",
     "TurnResult",
     "load_script",
     "needs_event_loop",

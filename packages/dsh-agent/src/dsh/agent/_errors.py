@@ -2,7 +2,8 @@
 
 DshError (dsh.core)
 ├── ScriptError               .path, .subagent: a model script cannot be read or validated, or lacks a subagent
-└── TranscriptNotSaved        .session_id, .cause, .result: a turn ran to its end but its flush failed
+├── TranscriptNotSaved        .session_id, .cause, .result: a turn ran to its end but its flush failed
+└── TurnError                 .turn_id: an outside loop's turn used when not open, or blocked or stopped by a hook
 
 The ``dsh`` command's own errors (usage, serve, missing plugins, wire frames) live in ``dsh.cli``.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from dsh.core import DshError
 
-__all__ = ["ScriptError", "TranscriptNotSaved"]
+__all__ = ["ScriptError", "TranscriptNotSaved", "TurnError"]
 
 
 class ScriptError(DshError):
@@ -36,3 +37,12 @@ class TranscriptNotSaved(DshError):
         """The exception the flush raised."""
         self.result = result
         """What the turn produced (a ``TurnResult``), so a caller can still report the command's output."""
+
+
+class TurnError(DshError):
+    """An outside loop used a turn it may not: not entered yet, already ended, or blocked or stopped by a hook."""
+
+    def __init__(self, message: str, *, turn_id: str | None = None) -> None:
+        super().__init__(message)
+        self.turn_id = turn_id
+        """The turn at fault, once it had an id."""

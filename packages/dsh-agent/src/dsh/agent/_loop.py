@@ -12,7 +12,17 @@ from dsh.bash import Interrupts, interruption
 from dsh.core import Context
 from dsh.hooks import HOOKS
 from dsh.loader import TURN_REFRESH
-from dsh.session import TOOLS, AgentRef, PersistenceError, Session, Tool, ToolExecution, ToolResult, ToolSpec
+from dsh.session import (
+    TOOLS,
+    AgentRef,
+    PersistenceError,
+    Session,
+    Tool,
+    ToolExecution,
+    ToolResult,
+    ToolSpec,
+    is_safe_id,
+)
 
 from ._errors import TranscriptNotSaved
 from ._hookpoints import HookPoints
@@ -31,6 +41,21 @@ current_agent: ContextVar[Agent | None] = ContextVar("dsh_current_agent", defaul
 
 def _new_call_id() -> str:
     return f"call-{os.urandom(8).hex()}"
+
+
+def _call_id(given: str | None) -> tuple[str, dict[str, str]]:
+    """The id a call runs under, and what to record of the id it was given when that one was refused.
+
+    A call id reaches the child as ``DSH_TOOL_CALL_ID`` and hooks as ``tool_use_id``, so it obeys the
+    rule of session ids (:func:`dsh.session.is_safe_id`). An id a model or an outside loop supplies
+    that breaks it is replaced by a fresh one, and the ``tool/call`` event keeps the given one as
+    ``supplied_call_id``, so the call can still be matched to what the caller sent.
+    """
+    if given is None or given == "":
+        return _new_call_id(), {}
+    if is_safe_id(given):
+        return given, {}
+    return _new_call_id(), {"supplied_call_id": given}
 
 
 ONE_CALL_EVENTS = (
@@ -258,8 +283,8 @@ class Agent(HookPoints):
 
     async def call_tool(self, call: ToolCall, turn_id: str | None = None) -> ToolResult:
         """Run one tool call as the model would: PreToolUse hooks, the tool, PostToolUse hooks, the record."""
-        call_id = call.id or _new_call_id()
-        self.session.record("tool/call", call_id=call_id, name=call.name, arguments=call.arguments)
+        call_id, supplied = _call_id(call.id)
+        self.session.record("tool/call", call_id=call_id, name=call.name, arguments=call.arguments, **supplied)
         tools = self.ctx.get(TOOLS)
         tool = None if tools is None else tools.get(call.name)
         hooks = self._hooks()
