@@ -11,9 +11,13 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ._errors import MissingPluginError, ServeError, UsageError
+    from ._harness import Harness, HarnessSession, HarnessTurn
     from ._runtime import DEFAULT_SOURCE, default_deployment, open_runtime
 
 _EXPORTS = {
+    "Harness": "._harness",
+    "HarnessSession": "._harness",
+    "HarnessTurn": "._harness",
     "MissingPluginError": "._errors",
     "ServeError": "._errors",
     "UsageError": "._errors",
@@ -22,7 +26,17 @@ _EXPORTS = {
     "open_runtime": "._runtime",
 }
 
-__all__ = ["DEFAULT_SOURCE", "MissingPluginError", "ServeError", "UsageError", "default_deployment", "open_runtime"]
+__all__ = [
+    "DEFAULT_SOURCE",
+    "Harness",
+    "HarnessSession",
+    "HarnessTurn",
+    "MissingPluginError",
+    "ServeError",
+    "UsageError",
+    "default_deployment",
+    "open_runtime",
+]
 
 
 def __getattr__(name: str) -> Any:

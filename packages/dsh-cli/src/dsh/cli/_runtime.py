@@ -89,16 +89,29 @@ def _deployment(
 ) -> tuple[Deployment, str]:
     if choice.path is None:
         return default_deployment(env), DEFAULT_SOURCE
-    deployment = layer_on_defaults(load_deployment(choice.path, validated=validated), choice.path, env)
+    loaded = load_deployment(choice.path, validated=validated)
+    return layered(loaded, choice.path, env, path=choice.path), choice.path
+
+
+def layered(
+    deployment: Deployment, source: str, env: Mapping[str, str] | None = None, *, path: str | None = None
+) -> Deployment:
+    """A deployment as it boots: :func:`layer_on_defaults`, and what its file (``path``) implies.
+
+    A deployment read from a file hands that file on to its shells (``DSH_DEPLOYMENT``, through the
+    ``deployment-env`` plugin), and its relative hook files resolve against the file's folder.
+    """
+    deployment = layer_on_defaults(deployment, source, env)
+    if path is None:
+        return deployment
     plugins = deployment.plugins or []
     if any(entry.name == "bash-env" for entry in plugins):
-        plugins = [*plugins, PluginEntry(id="deployment-env", config={"path": choice.path})]
+        plugins = [*plugins, PluginEntry(id="deployment-env", config={"path": path})]
         deployment = replace(deployment, plugins=plugins)
-    # Relative hook files in a deployment resolve against the deployment's folder.
     for entry in plugins:
         if entry.name == "hooks":
-            entry.config.setdefault("base_dir", str(Path(choice.path).parent.absolute()))
-    return deployment, choice.path
+            entry.config.setdefault("base_dir", str(Path(path).parent.absolute()))
+    return deployment
 
 
 def open_runtime(
@@ -127,6 +140,19 @@ def open_runtime(
     catalog = Catalog(cache=discovery_cache(home))
     validated = validated_cache(home, catalog)
     deployment, source = _deployment(choice, env, validated)
+    return boot_layered(deployment, source, env=env, check=check, catalog=catalog, validated=validated)
+
+
+def boot_layered(
+    deployment: Deployment,
+    source: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+    catalog: Catalog | None = None,
+    validated: ValidatedCache | None = None,
+) -> Runtime:
+    """Boot an already layered deployment with the agent built-ins; its warnings go to stderr."""
     ensure_private_dir(resolve_home(deployment, env), "DSH_HOME")
     if check:
         runtime = boot(deployment, source=source, builtins=BUILTINS, env=env, catalog=catalog, validated=validated)
