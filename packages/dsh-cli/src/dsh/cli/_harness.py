@@ -32,7 +32,7 @@ from dsh.session import (
     openai_tool,
 )
 
-from ._choice import choose_deployment
+from ._fast._choice import choose_deployment
 from ._runtime import DEFAULT_SOURCE, boot_layered, layered, open_runtime
 
 if TYPE_CHECKING:
