@@ -36,7 +36,7 @@ def test_wheels_install_a_chosen_subset_without_an_index(tmp_path: Path) -> None
             "--no-index",
             "--find-links",
             wheels,
-            "dsh-agent",
+            "dsh-cli",
             "dsh-persistence-sqlite",
         ],
         capture_output=True,
@@ -47,7 +47,7 @@ def test_wheels_install_a_chosen_subset_without_an_index(tmp_path: Path) -> None
     env["DSH_HOME"] = str(tmp_path / "home")
     version = subprocess.run([root / "bin" / "dsh", "--version"], capture_output=True, text=True, env=env)
     names = [line.split()[0] for line in version.stdout.splitlines()]
-    assert "dsh-agent" in names and "dsh-persistence-sqlite" in names and "dsh-tool-pwsh" not in names
+    assert {"dsh-cli", "dsh-agent", "dsh-persistence-sqlite"} <= set(names) and "dsh-tool-pwsh" not in names
     deployment = tmp_path / "sqlite.yaml"
     deployment.write_text("persistence: {backend: sqlite}\n")
     ran = subprocess.run(
