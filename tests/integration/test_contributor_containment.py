@@ -117,7 +117,7 @@ def test_in_process_exec_and_plugins_survive_every_misbehaviour(
             assert proc.returncode == 0 and proc.stdout == "ran\nfine\n", proc.stderr
         else:
             assert proc.returncode in DSH_FAILED and proc.stdout == "", proc.stderr
-            assert proc.stderr.splitlines()[-1] == _expected(name)
+            assert proc.stderr.splitlines()[-1] == "dsh: " + _expected(name)
 
 
 @pytest.fixture
@@ -141,13 +141,58 @@ def test_served_calls_fail_alone_while_other_clients_go_on(server: ServeProcess,
 
         answer = recv_frame(slow)
     assert answer is not None and answer["ok"]
-    assert answer["result"]["exit_code"] in DSH_FAILED
-    assert answer["result"]["stderr"] == _expected("slow") + "\n"
+    # Nothing ran: no status, the message in "error" (the 125 contract), not in the command's stderr.
+    assert (answer["result"]["exit_code"], answer["result"]["stderr"]) == (None, "")
+    assert answer["result"]["error"] == _expected("slow")
     for name in ("huge", "raising", "exiting", "empty"):
         answer = ask(server.path, request("echo never", dirs[name], env=env))
         assert answer is not None and answer["ok"], answer
-        assert answer["result"]["exit_code"] in DSH_FAILED and answer["result"]["stdout"] == "", answer
-        assert answer["result"]["stderr"] == _expected(name) + "\n"
+        assert answer["result"]["exit_code"] is None and answer["result"]["stdout"] == "", answer
+        assert (answer["result"]["error"], answer["result"]["stderr"]) == (_expected(name), "")
     assert server.proc.poll() is None, "a SystemExit in a contributor never stops the server"
     answer = ask(server.path, request("echo still here", dirs["calm"], env=env))
     assert answer is not None and answer["result"]["stdout"] == "still here\n"
+
+
+def test_json_after_a_contributor_failure_follows_the_125_contract(
+    site: Path, dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    env = {"PYTHONPATH": str(site)}
+    proc = dsh(
+        "exec", "--no-server", "--json", "--cwd", str(dirs["raising"]), "--", "echo never",
+        home=tmp_path / "home", env=env,
+    )  # fmt: skip
+    assert proc.returncode == 125, proc.stderr
+    document = json.loads(proc.stdout)
+    assert (document["exit_code"], document["stdout"], document["stderr"]) == (None, "", "")
+    assert document["error"] == _expected("raising")
+    assert document["session_id"] and proc.stderr.splitlines()[-1] == "dsh: " + _expected("raising")
+
+
+def test_an_optional_contributors_failure_is_one_warning_and_its_keys_are_absent(
+    site: Path, dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    deployment = tmp_path / "deployment.yaml"
+    deployment.write_text("plugins:\n  - id: bash-env\n    config: {policy: {raising: optional, slow: optional}}\n")
+    env = {"PYTHONPATH": str(site)}
+    command = "echo ran; echo ${DSH_RAISING-absent} ${DSH_SLOW-absent} $DSH_HUGE"
+    for name, absent in (("raising", "absent fine"), ("slow", "fine absent")):
+        proc = dsh(
+            "exec", "--no-server", "--deployment", str(deployment), "--cwd", str(dirs[name]), "--", command,
+            home=tmp_path / "home", env=env,
+        )  # fmt: skip
+        assert (proc.returncode, proc.stdout) == (0, f"ran\n{absent} fine\n"), proc.stderr
+        warnings = [line for line in proc.stderr.splitlines() if line != IMPORT_WARNING]
+        assert warnings == [
+            f"dsh: warning: {_expected(name)} (optional in the bash-env config: its keys are left out of this call)"
+        ]
+    # A required one (the default) still fails the call.
+    proc = dsh(
+        "exec", "--no-server", "--deployment", str(deployment), "--cwd", str(dirs["huge"]), "--", command,
+        home=tmp_path / "home", env=env,
+    )  # fmt: skip
+    assert proc.returncode == 125 and proc.stderr.splitlines()[-1] == "dsh: " + _expected("huge")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("plugins:\n  - id: bash-env\n    config: {policy: {raising: maybe}}\n")
+    proc = dsh("exec", "--no-server", "--deployment", str(bad), "--", "true", home=tmp_path / "home", env=env)
+    assert proc.returncode == 125 and "config.policy" in proc.stderr, proc.stderr

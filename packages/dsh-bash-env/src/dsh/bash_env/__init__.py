@@ -8,6 +8,7 @@ from ._declare import SESSION_ID_KEY, TOOL_CALL_ID_KEY, TURN_ID_KEY, Contributor
 from ._errors import CollectionError, ContributorError
 from ._plugin import BASH_ENV_GROUP, SESSION_JSONL_KEY, BashEnvConfig, plugin
 from ._registry import BASH_ENV, BashEnvRegistry, VariableInfo
+from ._resolve import Snapshot
 
 __all__ = [
     "BASH_ENV",
@@ -22,6 +23,7 @@ __all__ = [
     "Contributor",
     "ContributorError",
     "FunctionContributor",
+    "Snapshot",
     "VariableInfo",
     "VariableSpec",
     "plugin",

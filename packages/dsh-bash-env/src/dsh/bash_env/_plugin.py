@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from dsh.bash import DSH_ENV_PREFIX, SHELL_EXECUTOR, Executor, World, world_of
-from dsh.core import Context, Plugin, plugin_home
+from dsh.core import Context, FieldError, Plugin, plugin_home
 from dsh.loader import EntryPointItem, follow_group
 from dsh.session import ToolExecution
 from dsh.session.persistence import SESSION_PERSISTENCE, SessionPersistence
@@ -76,9 +77,15 @@ class BashEnvConfig:
     """Entry-point names not to load."""
     resolve_timeout: float = DEFAULT_RESOLVE_TIMEOUT
     """Seconds each contributor's ``resolve()`` may take; past it that call fails naming the contributor."""
+    policy: dict[str, Literal["required", "optional"]] = field(default_factory=dict)
+    """Per contributor name: ``required`` (the default: its failure fails the call) or ``optional``
+    (its failure is one warning and its keys are absent from that call)."""
 
     def __post_init__(self) -> None:
         check_resolve_timeout(self.resolve_timeout)
+        for name, policy in self.policy.items():
+            if policy not in ("required", "optional"):
+                raise FieldError("policy", f"of contributor '{name}' must be 'required' or 'optional', not {policy!r}")
 
 
 def _contributor_plugin(item: EntryPointItem) -> Plugin:
@@ -103,6 +110,7 @@ def _apply(ctx: Context, config: BashEnvConfig) -> None:
         resolve_timeout=config.resolve_timeout,
         version=version,
         world=lambda: current_world(ctx),
+        optional=[name for name, policy in config.policy.items() if policy == "optional"],
     )
     ctx.provide(BASH_ENV, registry)
     ctx.require(BASH_ENV).register(PersistenceTranslator(ctx), builtin=True)

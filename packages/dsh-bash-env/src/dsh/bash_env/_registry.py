@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -27,7 +27,7 @@ from ._declare import (
     validate,
 )
 from ._errors import ContributorError
-from ._resolve import Call, Entry, sealed
+from ._resolve import Call, Entry, Snapshot, sealed
 
 if TYPE_CHECKING:
     import asyncio
@@ -67,11 +67,14 @@ class VariableInfo(NamedTuple):
 
 
 class _State:
-    __slots__ = ("_lock", "_ordered", "entries", "home", "lost", "owners", "timeout", "world")
+    __slots__ = ("_lock", "_ordered", "entries", "home", "lost", "optional", "owners", "timeout", "world")
 
-    def __init__(self, home: str, timeout: float, world: Callable[[], World] | None) -> None:
+    def __init__(
+        self, home: str, timeout: float, world: Callable[[], World] | None, optional: frozenset[str] = frozenset()
+    ) -> None:
         self.home = home
         self.timeout = timeout
+        self.optional = optional
         self.world = world
         self.entries: dict[str, Entry] = {}
         self.owners: dict[str, str] = {}
@@ -118,9 +121,10 @@ class BashEnvRegistry(Service):
         resolve_timeout: float = DEFAULT_RESOLVE_TIMEOUT,
         version: str | None = None,
         world: Callable[[], World] | None = None,
+        optional: Collection[str] = (),
     ) -> None:
         check_resolve_timeout(resolve_timeout)
-        self._state = _State(str(Path(home).absolute()), resolve_timeout, world)
+        self._state = _State(str(Path(home).absolute()), resolve_timeout, world, frozenset(optional))
         self._version = version
         """dsh-bash-env's version as discovery found it (None: ask importlib.metadata when listing)."""
 
@@ -209,7 +213,7 @@ class BashEnvRegistry(Service):
             fiber = fiber.parent
         return None
 
-    def collect(self, execution: ToolExecution) -> Mapping[str, str]:
+    def collect(self, execution: ToolExecution) -> Snapshot:
         """A new immutable snapshot for one call: built-ins, then each contributor in name order.
 
         Blocks the calling thread until every contributor answered or the call's deadline passed (a
@@ -218,21 +222,21 @@ class BashEnvRegistry(Service):
         """
         state = self._state
         out = self._builtins(execution)
-        with Call(state.ordered, execution, state.timeout, out) as call:
+        with Call(state.ordered, execution, state.timeout, out, state.optional) as call:
             while pending := call.pending():
                 from concurrent.futures import FIRST_EXCEPTION, wait  # loaded already: a future exists
 
                 with Interrupts.waiting():
                     wait(pending, call.left(), FIRST_EXCEPTION)
-        return sealed(out)
+        return sealed(out, call.warnings)
 
-    async def collect_async(self, execution: ToolExecution) -> Mapping[str, str]:
+    async def collect_async(self, execution: ToolExecution) -> Snapshot:
         """:meth:`collect` without blocking the event loop: other calls go on while a contributor resolves."""
         import asyncio
 
         state = self._state
         out = self._builtins(execution)
-        with Call(state.ordered, execution, state.timeout, out) as call:
+        with Call(state.ordered, execution, state.timeout, out, state.optional) as call:
             while pending := call.pending():
                 loop = asyncio.get_running_loop()
                 # Only ever given a plain result: no exception is left unretrieved on the loop.
@@ -244,7 +248,7 @@ class BashEnvRegistry(Service):
                     await asyncio.wait((waiter,), timeout=call.left())
                 finally:
                     waiter.cancel()  # stop waiting; a resolve itself cannot be stopped
-        return sealed(out)
+        return sealed(out, call.warnings)
 
     def _builtins(self, execution: ToolExecution) -> dict[str, str]:
         state = self._state

@@ -149,6 +149,18 @@ def _detail(exc: BaseException) -> str:
     return describe(exc)[len(type(exc).__name__) :]
 
 
+class Snapshot(ReadOnlyDict):
+    """One call's managed variables (a read-only dict), and the warnings of optional contributors
+    that failed for it (their keys are absent). A copy or a pickle is a plain ``ReadOnlyDict``."""
+
+    __slots__ = ("warnings",)
+
+    def __init__(self, values: dict[str, str], warnings: tuple[str, ...] = ()) -> None:
+        super().__init__(values)
+        self.warnings = warnings
+        """One line per optional contributor that failed for this call, naming it."""
+
+
 class Call:
     """The resolves of one collect: the third-party ones started together, outcomes taken in name order.
 
@@ -158,18 +170,33 @@ class Call:
     deadline passed.
     """
 
-    __slots__ = ("_at", "deadline", "futures", "out", "outcomes", "timeout")
+    __slots__ = ("_at", "deadline", "futures", "optional", "out", "outcomes", "timeout", "warnings")
 
-    def __init__(self, entries: Sequence[Entry], execution: ToolExecution, timeout: float, out: dict[str, str]) -> None:
+    def __init__(
+        self,
+        entries: Sequence[Entry],
+        execution: ToolExecution,
+        timeout: float,
+        out: dict[str, str],
+        optional: frozenset[str] = frozenset(),
+    ) -> None:
         now = time.monotonic()
+        self.optional = optional
+        self.warnings: list[str] = []
+        started = []
         for entry in entries:
             stuck = 0 if entry.builtin else entry.stuck(now)
             if stuck >= THREADS_PER_CONTRIBUTOR:  # before anything starts: the call fails anyway
-                raise CollectionError(
-                    f"contributor {entry.who()} is still running {stuck} resolve() calls that passed their "
-                    f"{timeout:g} s deadline; this call fails without starting another",
-                    contributor=entry.name,
+                self._failed(
+                    CollectionError(
+                        f"contributor {entry.who()} is still running {stuck} resolve() calls that passed their "
+                        f"{timeout:g} s deadline; this call fails without starting another",
+                        contributor=entry.name,
+                    )
                 )
+                continue  # an optional one: its keys are absent, the call goes on
+            started.append(entry)
+        entries = started
         self.timeout = timeout
         self.deadline = now + timeout
         self.out = out
@@ -200,15 +227,23 @@ class Call:
             if outcome is None:
                 future = self.futures[entry.name]
                 if not future.done():
-                    if time.monotonic() >= self.deadline:
-                        raise self._overran(entry, future)
-                    return self._before_a_failure()
-                outcome = _settled(entry, future)
-            if isinstance(outcome, CollectionError):
-                raise outcome
-            self.out.update(outcome)
+                    if time.monotonic() < self.deadline:
+                        return self._before_a_failure()
+                    outcome = self._overran(entry, future)
+                else:
+                    outcome = _settled(entry, future)
             self._at += 1
+            if isinstance(outcome, CollectionError):
+                self._failed(outcome)
+            else:
+                self.out.update(outcome)
         return []
+
+    def _failed(self, error: CollectionError) -> None:
+        """Raise ``error``, unless its contributor is ``optional``: then its keys are absent, one warning says why."""
+        if error.contributor not in self.optional:
+            raise error
+        self.warnings.append(f"{error} (optional in the bash-env config: its keys are left out of this call)")
 
     def _before_a_failure(self) -> list[Future[Mapping[str, str]]]:
         """The futures not done from the first not taken on, up to the first that failed (past it
@@ -221,7 +256,7 @@ class Call:
                     waiting.append(future)
                     continue
                 outcome = _settled(entry, future)
-            if isinstance(outcome, CollectionError):
+            if isinstance(outcome, CollectionError) and entry.name not in self.optional:
                 break
         return waiting
 
@@ -254,7 +289,7 @@ def _settled(entry: Entry, future: Future[Mapping[str, str]]) -> Outcome:
     )
 
 
-def sealed(out: dict[str, str]) -> Mapping[str, str]:
+def sealed(out: dict[str, str], warnings: Sequence[str] = ()) -> Snapshot:
     """The snapshot, read-only, once its total size is checked."""
     total = sum(map(len, out)) + sum(map(len, out.values()))
     if total > MAX_SNAPSHOT_BYTES:
@@ -264,7 +299,7 @@ def sealed(out: dict[str, str]) -> Mapping[str, str]:
             f"{MAX_SNAPSHOT_BYTES} (largest: '{largest}')",
             key=largest,
         )
-    return ReadOnlyDict(out)
+    return Snapshot(out, tuple(warnings))
 
 
 def check(entry: Entry, values: object, out: dict[str, str]) -> None:

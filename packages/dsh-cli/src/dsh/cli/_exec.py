@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dsh.agent import Agent, ScriptedModel, ToolCall, TranscriptNotSaved
@@ -12,7 +13,7 @@ from dsh.loader import Runtime
 from dsh.session import SESSIONS, TOOLS, PersistenceError, Session, ToolResult
 
 from ._errors import UsageError
-from ._fast._status import BLOCKED_EXIT, FAILURE_EXIT
+from ._fast._status import BLOCKED_EXIT
 
 if TYPE_CHECKING:
     from dsh.hooks import Notice
@@ -23,15 +24,17 @@ class ExecOutcome(NamedTuple):
 
     session_id: str
     location: dict[str, str] | None
-    exit_code: int
-    """The command's status: its own, 128+N for signal N, 124 when the timeout killed it."""
+    exit_code: int | None
+    """The command's status: its own, 128+N for signal N, 124 when the timeout killed it; None when
+    dsh failed before it ran (``error`` says why; ``dsh exec`` exits 125)."""
     stdout: str
     stderr: str
     timed_out: bool = False
     timeout: float | None = None
     """Seconds the command was allowed (None when the tool did not say)."""
     error: str | None = None
-    """Why the transcript could not be saved after the command ran (``dsh exec`` then exits 125)."""
+    """Why dsh failed: before the command ran (``exit_code`` None) or, after it ran, why its
+    transcript could not be saved (``dsh exec`` exits 125 either way)."""
     notices: tuple[str, ...] = ()
     """Lines for dsh's own stderr (hooks' ``systemMessage``, hook failures); not in ``--json``."""
 
@@ -123,12 +126,17 @@ async def exec_command(
         except (PersistenceError, OSError) as exc:  # SessionEnd's record: the command has run
             error = error or f"the transcript of session {session.id} could not be saved: {exc}"
     ran = result.value
+    warnings = result.data.get("warnings") if isinstance(result.data, Mapping) else None
+    notices.extend(f"dsh: warning: {w}" for w in warnings or ())  # optional contributors that failed
+    code: int | None
     if isinstance(ran, ExecResult):
         code, stdout, stderr, timed_out = ran.exit_code, ran.stdout, ran.stderr, ran.timed_out
+    elif result.blocked:  # a hook blocked it: its reason is the command's stderr, status 126
+        code, stdout, stderr, timed_out = BLOCKED_EXIT, "", result.output + "\n", False
     else:
-        # The command never ran: a hook blocked it, or dsh (a contributor, the tool) failed first.
-        code = BLOCKED_EXIT if result.blocked else FAILURE_EXIT
-        stdout, stderr, timed_out = "", result.output + "\n", False
+        # dsh (a contributor, the tool) failed before the command ran: nothing ran, so no status.
+        code, stdout, stderr, timed_out = None, "", "", False
+        error = result.output
     return ExecOutcome(
         session.id,
         location_json(session),

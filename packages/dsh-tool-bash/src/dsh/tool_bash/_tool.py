@@ -191,6 +191,8 @@ class ShellTool:
             snapshot = registry.collect(execution) if blocking else await registry.collect_async(execution)
             request = self.request(arguments, execution, snapshot)
             executor = self.executor()
+            # Optional contributors that failed for this call (their keys are absent): recorded with it.
+            warned = {"warnings": list(snapshot.warnings)} if snapshot.warnings else {}
             if arguments.get("run_in_background") is True:
                 if blocking:
                     raise DshError(f"{self.spec.name}: a background task needs a running event loop")
@@ -198,7 +200,7 @@ class ShellTool:
                 self.tasks.tasks[task.id] = task
                 return ToolResult(
                     f"started background task {task.id}; read it with {self.spec.name}_output",
-                    data={"task_id": task.id},
+                    data={"task_id": task.id, **warned},
                 )
             if blocking:
                 run_sync = getattr(executor, "run_sync", None)
@@ -209,7 +211,8 @@ class ShellTool:
                 result = await executor.run(request)
         except (CollectionError, DshError) as exc:
             return ToolResult(str(exc), is_error=True, data={"error": str(exc)})
-        return ToolResult(_format(result), is_error=result.exit_code != 0, data=result.as_data(), value=result)
+        data = result.as_data() | warned
+        return ToolResult(_format(result), is_error=result.exit_code != 0, data=data, value=result)
 
 
 class _TaskTool:

@@ -26,7 +26,7 @@ INTERRUPTS = ("SIGINT", "SIGTERM", "SIGHUP")
 
 def exec_status(result: Mapping[str, Any]) -> int:
     """``dsh exec``'s exit status for its ``--json`` document (in-process or served)."""
-    return FAILURE_EXIT if result.get("error") else int(result["exit_code"])
+    return FAILURE_EXIT if result.get("error") or result.get("exit_code") is None else int(result["exit_code"])
 
 
 def exec_notices(result: Mapping[str, Any]) -> list[str]:
@@ -38,7 +38,8 @@ def exec_notices(result: Mapping[str, Any]) -> list[str]:
             f"dsh: the command timed out{after} and its process group was killed; allow longer with --timeout SECONDS"
         )
     if result.get("error"):
-        lines.append(f"dsh: the command ran, but {result['error']}")
+        ran = result.get("exit_code") is not None
+        lines.append(f"dsh: the command ran, but {result['error']}" if ran else f"dsh: {result['error']}")
     return lines
 
 
