@@ -40,6 +40,7 @@ from curves import (
     child_env,
 )
 from gen_dists import generate
+from worlds import bench_worlds
 
 from dsh.agent import BUILTINS
 from dsh.bash_env import BASH_ENV, FunctionContributor
@@ -573,6 +574,7 @@ FULL: dict[str, Any] = {
     "session_counts": [10, 1_000, 10_000],
     "contributors": [1, 50],
     "serve_execs": 1_000,
+    "world_rounds": 41,
 }
 QUICK: dict[str, Any] = {
     "collect_batch": 50,
@@ -596,6 +598,7 @@ QUICK: dict[str, Any] = {
     "session_counts": [2, 6],
     "contributors": [1, 2],
     "serve_execs": 2,
+    "world_rounds": 3,
 }
 
 
@@ -655,6 +658,10 @@ def main() -> int:
         ):
             if wanted(curve):
                 results.update(curve(tmp, size))
+        # Sandboxed and SSH calls need bubblewrap, root and sshd: measured by full runs only, never
+        # by the suite's --quick smoke run.
+        if wanted(bench_worlds) and not args.quick:
+            results.update(bench_worlds(tmp, size["world_rounds"]))
     document = {
         "machine": {
             "python": platform.python_version(),

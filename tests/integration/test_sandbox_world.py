@@ -55,6 +55,7 @@ def test_a_home_the_sandbox_can_read_is_passed_with_its_transcript(outside_tmp: 
     assert isinstance(location, dict)
     assert facts["DSH_HOME"] == str(home) and facts["DSH_SESSION_JSONL"] == location["path"]
     assert facts["DSH_SESSION_ID"] == out["session_id"]
+    assert facts["DSH_DEPLOYMENT"] == str(outside_tmp / "deployment.yaml"), "readable in the sandbox"
 
 
 def test_a_home_under_the_private_tmp_is_not_passed(tmp_path: Path, outside_tmp: Path) -> None:

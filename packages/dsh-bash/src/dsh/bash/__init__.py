@@ -5,6 +5,8 @@
 
 from typing import TYPE_CHECKING
 
+from ._capture import Capture
+from ._child import Ended
 from ._env import DSH_ENV_PREFIX, Shell, is_managed_key
 from ._errors import ChannelError, ExecError
 from ._interrupt import Interrupted, Interrupts, interruption
@@ -32,7 +34,9 @@ __all__ = [
     "BackgroundProcess",
     "BashExecRequest",
     "BashExecSpec",
+    "Capture",
     "ChannelError",
+    "Ended",
     "ExecError",
     "ExecResult",
     "Executor",

@@ -119,10 +119,10 @@ class LocalExecutor:
 
         spec = self.spec(request)
         started = time.monotonic()
-        out, err = self._captures()
+        out, err = self.captures()
         Interrupts.command_started()  # a cancellation from now on kills a command, not the start-up
         try:
-            return self._result(await wait_async(spec, out, err), out, err, started)
+            return self.result(await wait_async(spec, out, err), out, err, started)
         except BaseException:
             out.discard()
             err.discard()
@@ -139,14 +139,14 @@ class LocalExecutor:
         spec = self.spec(request)
         started = time.monotonic()
         Interrupts.checkpoint()  # a signal came while the call was prepared: nothing starts
-        out, err = self._captures()
+        out, err = self.captures()
         try:
             # From the spawn on a signal is kept until the wait, which kills the group; one that comes
             # after the command ended is kept and no longer interrupts the turn (it ran; it is recorded).
             with Interrupts.protected():
                 Interrupts.command_started()
                 ended = wait_blocking(spec, out, err)
-            return self._result(ended, out, err, started)
+            return self.result(ended, out, err, started)
         except BaseException:
             out.discard()
             err.discard()
@@ -158,14 +158,17 @@ class LocalExecutor:
 
         return await start_background(self.spec(request), request)
 
-    def _captures(self) -> tuple[Capture, Capture]:
+    def captures(self) -> tuple[Capture, Capture]:
+        """Fresh bounded captures of stdout and stderr with this executor's output limit and spill settings."""
         return tuple(  # type: ignore[return-value]
             Capture(stream, max_output=self.max_output, spill_dir=self.spill_dir, max_spill=self.max_spill)
             for stream in ("stdout", "stderr")
         )
 
     @staticmethod
-    def _result(ended: Ended, out: Capture, err: Capture, started: float) -> ExecResult:
+    def result(ended: Ended, out: Capture, err: Capture, started: float) -> ExecResult:
+        """The result of a command that ended as ``ended``, its output read into ``out`` and ``err``
+        (an executor that carries the command elsewhere, over SSH say, shapes its result here too)."""
         stdout, stdout_spill = out.result()
         stderr, stderr_spill = err.result()
         if ended.note is not None:

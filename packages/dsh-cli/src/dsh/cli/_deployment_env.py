@@ -8,10 +8,12 @@ deployment in effect is a file (and ``bash-env`` is loaded).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from dsh.bash_env import BASH_ENV, FunctionContributor
 from dsh.core import Context, Plugin
+from dsh.session import ToolExecution
 
 from ._fast._choice import DEPLOYMENT_ENV
 
@@ -25,11 +27,18 @@ class DeploymentEnvConfig:
 
 def _apply(ctx: Context, config: DeploymentEnvConfig) -> None:
     value = {DEPLOYMENT_ENV: config.path}
-    ctx.require(BASH_ENV).register(
+    registry = ctx.require(BASH_ENV)
+
+    def resolve(execution: ToolExecution) -> Mapping[str, str]:
+        # A path on this machine: true only where the executor's child reads it there (not on a
+        # remote host, not in a sandbox that hides it).
+        return value if registry.world().why_not(config.path) is None else {}
+
+    registry.register(
         FunctionContributor(
             "deployment",
             {DEPLOYMENT_ENV: "Deployment file of this harness; a dsh command run in this shell uses it too."},
-            lambda execution: value,
+            resolve,
         )
     )
 

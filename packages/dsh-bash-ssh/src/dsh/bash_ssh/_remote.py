@@ -1,0 +1,55 @@
+"""What is sent to the remote host: one command line that builds the child's environment there.
+
+sshd runs the line with the user's login shell (``$SHELL -c LINE``), after PAM (``/etc/environment``)
+and, for bash, ``~/.bashrc`` have had their say. The line never relies on ``AcceptEnv``:
+
+1. it changes to the working directory (or says it cannot, and stops), then prints a marker with
+   its own pid on stderr (and the marker alone on stdout), so the client can drop whatever a login
+   profile printed before it and knows the process group to kill (sshd made the login shell a
+   session leader, and every ``exec`` below keeps its pid);
+2. it ``exec``s ``env -u BASH_ENV -u ENV bash --noprofile --norc -c PRELUDE``: no start-up file runs;
+3. the prelude unsets every exported ``DSH_*`` name (any case), the start-up file names and the
+   credential-shaped names of the remote side, exports the environment dsh built (terminal settings,
+   the ordinary ``env``, the ``DSH_*`` snapshot last) and ``exec``s the shell's argv. So the child's
+   ``DSH_*`` variables are exactly the snapshot there too.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+
+from dsh.bash import DSH_ENV_PREFIX
+
+NO_CWD = "nocwd"
+"""Said after the marker instead of a pid when the working directory does not exist on the host (nothing ran)."""
+
+
+def remote_line(
+    marker: str,
+    argv: tuple[str, ...],
+    env: Mapping[str, str],
+    cwd: str | None,
+    credentials: str | None,
+) -> str:
+    """The command line for sshd: working directory, marker, clean shell, prelude, then ``argv`` with ``env``."""
+    exports = " ".join(f"{key}={shlex.quote(value)}" for key, value in env.items())
+    prelude = [
+        "shopt -s nocasematch",
+        f"pattern={shlex.quote(credentials or '')}",
+        f"for name in $(compgen -e); do if [[ $name == {DSH_ENV_PREFIX}* || $name == BASH_ENV || $name == ENV ]] "
+        '|| { [[ -n $pattern ]] && [[ $name =~ $pattern ]]; }; then unset "$name"; fi; done',
+        "shopt -u nocasematch",
+        "unset pattern name",
+    ]
+    if exports:
+        prelude.append(f"export {exports}")
+    prelude.append(f"exec {shlex.join(argv)}")
+    inner = "\n".join(prelude)
+    line = ""
+    if cwd is not None:
+        line = f"cd -- {shlex.quote(cwd)} 2>/dev/null || {{ printf '%s {NO_CWD}\\n' {marker} >&2; exit 125; }}; "
+    return line + (
+        f"printf '%s\\n' {marker}; printf '%s %s\\n' {marker} \"$$\" >&2; "
+        f"exec env -u BASH_ENV -u ENV bash --noprofile --norc -c {shlex.quote(inner)}"
+    )

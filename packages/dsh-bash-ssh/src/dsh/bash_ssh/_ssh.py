@@ -1,0 +1,419 @@
+"""The bash executor on a remote host over SSH (asyncssh): the local executor's contract, another machine.
+
+dsh-bash's own code builds the request's argv and environment (channels checked, terminal settings,
+the snapshot last), bounds and spills the output and shapes the result; this module only carries
+them over SSH (:mod:`._remote` says what is sent) and keeps a pool of connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import os
+import secrets
+import signal
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import asyncssh
+
+from dsh.bash import (
+    SHELL_EXECUTOR,
+    BashExecRequest,
+    Capture,
+    Ended,
+    ExecError,
+    ExecResult,
+    Interrupts,
+    LocalExecutor,
+    LocalExecutorConfig,
+    Mount,
+    World,
+    executor_options,
+)
+from dsh.core import Context, Plugin
+
+from ._remote import NO_CWD, remote_line
+
+DEFAULT_PORT: Final = 22
+MAX_SESSIONS: Final = 10
+"""Commands one connection carries at once: OpenSSH's default ``MaxSessions``; more open another connection."""
+EXIT_GRACE: Final = 0.5
+"""Seconds to keep reading once the remote command exited (the local executor's rule)."""
+DRAIN_GRACE: Final = 2.0
+"""Seconds to keep reading after killing the remote group, and the longest wait for the kill itself."""
+POLL: Final = 0.1
+
+
+class SshError(ExecError):
+    """The host cannot be reached, refused us, or its key is not the one known: nothing ran.
+
+    Also raised when the connection was lost while a command ran (its status is then unknown).
+    """
+
+    def __init__(self, message: str, *, host: str) -> None:
+        super().__init__(message)
+        self.host = host
+        """``host:port`` at fault."""
+
+
+class _Pooled:
+    """One connection and how many commands it carries now."""
+
+    __slots__ = ("conn", "sessions")
+
+    def __init__(self, conn: asyncssh.SSHClientConnection) -> None:
+        self.conn = conn
+        self.sessions = 0
+
+
+class SshExecutor:
+    """Runs each command on ``host`` over SSH, in its own process group there.
+
+    Connections are pooled (at most ``max_sessions`` commands each) and reopened after a drop. The
+    host's key must be in ``known_hosts``: an unknown or changed key is refused, never accepted.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        *,
+        port: int = DEFAULT_PORT,
+        user: str | None = None,
+        identity_file: str | os.PathLike[str] | None = None,
+        known_hosts: str | os.PathLike[str] = "~/.ssh/known_hosts",
+        dsh_home: str | None = None,
+        shared: Sequence[str] = (),
+        connect_timeout: float = 10.0,
+        max_sessions: int = MAX_SESSIONS,
+        credential_pattern: str | None = LocalExecutorConfig.credential_pattern,
+        **local: Any,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.user = user
+        self.identity_file = None if identity_file is None else Path(os.path.expanduser(identity_file))
+        self.known_hosts = Path(os.path.expanduser(known_hosts))
+        self.connect_timeout = connect_timeout
+        self.max_sessions = max_sessions
+        self.credential_pattern = credential_pattern
+        # The recipe (argv, environment, output bounds, the result) is dsh-bash's: the remote
+        # ambient is scrubbed on the host, so the local one contributes nothing here.
+        self._local = LocalExecutor(ambient={}, credential_pattern=None, **local)
+        self.world = World(
+            "remote", tuple(Mount(p, "read") for p in shared), home=dsh_home, label=f"host {self.address}"
+        )
+        self._pool: list[_Pooled] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._opening: asyncio.Lock | None = None
+
+    @property
+    def address(self) -> str:
+        """``user@host:port`` as messages name it."""
+        return f"{self.user + '@' if self.user else ''}{self.host}:{self.port}"
+
+    @property
+    def connections(self) -> int:
+        """Open connections in the pool now."""
+        return sum(not p.conn.is_closed() for p in self._pool)
+
+    async def run(self, request: BashExecRequest) -> ExecResult:
+        """Run on the host to completion, timeout or cancellation; the last two kill its process group there.
+
+        Statuses, timeouts (124, output kept), output bounds and spills are the local executor's.
+        A host that cannot be reached, or whose key is unknown or changed, raises :class:`SshError`
+        before anything ran.
+        """
+        spec = self._local.spec(request)
+        marker = f"DSH-{secrets.token_hex(12)}"
+        line = remote_line(marker, spec.argv, spec.env, spec.cwd, self.credential_pattern)
+        out, err = self._local.captures()
+        started = time.monotonic()
+        try:
+            pooled, proc = await self._open(line)
+            Interrupts.command_started()
+            try:
+                ended = await self._wait(pooled, proc, marker, spec.stdin, spec.timeout, spec.cwd, out, err)
+            finally:
+                pooled.sessions -= 1
+                proc.close()
+            return self._local.result(ended, out, err, started)
+        except BaseException:
+            out.discard()
+            err.discard()
+            raise
+
+    async def start(self, request: BashExecRequest) -> Any:
+        """Background tasks are not carried over SSH (yet): refused with the way out."""
+        raise ExecError(
+            f"background tasks cannot run on {self.address} over bash-ssh; run the command in the foreground"
+        )
+
+    async def close(self) -> None:
+        """Close every pooled connection."""
+        pool, self._pool = self._pool, []
+        for pooled in pool:
+            pooled.conn.close()
+        for pooled in pool:
+            with contextlib.suppress(Exception):
+                await pooled.conn.wait_closed()
+
+    # -- connections -----------------------------------------------------------------------------
+
+    async def _open(self, line: str) -> tuple[_Pooled, asyncssh.SSHClientProcess[bytes]]:
+        """A new channel running ``line``, on a pooled connection; one retry on a fresh one after a drop."""
+        for attempt in (1, 2):
+            pooled = await self._acquire()
+            try:
+                proc = await pooled.conn.create_process(line, encoding=None)
+            except (asyncssh.ChannelOpenError, asyncssh.ConnectionLost, asyncssh.DisconnectError, OSError) as exc:
+                pooled.sessions -= 1
+                self._drop(pooled)
+                if attempt == 2:
+                    raise SshError(
+                        f"cannot start the command on {self.address}: {_reason(exc)}", host=self.address
+                    ) from None
+                continue
+            return pooled, proc
+        raise AssertionError("unreachable")
+
+    async def _acquire(self) -> _Pooled:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:  # connections belong to the loop that opened them
+            self._loop, self._pool, self._opening = loop, [], asyncio.Lock()
+        assert self._opening is not None
+        async with self._opening:
+            self._pool = [p for p in self._pool if not p.conn.is_closed()]
+            for pooled in self._pool:
+                if pooled.sessions < self.max_sessions:
+                    pooled.sessions += 1
+                    return pooled
+            pooled = _Pooled(await self._connect())
+            pooled.sessions += 1
+            self._pool.append(pooled)
+            return pooled
+
+    async def _connect(self) -> asyncssh.SSHClientConnection:
+        if not self.known_hosts.is_file():
+            raise SshError(
+                f"cannot check the host key of {self.address}: known_hosts file {self.known_hosts} does not exist; "
+                "add the host's key there after verifying it (ssh-keyscan prints it), or set known_hosts",
+                host=self.address,
+            )
+        # asyncssh's defaults stand where the config says nothing (its () is "the usual", its None "none").
+        given: dict[str, Any] = {}
+        if self.user is not None:
+            given["username"] = self.user
+        if self.identity_file is not None:
+            given["client_keys"] = [str(self.identity_file)]
+        try:
+            return await asyncssh.connect(
+                self.host,
+                self.port,
+                known_hosts=str(self.known_hosts),
+                agent_path=None,
+                config=[],
+                connect_timeout=self.connect_timeout,
+                keepalive_interval=15,
+                **given,
+            )
+        except asyncssh.HostKeyNotVerifiable as exc:
+            raise SshError(
+                f"refused {self.address}: its host key is not the one in {self.known_hosts} ({exc.reason}); "
+                "if the host was re-keyed, verify the new key and replace its line there "
+                f"(ssh-keygen -R '[{self.host}]:{self.port}' -f {self.known_hosts})",
+                host=self.address,
+            ) from None
+        except asyncssh.PermissionDenied as exc:
+            raise SshError(
+                f"{self.address} refused the login ({exc.reason}); check user and identity_file in the bash-ssh config",
+                host=self.address,
+            ) from None
+        except (OSError, asyncssh.Error, TimeoutError) as exc:
+            raise SshError(
+                f"cannot reach ssh host {self.address}: {_reason(exc)}; check that sshd runs there and the "
+                "bash-ssh config's host and port",
+                host=self.address,
+            ) from None
+
+    def _drop(self, pooled: _Pooled) -> None:
+        if pooled in self._pool:
+            self._pool.remove(pooled)
+        pooled.conn.close()
+
+    # -- one command -----------------------------------------------------------------------------
+
+    async def _wait(
+        self,
+        pooled: _Pooled,
+        proc: asyncssh.SSHClientProcess[bytes],
+        marker: str,
+        stdin: bytes | None,
+        timeout: float | None,
+        cwd: str | None,
+        out: Capture,
+        err: Capture,
+    ) -> Ended:
+        pid: list[int] = []
+        nocwd: list[bool] = []
+        if stdin:
+            proc.stdin.write(stdin)
+        proc.stdin.write_eof()
+        pumps = [
+            asyncio.ensure_future(_pump(proc.stdout, marker.encode(), out, None, None)),
+            asyncio.ensure_future(_pump(proc.stderr, marker.encode(), err, pid, nocwd)),
+        ]
+        try:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            finished = await _read(proc, pumps, deadline)
+            if not finished:
+                await self._kill(pooled, pid)
+                await asyncio.wait(pumps, timeout=DRAIN_GRACE)
+            elif _status(proc) is None:  # the output ended: the exit status comes next, or the connection is gone
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(proc.wait_closed(), left)
+                if _status(proc) is None and not pooled.conn.is_closed() and left is not None:
+                    finished = False
+                    await self._kill(pooled, pid)
+        except asyncio.CancelledError:
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(self._kill(pooled, pid))
+            raise
+        finally:
+            for pump in pumps:
+                pump.cancel()
+            for pump in pumps:
+                with contextlib.suppress(BaseException):
+                    await pump
+        for pump in pumps:
+            if not pump.cancelled() and pump.exception() is not None:
+                raise pump.exception()  # type: ignore[misc]
+        if nocwd:
+            raise ExecError(f"working directory {cwd} does not exist on {self.address}", path=cwd)
+        if not finished:
+            return Ended(None, timed_out=True)
+        code = _status(proc)
+        if code is None:
+            self._drop(pooled)
+            raise SshError(
+                f"the connection to {self.address} was lost while the command ran; its exit status is unknown "
+                "and the transcript records the call as failed (check the host; the next call reconnects)",
+                host=self.address,
+            )
+        return Ended(code, timed_out=False)
+
+    async def _kill(self, pooled: _Pooled, pid: list[int]) -> None:
+        """Kill the command's process group on the host (over the same connection), within ``DRAIN_GRACE``."""
+        if not pid or pooled.conn.is_closed():
+            return
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(pooled.conn.run(f"kill -KILL -- -{pid[0]}", check=False), DRAIN_GRACE)
+
+
+async def _read(
+    proc: asyncssh.SSHClientProcess[bytes], pumps: Sequence[asyncio.Future[None]], deadline: float | None
+) -> bool:
+    """Wait for both streams to end (True), the deadline (False), or ``EXIT_GRACE`` after the exit (True)."""
+    exited_at: float | None = None
+    while True:
+        pending = [p for p in pumps if not p.done()]
+        if not pending:
+            return True
+        now = time.monotonic()
+        if exited_at is None and _status(proc) is not None:
+            exited_at = now
+        limit = deadline if exited_at is None else min(deadline or math.inf, exited_at + EXIT_GRACE)
+        if limit is not None and now >= limit:
+            return exited_at is not None
+        await asyncio.wait(pending, timeout=POLL if limit is None else min(POLL, limit - now))
+
+
+async def _pump(
+    stream: asyncssh.SSHReader[bytes],
+    marker: bytes,
+    sink: Capture,
+    pid: list[int] | None,
+    nocwd: list[bool] | None,
+) -> None:
+    """Feed ``stream`` into ``sink``, dropping what came before the marker line (a login profile's noise)."""
+    head = b""
+    found = False
+    with contextlib.suppress(asyncssh.ConnectionLost, asyncssh.DisconnectError, BrokenPipeError):
+        while chunk := await stream.read(65536):
+            if not found:
+                head += chunk
+                at = head.find(marker)
+                end = head.find(b"\n", at) if at >= 0 else -1
+                if end < 0:
+                    continue
+                said = head[at + len(marker) : end].strip()
+                if pid is not None and said.isdigit():
+                    pid.append(int(said))
+                elif nocwd is not None and said == NO_CWD.encode():
+                    nocwd.append(True)
+                found = True
+                chunk, head = head[end + 1 :], b""
+            if chunk:
+                sink.feed(chunk)
+
+
+def _status(proc: asyncssh.SSHClientProcess[bytes]) -> int | None:
+    """The remote status as ``subprocess`` reports it (``-N`` for signal N), or None before it came."""
+    if proc.exit_signal is not None:
+        name = proc.exit_signal[0]
+        try:
+            return -signal.Signals[f"SIG{name}"]
+        except KeyError:  # a signal this system does not name: killed, as far as a shell can tell
+            return -signal.SIGKILL
+    return proc.exit_status
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text.rstrip(".")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SshConfig(LocalExecutorConfig):
+    """Config of the ``bash-ssh`` plugin (``host``, ``port``, ``user``, ``identity_file`` and ``known_hosts``
+    are a contract)."""
+
+    host: str
+    port: int = DEFAULT_PORT
+    user: str | None = None
+    """The remote user; default: the local user's name."""
+    identity_file: str | None = None
+    """The private key; default: the usual ``~/.ssh/id_*`` keys."""
+    known_hosts: str = "~/.ssh/known_hosts"
+    """Where the host's key must be: an unknown or changed key is refused."""
+    dsh_home: str | None = None
+    """The ``DSH_HOME`` a remote command gets (a path on the host); default: none."""
+    shared: list[str] = field(default_factory=list)
+    """Harness paths mounted at the same path on the host (a shared sessions folder, say)."""
+    connect_timeout: float = 10.0
+    max_sessions: int = MAX_SESSIONS
+
+
+def _apply(ctx: Context, config: SshConfig) -> None:
+    executor = SshExecutor(
+        config.host,
+        port=config.port,
+        user=config.user,
+        identity_file=config.identity_file,
+        known_hosts=config.known_hosts,
+        dsh_home=config.dsh_home,
+        shared=config.shared,
+        connect_timeout=config.connect_timeout,
+        max_sessions=config.max_sessions,
+        **executor_options(ctx, config),
+    )
+    ctx.provide(SHELL_EXECUTOR, executor)
+
+
+plugin = Plugin(name="bash-ssh", apply=_apply, Config=SshConfig)
+"""Provides a configured :class:`SshExecutor` as ``shell_executor``."""
