@@ -5,9 +5,10 @@
 OUT defaults to ``dist/wheels``. Unless ``--no-deps`` is given, the wheels of every third-party
 dependency are put there too, so that
 
-    python3 -m pip install --no-index --find-links OUT dsh-cli dsh-persistence-sqlite
+    python3 -m venv VENV && VENV/bin/pip install --no-index --find-links OUT dsh-cli dsh-persistence-sqlite
 
-installs from that folder alone and can never pick up an unrelated ``dsh-*`` from a package index.
+installs from that folder alone, into a virtual environment (a system interpreter refuses a global
+install, PEP 668), and can never pick up an unrelated ``dsh-*`` from a package index.
 """
 
 from __future__ import annotations
@@ -34,7 +35,10 @@ def main(argv: list[str] | None = None) -> int:
         command.append("--no-deps")
     result = subprocess.run([*command, *packages], check=False)
     if result.returncode == 0:
-        print(f"wheels in {out}; install with:\n  python3 -m pip install --no-index --find-links {out} dsh-cli")
+        print(
+            f"wheels in {out}; install them into a virtual environment VENV with:\n"
+            f"  python3 -m venv VENV && VENV/bin/pip install --no-index --find-links {out} dsh-cli"
+        )
     return result.returncode
 
 
