@@ -130,3 +130,26 @@ def test_a_damaged_flush_number_shows_the_output_and_exits_125(tmp_path: Path) -
     document = json.loads(as_json.stdout)
     assert as_json.returncode == 125 and document["stdout"] == "SHOULD-PRINT\n"
     assert "field 'flushes.seq'" in document["error"] and "Traceback" not in as_json.stderr
+
+
+@pytest.mark.parametrize("shape", ["nested", "huge"])
+def test_a_deeply_nested_or_huge_deployment_is_one_line_naming_it(tmp_path: Path, shape: str) -> None:
+    home, deployment = tmp_path / "home", tmp_path / "deployment.yaml"
+    home.mkdir(mode=0o700)
+    if shape == "nested":
+        deployment.write_text("plugins: " + "[" * 2000 + "]" * 2000 + "\n")
+        why = f"dsh: {deployment}: invalid YAML: nested too deeply (a deployment needs a few levels)\n"
+    else:
+        deployment.write_text("# padding\n" * 1_200_000)  # 12 MB, refused before YAML reads a byte of it
+        why = (
+            f"dsh: {deployment}: a deployment file may hold at most 1048576 bytes (1 MiB), and this one holds more; "
+            "is it the right file?\n"
+        )
+    deployment.chmod(0o600)
+    ran = dsh("exec", "--no-server", "--json", "--deployment", str(deployment), "--", "echo ran", home=home)
+    assert ran.returncode == 125, ran.stderr
+    assert ran.stderr == why
+    document = json.loads(ran.stdout)
+    assert document["exit_code"] is None and document["error"] == why.removeprefix("dsh: ").rstrip("\n")
+    listed = dsh("plugins", "--deployment", str(deployment), home=home)
+    assert listed.returncode == 1 and listed.stderr == why

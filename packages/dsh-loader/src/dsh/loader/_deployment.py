@@ -13,12 +13,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from dsh.core import FieldError
-from dsh.paths import read_regular_text, resolve_dsh_home
+from dsh.paths import open_regular, resolve_dsh_home
 
 from ._errors import DeploymentError
 
 if TYPE_CHECKING:
     from ._validated import ValidatedCache
+
+MAX_DEPLOYMENT_BYTES = 1024 * 1024
+"""Largest deployment file read (1 MiB): a real one is a few hundred bytes, and a huge one would
+hold every command up while YAML parses it."""
 
 # A plain dict, not pydantic's ConfigDict: these classes are built (the default deployment) without
 # importing pydantic, which validates them only when a file or a mapping must be read.
@@ -108,6 +112,8 @@ def parse_deployment(raw: object, source: str = "<deployment>") -> Deployment:
 
     try:
         deployment: Deployment = validate_dataclass(Deployment, raw if raw is not None else {})
+    except RecursionError:
+        raise DeploymentError(f"{source}: a value is nested too deeply to validate", source=source) from None
     except ValidationError as exc:
         found = "; ".join(f"{_describe_loc(raw, loc)} {message}" for loc, message in problems(exc))
         raise DeploymentError(f"{source}: {found}", source=source) from None
@@ -118,9 +124,20 @@ def load_deployment(path: str | os.PathLike[str], *, validated: ValidatedCache |
     """Read and validate a YAML deployment file; with ``validated``, a file read before costs no yaml or pydantic."""
     source = os.fspath(path)
     try:
-        text = read_regular_text(source, "deployment file")
+        with os.fdopen(open_regular(source, "deployment file"), "rb") as handle:
+            data = handle.read(MAX_DEPLOYMENT_BYTES + 1)  # never more: a growing file is refused too
     except OSError as exc:
         raise DeploymentError(f"{source}: cannot read deployment file: {exc.strerror or exc}", source=source) from None
+    if len(data) > MAX_DEPLOYMENT_BYTES:
+        raise DeploymentError(
+            f"{source}: a deployment file may hold at most {MAX_DEPLOYMENT_BYTES} bytes (1 MiB), and this one "
+            "holds more; is it the right file?",
+            source=source,
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DeploymentError(f"{source}: a deployment file must be UTF-8 text ({exc})", source=source) from None
     if validated is not None:
         return validated.deployment(os.path.abspath(source), text, lambda: _parse_text(text, source))
     return _parse_text(text, source)
@@ -131,6 +148,10 @@ def _parse_text(text: str, source: str) -> Deployment:
 
     try:
         raw = yaml.safe_load(text)
+    except RecursionError:
+        raise DeploymentError(
+            f"{source}: invalid YAML: nested too deeply (a deployment needs a few levels)", source=source
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
