@@ -78,7 +78,10 @@ def _only_session(home: Path) -> str:
     return str(session["id"])
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+@pytest.mark.parametrize(
+    "sig",
+    [signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM],
+)
 def test_a_signal_to_dsh_exec_kills_the_group_flushes_the_turn_and_exits_128_plus_n(
     tmp_path: Path, sig: signal.Signals
 ) -> None:
@@ -328,3 +331,40 @@ def test_sqlite_sessions_list_survives_a_damaged_header(tmp_path: Path) -> None:
     assert proc.returncode == 0 and proc.stdout.startswith(ids[1])
     (line,) = proc.stderr.splitlines()
     assert line.startswith("dsh: warning: skipped a damaged session: ") and str(database) in line and ids[0] in line
+
+
+@pytest.mark.parametrize("json_output", [False, True])
+@pytest.mark.parametrize("hooked", [False, True], ids=["blocking", "asyncio"])
+def test_an_interrupted_command_keeps_what_it_printed_shown_and_recorded(
+    tmp_path: Path, json_output: bool, hooked: bool
+) -> None:
+    home, pidfile = tmp_path / "home", tmp_path / "pid"
+    if hooked:  # a hook runs the turn under asyncio: the cancellation carries the output the same way
+        (home / "hooks").mkdir(parents=True)
+        hook = {"type": "command", "command": "cat > /dev/null"}
+        (home / "hooks" / "claude.json").write_text(json.dumps({"hooks": {"PreToolUse": [{"hooks": [hook]}]}}))
+    flags = ["--json"] if json_output else []
+    command = f"echo printed before; echo said before >&2; echo $$ > {pidfile}; sleep 300"
+    proc = _popen("exec", "--no-server", *flags, "--", command, home=home)
+    _wait_for(pidfile, proc)
+    time.sleep(0.2)  # the output is in the pipes; dsh reads it as it comes
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    line = (
+        "dsh: interrupted by SIGINT: a running command's process group was killed "
+        "and the turn recorded as interrupted\n"
+    )
+    if json_output:
+        document = json.loads(out)
+        assert document["stdout"] == "printed before\n" and document["stderr"] == "said before\n"
+        assert document["exit_code"] == 130 and document["interrupted"] == "SIGINT" and document["error"] is None
+        assert err == line
+    else:
+        assert out == "printed before\n"
+        assert err == "said before\n" + line
+    events = _events(home, _only_session(home))
+    (result,) = [e for e in events if e["type"] == "tool/result"]
+    data = result["data"]["data"]  # type: ignore[index]
+    assert data["interrupted"] == "SIGINT" and data["stdout"] == "printed before\n", data
+    assert "printed before" in result["data"]["output"]  # type: ignore[index]

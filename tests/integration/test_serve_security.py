@@ -127,8 +127,9 @@ def test_sigterm_mid_command_kills_flushes_answers_and_removes_the_socket(
         out, err = client.communicate(timeout=60)
         assert client.returncode == 128 + signal.SIGTERM, (out, err)
         assert err == (
-            "dsh: dsh serve received SIGTERM while the command ran; its process group was killed and the turn "
-            "recorded as it stood\n"
+            "dsh: dsh serve received SIGTERM while the command ran, and stopped\n"
+            "dsh: interrupted by SIGTERM: a running command's process group was killed "
+            "and the turn recorded as interrupted\n"
         )
     with idle, contextlib.suppress(ConnectionResetError):
         assert idle.recv(1) == b"", "an idle connection is closed, not kept until its timeout"

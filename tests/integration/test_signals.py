@@ -3,6 +3,7 @@ served exec whose server does not answer. Real processes, real signals, real soc
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -420,3 +421,62 @@ def test_absurd_requests_get_an_error_answer_and_no_traceback(tmp_path: Path, bo
     finally:
         _, log = server.stop()
     assert "Traceback" not in log, log
+
+
+def test_a_stopped_server_lets_a_served_exec_return_saying_the_command_may_still_run(tmp_path: Path) -> None:
+    # No signal to the client at all: it looks at its server while it waits, and a stopped one is
+    # given up on within a bound instead of being waited on forever.
+    home = tmp_path / "home"
+    server = ServeProcess(home)
+    try:
+        os.kill(server.pid, signal.SIGSTOP)
+        started = time.monotonic()
+        proc = _client("exec", "--json", "--timeout", "2", "--", "echo x", home=home)
+        out, err = proc.communicate(timeout=60)
+        assert time.monotonic() - started < 20, "the client waited on a stopped server"
+        assert proc.returncode == 255, err
+        assert err == (
+            f"dsh: the dsh server at {server.path} (pid {server.pid}) is stopped and did not answer for 2 s "
+            f"(resume it with kill -CONT {server.pid}): the command may have started and may still be running "
+            "under it, and its turn may not be recorded; how it ended is unknown\n"
+        )
+        document = json.loads(out)
+        assert document["exit_code"] is None and "may still be running" in document["error"]
+    finally:
+        os.kill(server.pid, signal.SIGCONT)
+        server.stop()
+
+
+def test_a_server_killed_mid_command_never_tells_its_client_nothing_ran(tmp_path: Path) -> None:
+    home, pidfile = tmp_path / "home", tmp_path / "pid"
+    server = ServeProcess(home)
+    pgid = None
+    try:
+        proc = _client("exec", "--json", "--", f"echo $$ > {pidfile}; sleep 300", home=home)
+        _wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), proc, "the command's start")
+        pgid = int(pidfile.read_text())
+        os.kill(server.pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 255, err
+        assert err == (
+            f"dsh: the dsh server at {server.path} (pid {server.pid}) closed the connection without answering "
+            "(it was killed or crashed): the command may have started and may still be running under it, "
+            "and its turn may not be recorded; how it ended is unknown\n"
+        )
+        assert "nothing ran" not in out
+        document = json.loads(out)
+        assert document["exit_code"] is None and "may still be running" in document["error"]
+    finally:
+        server.stop()
+        if pgid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGKILL)
+
+
+def test_containment_watches_every_signal_that_interrupts_a_run() -> None:
+    # A signal dsh turns into an interruption must never pass for a plugin's own failure while
+    # plugin code runs: dsh-core's containment watches exactly the signals dsh-cli interrupts on.
+    from dsh.cli._fast._status import INTERRUPTS
+    from dsh.core import WATCHED_SIGNALS
+
+    assert WATCHED_SIGNALS == INTERRUPTS

@@ -8,7 +8,7 @@ from contextvars import ContextVar
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
-from dsh.bash import Interrupts, interruption
+from dsh.bash import Interrupts, interrupted_result, interruption
 from dsh.core import Context
 from dsh.hooks import HOOKS
 from dsh.loader import TURN_REFRESH
@@ -334,13 +334,13 @@ class Agent(HookPoints):
                     if Interrupts.before_command()
                     else "the command's process group was killed"
                 )
+                output, data = f"interrupted ({reason}): {what}", {"interrupted": reason}
+                printed = interrupted_result(exc)
+                if printed is not None:  # what the command printed until then is kept, as for a timeout
+                    output += "".join(f"\n{text.rstrip()}" for text in (printed.stdout, printed.stderr) if text)
+                    data = {**printed.as_data(), **data}
                 self.session.record(
-                    "tool/result",
-                    call_id=call_id,
-                    name=call.name,
-                    output=f"interrupted ({reason}): {what}",
-                    is_error=True,
-                    data={"interrupted": reason},
+                    "tool/result", call_id=call_id, name=call.name, output=output, is_error=True, data=data
                 )
             raise
         finally:

@@ -1,6 +1,7 @@
 """The shell seam of dsh: the managed ``DSH_*`` channel, requests, and the local executor.
 
-:class:`BackgroundProcess` resolves lazily: it is asyncio's, and a one-shot run imports no asyncio.
+:class:`BackgroundProcess` and :class:`CommandCancelled` resolve lazily: they are asyncio's, and a
+one-shot run imports no asyncio.
 """
 
 from typing import TYPE_CHECKING
@@ -9,7 +10,7 @@ from ._capture import Capture
 from ._child import Ended
 from ._env import DSH_ENV_PREFIX, Shell, is_managed_key
 from ._errors import ChannelError, ExecError
-from ._interrupt import Interrupted, Interrupts, interruption
+from ._interrupt import Interrupted, Interrupts, interrupted_result, interrupted_status, interruption
 from ._local import (
     AMBIENT_ENV,
     SHELL_EXECUTOR,
@@ -23,7 +24,7 @@ from ._request import BashExecRequest, BashExecSpec, ExecResult
 from ._world import LOCAL_WORLD, Access, Mount, World, WorldKind, world_of
 
 if TYPE_CHECKING:
-    from ._aio import BackgroundProcess
+    from ._aio import BackgroundProcess, CommandCancelled
 
 __all__ = [
     "AMBIENT_ENV",
@@ -36,6 +37,7 @@ __all__ = [
     "BashExecSpec",
     "Capture",
     "ChannelError",
+    "CommandCancelled",
     "Ended",
     "ExecError",
     "ExecResult",
@@ -49,6 +51,8 @@ __all__ = [
     "World",
     "WorldKind",
     "executor_options",
+    "interrupted_result",
+    "interrupted_status",
     "interruption",
     "is_managed_key",
     "local_executor_plugin",
@@ -57,8 +61,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    if name == "BackgroundProcess":
-        from ._aio import BackgroundProcess
+    if name in ("BackgroundProcess", "CommandCancelled"):
+        from . import _aio
 
-        return BackgroundProcess
+        return getattr(_aio, name)
     raise AttributeError(f"module 'dsh.bash' has no attribute {name!r}")

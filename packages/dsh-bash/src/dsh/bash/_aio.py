@@ -17,7 +17,7 @@ from ._errors import ExecError
 
 if TYPE_CHECKING:
     from ._capture import Capture
-    from ._request import BashExecRequest, BashExecSpec
+    from ._request import BashExecRequest, BashExecSpec, ExecResult
 
 _CHUNK = 65536
 
@@ -252,6 +252,15 @@ async def _kill_and_drain(watch: _Watch) -> None:
     if not await watch.wait(DRAIN_GRACE):
         watch.stop()
         await watch.wait(DRAIN_GRACE)
+
+
+class CommandCancelled(asyncio.CancelledError):
+    """The cancellation of a run whose command had started: its group was killed, and ``result`` holds
+    what it printed until then (``128+N`` as its status). Still an ``asyncio.CancelledError``."""
+
+    def __init__(self, reason: str, result: ExecResult) -> None:
+        super().__init__(reason)
+        self.result = result
 
 
 async def wait_async(spec: BashExecSpec, out: Capture, err: Capture) -> Ended:

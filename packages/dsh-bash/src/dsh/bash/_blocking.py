@@ -126,7 +126,7 @@ def wait_blocking(spec: BashExecSpec, out: Capture, err: Capture) -> Ended:
     """Spawn ``spec`` in its own process group and wait for it, its timeout or an interruption.
 
     Output goes into ``out`` and ``err`` as it comes. An interruption (or any exception while
-    waiting) kills and reaps the group, then propagates.
+    waiting) kills the group, drains what it had printed, reaps it, then propagates.
     """
     Interrupts.checkpoint()  # a signal came before the command started: nothing starts
     proc = spawn(spec)
@@ -138,6 +138,8 @@ def wait_blocking(spec: BashExecSpec, out: Capture, err: Capture) -> Ended:
                 finished = _reap(proc, None if deadline is None else max(0.0, deadline - time.monotonic()))
     except BaseException:
         kill_group(proc.pid)
+        with contextlib.suppress(Exception):
+            _read(proc, None, out, err, None, DRAIN_GRACE)  # what it printed before the kill is kept
         with contextlib.suppress(Exception):
             _finish(proc)
         raise

@@ -22,13 +22,40 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
     from types import FrameType
 
+    from ._request import ExecResult
+
 
 class Interrupted(BaseException):
-    """The run was interrupted (``reason``: a signal's name); like ``asyncio.CancelledError``, not an Exception."""
+    """The run was interrupted (``reason``: a signal's name); like ``asyncio.CancelledError``, not an Exception.
 
-    def __init__(self, reason: str) -> None:
+    ``result``: when a command had started, what it printed until its group was killed (see
+    :func:`interrupted_result`).
+    """
+
+    def __init__(self, reason: str, result: ExecResult | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.result = result
+
+
+def interrupted_result(exc: BaseException) -> ExecResult | None:
+    """What the command an interruption ``exc`` stopped had printed, with ``128+N`` as its status.
+
+    The executors keep it on :class:`Interrupted` (without an event loop) and on
+    ``dsh.bash.CommandCancelled``, the ``asyncio.CancelledError`` they raise when a cancellation
+    stopped a command. None when no command had started (or ``exc`` is no interruption).
+    """
+    from ._request import ExecResult
+
+    result = getattr(exc, "result", None) if interruption(exc) is not None else None
+    return result if isinstance(result, ExecResult) else None
+
+
+def interrupted_status(reason: str) -> int:
+    """The status of a command whose group was killed because of ``reason``: ``128+N`` for signal N,
+    else ``128+SIGKILL`` (the group was killed for a cancellation that was no signal)."""
+    number = signal.Signals.__members__.get(reason, signal.SIGKILL)
+    return 128 + int(number)
 
 
 def interruption(exc: BaseException) -> str | None:

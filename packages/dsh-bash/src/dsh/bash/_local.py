@@ -16,7 +16,7 @@ from dsh.paths import resolve_dsh_home
 from ._capture import Capture
 from ._child import Ended
 from ._env import DEFAULT_CREDENTIAL_PATTERN, Shell, build_child_env, compile_credential_pattern
-from ._interrupt import Interrupts
+from ._interrupt import Interrupted, Interrupts, interrupted_status, interruption
 from ._request import BashExecRequest, BashExecSpec, ExecResult
 from ._world import LOCAL_WORLD, World
 
@@ -112,27 +112,32 @@ class LocalExecutor:
 
         Output read before a timeout is kept. The exit status follows the shell: the command's own,
         ``128+N`` when signal N killed it, 124 (as GNU ``timeout``) when the timeout did. A
-        cancelled run (the caller was interrupted) kills the group, reaps the command, and
-        re-raises :class:`asyncio.CancelledError`.
+        cancelled run (the caller was interrupted) kills the group, reaps the command, and raises
+        ``CommandCancelled``, an :class:`asyncio.CancelledError` carrying what it printed.
         """
-        from ._aio import wait_async
+        from ._aio import CommandCancelled, wait_async
 
         spec = self.spec(request)
         started = time.monotonic()
         out, err = self.captures()
         Interrupts.command_started()  # a cancellation from now on kills a command, not the start-up
         try:
-            return self.result(await wait_async(spec, out, err), out, err, started)
-        except BaseException:
-            out.discard()
-            err.discard()
-            raise
+            ended = await wait_async(spec, out, err)
+        except BaseException as exc:
+            reason = interruption(exc)
+            if reason is None:
+                out.discard()
+                err.discard()
+                raise
+            # The group was killed and what it printed drained: that output goes with the cancellation.
+            raise CommandCancelled(reason, self._interrupted(reason, out, err, started)) from exc
+        return self.result(ended, out, err, started)
 
     def run_sync(self, request: BashExecRequest) -> ExecResult:
         """:meth:`run` without an event loop, blocking the calling thread.
 
         On the main thread inside an active :class:`~dsh.bash.Interrupts`, a signal kills the
-        group, reaps the command and raises :class:`~dsh.bash.Interrupted`.
+        group, reaps the command and raises :class:`~dsh.bash.Interrupted` carrying what it printed.
         """
         from ._blocking import wait_blocking
 
@@ -147,6 +152,10 @@ class LocalExecutor:
                 Interrupts.command_started()
                 ended = wait_blocking(spec, out, err)
             return self.result(ended, out, err, started)
+        except Interrupted as exc:
+            # The group was killed and what it printed drained: that output goes with the interruption.
+            exc.result = self._interrupted(exc.reason, out, err, started)
+            raise
         except BaseException:
             out.discard()
             err.discard()
@@ -164,6 +173,12 @@ class LocalExecutor:
             Capture(stream, max_output=self.max_output, spill_dir=self.spill_dir, max_spill=self.max_spill)
             for stream in ("stdout", "stderr")
         )
+
+    @classmethod
+    def _interrupted(cls, reason: str, out: Capture, err: Capture, started: float) -> ExecResult:
+        """What a command printed before an interruption (``reason``) killed its group, as ``128+N``."""
+        result = cls.result(Ended(None, False), out, err, started)
+        return result._replace(exit_code=interrupted_status(reason))
 
     @staticmethod
     def result(ended: Ended, out: Capture, err: Capture, started: float) -> ExecResult:

@@ -25,7 +25,7 @@ from ._fast._status import interrupted_early, interrupted_late, interrupted_reas
 
 T = TypeVar("T")
 
-INTERRUPTS = tuple(signal.Signals[name] for name in INTERRUPT_NAMES)
+INTERRUPTS = tuple(signal.Signals[name] for name in INTERRUPT_NAMES if hasattr(signal, name))
 """Signals that interrupt ``dsh exec`` and ``dsh run``: the command's group is killed, the turn flushed."""
 
 
@@ -62,7 +62,7 @@ def run_async(main: Coroutine[Any, Any, T], interrupts: Interrupts) -> T:
 
 
 def interruptible(main: Callable[[Interrupts], int]) -> int:
-    """Run ``main``; on SIGINT, SIGTERM or SIGHUP its run is interrupted and the status is 128+N.
+    """Run ``main``; on one of :data:`INTERRUPTS` its run is interrupted and the status is 128+N.
 
     A signal that came after the command ended (``main`` returned) leaves its status, with a note.
     """

@@ -8,12 +8,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dsh.agent import Agent, ScriptedModel, ToolCall, TranscriptNotSaved
-from dsh.bash import ExecResult
+from dsh.bash import ExecResult, interrupted_result, interruption
 from dsh.loader import Runtime
 from dsh.session import SESSIONS, TOOLS, PersistenceError, Session, ToolResult
 
 from ._errors import UsageError
-from ._fast._status import BLOCKED_EXIT
+from ._fast._status import BLOCKED_EXIT, INTERRUPTS
 
 if TYPE_CHECKING:
     from dsh.hooks import Notice
@@ -35,6 +35,8 @@ class ExecOutcome(NamedTuple):
     error: str | None = None
     """Why dsh failed: before the command ran (``exit_code`` None) or, after it ran, why its
     transcript could not be saved (``dsh exec`` exits 125 either way)."""
+    interrupted: str | None = None
+    """The signal that interrupted the command (its group killed; ``exit_code`` is then 128+N)."""
     notices: tuple[str, ...] = ()
     """Lines for dsh's own stderr (hooks' ``systemMessage``, hook failures); not in ``--json``."""
 
@@ -121,6 +123,22 @@ async def exec_command(
             if not isinstance(exc.result, ToolResult):
                 raise
             result, error = exc.result, str(exc)
+        except BaseException as exc:
+            # A signal killed the command's group, and its turn is recorded as interrupted: what the
+            # command printed until then is shown (and `--json` printed) as for a timeout.
+            printed, reason = interrupted_result(exc), interruption(exc)
+            if printed is None or reason not in INTERRUPTS:
+                raise
+            return ExecOutcome(
+                session.id,
+                location_json(session),
+                printed.exit_code,
+                printed.stdout,
+                printed.stderr,
+                timeout=allowed,
+                interrupted=reason,
+                notices=tuple(notices),
+            )
         try:
             await agent.end()
         except (PersistenceError, OSError) as exc:  # SessionEnd's record: the command has run

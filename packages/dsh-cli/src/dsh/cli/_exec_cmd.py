@@ -11,7 +11,7 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from dsh.agent import needs_event_loop
-from dsh.bash import Interrupts
+from dsh.bash import Interrupted, Interrupts
 
 from ._drive import interruptible as _interruptible
 from ._drive import run_async, run_sync
@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 
 def interruptible(main: Coroutine[Any, Any, int]) -> int:
-    """Run ``main`` under asyncio; on SIGINT, SIGTERM or SIGHUP cancel it (its finally blocks flush), exit 128+N."""
+    """Run ``main`` under asyncio; on a signal of ``INTERRUPTS`` (SIGINT, SIGTERM, ...) cancel it (its
+    finally blocks flush), exit 128+N."""
     return _interruptible(lambda interrupts: run_async(main, interrupts))
 
 
@@ -45,7 +46,10 @@ def exec_verb(args: argparse.Namespace | ExecArgs) -> int:
             blocking = not needs_event_loop(runtime.ctx, "bash")
             turn = exec_command(runtime, command, session_id=args.session, cwd=args.cwd, timeout=args.timeout)
             outcome = run_sync(turn) if blocking else run_async(turn, interrupts)
-        return _report(outcome, json_output=args.json)
+        code = _report(outcome, json_output=args.json)
+        if outcome.interrupted is not None:  # shown and recorded: the interruption's own line and status follow
+            raise Interrupted(outcome.interrupted)
+        return code
 
     return _interruptible(main)
 

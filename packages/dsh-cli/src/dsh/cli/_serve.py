@@ -9,10 +9,11 @@ Guarantees (see the package README): the socket lives in a private ``run/`` dire
 only clients of the server's own uid are served (``SO_PEERCRED``); messages are framed and bounded
 (:mod:`._wire`); a connection that sends nothing, or stops half-way through a request, is closed
 after the idle timeout; a request without an environment is an error, never the server's own; a
-client's forwarded SIGINT, SIGTERM or SIGHUP kills its command's process group and records the turn
-as interrupted by that signal; on SIGTERM, SIGINT or SIGHUP to the server it stops accepting, kills
-the commands in flight (their process groups), lets their turns flush (interrupted by its signal),
-answers their clients, removes its socket and exits.
+client's forwarded signal (SIGINT, SIGTERM, SIGQUIT, ...: ``INTERRUPTS``) kills its command's
+process group and records the turn as interrupted by that signal (what it printed is answered and
+recorded); on SIGTERM, SIGINT or any other of those signals to the server it stops accepting,
+kills the commands in flight (their process groups), lets their turns flush (interrupted by its
+signal), answers their clients, removes its socket and exits.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from dsh.paths import ensure_private_dir
 
 from ._errors import ServeError
 from ._exec import exec_command
-from ._fast._status import FAILURE_EXIT
+from ._fast._status import FAILURE_EXIT, INTERRUPTS
 from ._fast._wire import HEADER_SIZE, WireError, decode, encode, frame_length, peer_uid, socket_path
 from ._output import json_text
 from ._runtime import warnings
@@ -42,7 +43,8 @@ from ._serve_protocol import CLIENT_GONE, Request, failure_answer, interrupted_a
 DEFAULT_IDLE_TIMEOUT = 10.0
 """Seconds a connection may take to deliver a whole request (or to take its answer)."""
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+STOP_SIGNALS = tuple(signal.Signals[name] for name in INTERRUPTS if hasattr(signal, name))
+"""Signals that stop the server as SIGTERM does (every one that would otherwise end it: see INTERRUPTS)."""
 
 
 def _log(message: str) -> None:
@@ -189,9 +191,13 @@ class Server:
             # Plugin code (a tool, an executor, a backend) raised SystemExit or the like: that is this
             # exec's failure, not the server's. A real Ctrl-C reaches serve() as a signal, never here.
             raise EscapedError(exc) from exc
-        _log(f"exec in session {outcome.session_id} exited {outcome.exit_code}")
+        ended = f"interrupted by {outcome.interrupted}" if outcome.interrupted else f"exited {outcome.exit_code}"
+        _log(f"exec in session {outcome.session_id} {ended}")
         result = outcome.as_json()
-        answer = {"ok": True, "result": result, "warnings": warnings(runtime), "notices": list(outcome.notices)}
+        notices = list(outcome.notices)
+        if outcome.interrupted and self.stopping:
+            notices.append(f"dsh: dsh serve received {self.stopping} while the command ran, and stopped")
+        answer = {"ok": True, "result": result, "warnings": warnings(runtime), "notices": notices}
         if request.json:
             answer["document"] = json_text(result)
         return answer
@@ -208,7 +214,7 @@ class Server:
 
 
 async def serve(runtime: Runtime, deployment: str | None, *, idle_timeout: float = DEFAULT_IDLE_TIMEOUT) -> int:
-    """Listen until SIGTERM, SIGINT or SIGHUP (one the caller ignores stays ignored); then stop as
+    """Listen until SIGTERM, SIGINT or another of ``STOP_SIGNALS`` (one the caller ignores stays ignored); then stop as
     :meth:`Server.stop` says and remove the socket."""
     path = Path(socket_path(deployment))
     _claim(path)

@@ -121,7 +121,7 @@ async def watch_client(reader: asyncio.StreamReader, sock: Any, idle_timeout: fl
     name = message.get("interrupt")
     if set(message) == {"interrupt"} and name in INTERRUPTS:
         return "interrupt", str(name)
-    return "malformed", 'malformed request: only {"interrupt": "SIGINT"|"SIGTERM"|"SIGHUP"} may follow the request'
+    return "malformed", 'malformed request: only {"interrupt": "SIGINT"|"SIGTERM"|...} may follow the request'
 
 
 def failure_answer(request: Request, error: str) -> dict[str, Any]:

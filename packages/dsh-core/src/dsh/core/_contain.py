@@ -3,14 +3,15 @@
 Plugin code runs at import, in ``apply``, in disposers and in resolvers. Any exception it raises,
 ``BaseException`` subclasses such as ``SystemExit``, ``KeyboardInterrupt`` and ``GeneratorExit``
 included, must fail that plugin and never the command, ``dsh plugins`` or ``dsh serve``. The one
-exception is a real signal (Ctrl-C, or SIGTERM/SIGHUP under dsh's own interrupt handling): while
-third-party code runs on the main thread, the handlers of SIGINT, SIGTERM and SIGHUP are wrapped to
+exception is a real signal (Ctrl-C, or SIGTERM, SIGHUP, SIGQUIT, ... under dsh's own interrupt
+handling): while third-party code runs on the main thread, the handlers of :data:`WATCHED_SIGNALS`
+(every signal whose default action ends a process and that another process sends) are wrapped to
 note that a signal really arrived, and only then does what the handler raised propagate.
 
 One watch serves many calls: the outermost :func:`contained` call (or a :func:`containment` block
 around a whole composition or disposal) wraps the handlers once, and every call nested in it only
 notes how many signals had arrived when it started. After each call the handlers are looked at again
-(three ``signal.getsignal`` reads, about 2 µs each; CPython's private ``_signal`` would be cheaper
+(one ``signal.getsignal`` read per watched signal, about 2 µs each; CPython's private ``_signal`` would be cheaper
 and is not used): one that the plugin replaced is wrapped in turn, so a real signal in a later call
 is still noticed. When the outermost call or block ends, each handler still wrapped gets back
 the one it wrapped; one that plugin code replaced stays as the plugin left it.
@@ -78,7 +79,25 @@ def _unreadable(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
-_WATCHED = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+WATCHED_SIGNALS = (
+    "SIGINT",
+    "SIGTERM",
+    "SIGHUP",
+    "SIGQUIT",
+    "SIGUSR1",
+    "SIGUSR2",
+    "SIGALRM",
+    "SIGVTALRM",
+    "SIGPROF",
+    "SIGXCPU",
+    "SIGPWR",
+    "SIGIO",
+    "SIGSTKFLT",
+)
+"""The signals whose handlers containment watches: those dsh's interrupt handling turns into an
+interruption of the run (dsh-cli's ``INTERRUPTS``; a test holds the two equal)."""
+
+_WATCHED = tuple(getattr(signal, name) for name in WATCHED_SIGNALS if hasattr(signal, name))
 
 
 _Handler = Callable[[int, FrameType | None], Any]
@@ -111,7 +130,7 @@ def _unwrapped(handler: Any) -> Any:
 
 
 class _Watch:
-    """Counts the real SIGINT, SIGTERM and SIGHUP that arrive while its handlers are installed (main thread)."""
+    """Counts the real signals of :data:`WATCHED_SIGNALS` that arrive while its handlers are installed (main thread)."""
 
     __slots__ = ("fired", "installed", "live")
 

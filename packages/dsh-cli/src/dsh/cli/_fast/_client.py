@@ -17,6 +17,7 @@ import sys
 try:
     from ._exec_argv import parse_exec
     from ._served import served_exec
+    from ._status import INTERRUPTS
 except KeyboardInterrupt:  # Ctrl-C while dsh loads: one line, no traceback (see `run`)
     from ._status import interrupted_early
 
@@ -65,22 +66,27 @@ def _stop_loading(_signum: int, _frame: object) -> None:
     os._exit(130)
 
 
-def _exiting(code: int) -> Callable[[int, FrameType | None], None]:
+def _exiting(code: int, signals: Any) -> Callable[[int, FrameType | None], None]:
     """A handler for a signal that comes once the verb returned: its status stands, one line says so.
 
     Not ``_stop_loading``'s "nothing ran" (the verb ran), and not a death by the signal.
     """
 
     def handler(signum: int, _frame: FrameType | None) -> None:
-        names = {2: "SIGINT", 15: "SIGTERM", 1: "SIGHUP"}
-        os.write(2, f"dsh: {names.get(signum, signum)} came as dsh was exiting; exit status {code} stands\n".encode())
+        name = next((n for n in INTERRUPTS if getattr(signals, n, None) == signum), signum)
+        os.write(2, f"dsh: {name} came as dsh was exiting; exit status {code} stands\n".encode())
         os._exit(code)
 
     return handler
 
 
+def _ending_signals(signals: Any) -> list[int]:
+    """The numbers of ``INTERRUPTS`` this platform has."""
+    return [getattr(signals, name) for name in INTERRUPTS if hasattr(signals, name)]
+
+
 def _ignore_late_signals(signals: Any) -> None:
-    for number in (signals.SIGINT, signals.SIGTERM, signals.SIGHUP):
+    for number in _ending_signals(signals):
         if signals.getsignal(number) is not signals.SIG_DFL:  # left at SIG_DFL: not ours to change
             signals.signal(number, signals.SIG_IGN)
 
@@ -111,8 +117,8 @@ def run() -> None:
     try:
         code = main()
         # The verb is done: a signal from now on keeps its status (while its output is flushed).
-        late = _exiting(code)
-        for number in (signals.SIGINT, signals.SIGTERM, signals.SIGHUP):
+        late = _exiting(code, signals)
+        for number in _ending_signals(signals):
             if signals.getsignal(number) is not signals.SIG_IGN:
                 signals.signal(number, late)
         sys.stdout.flush()

@@ -21,13 +21,15 @@ from ._json_lite import dumps
 from ._status import (
     FAILURE_EXIT,
     INTERRUPTS,
+    UNKNOWN_EXIT,
     exec_notices,
     exec_status,
     failure_document,
     interrupted_early,
     interrupted_late,
+    interrupted_reason,
 )
-from ._wire import PROTOCOL, WireError, connect, frame, peer_uid, recv_frame, socket_path
+from ._wire import PROTOCOL, WireError, connect, frame, peer_pid, peer_uid, recv_frame, socket_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
@@ -43,7 +45,19 @@ else:
 
 CONNECT_TIMEOUT = 10.0
 """Seconds to connect and hand the request over (and to read an answer once it started coming); the
-answer itself is awaited as long as the command runs."""
+answer itself is awaited as long as the command runs, within :data:`DEADLINE_GRACE` past its timeout,
+while the server lives and runs (see :data:`STOPPED_GRACE`)."""
+
+LIVENESS_PERIOD = 0.5
+"""Seconds between two looks at the server (``/proc/PID/stat``) while its answer is awaited."""
+
+STOPPED_GRACE = 2.0
+"""Seconds the server may stay stopped (SIGSTOP, Ctrl-Z, a debugger) before its client gives up on it."""
+
+DEADLINE_GRACE = 120.0
+"""Seconds past the ``--timeout`` it asked for that a client waits for the answer: the server's hooks
+and its record of the turn. Without ``--timeout`` the deployment's timeout applies, which the client
+does not know: only the liveness checks bound the wait then."""
 
 ANSWER_GRACE = 2.0
 """Seconds the client waits for the server's answer after forwarding an interrupt (a hung or
@@ -104,7 +118,8 @@ class _Forwarded(Exception):
 
 
 class _Interrupts:
-    """SIGINT, SIGTERM and SIGHUP while served: forwarded once to the server, which kills and records.
+    """A signal of ``INTERRUPTS`` (SIGINT, SIGTERM, SIGQUIT, ...) while served: forwarded once to the
+    server, which kills and records.
 
     Until the request is on its way a signal aborts the exec (nothing ran); while it is being sent
     the signal waits for the send to finish; after that it is sent at once as an interrupt frame.
@@ -119,7 +134,9 @@ class _Interrupts:
 
     def __enter__(self) -> _Interrupts:
         for name in INTERRUPTS:
-            number = getattr(signals, name)
+            number = getattr(signals, name, None)
+            if number is None or signals.getsignal(number) == signals.SIG_IGN:
+                continue  # not on this platform, or ignored by the caller (`nohup`): not ours to take
             try:
                 self.previous[number] = signals.signal(number, self._on_signal)
             except ValueError:  # not the main thread (an embedding caller): its signals stay its own
@@ -133,7 +150,7 @@ class _Interrupts:
     def _on_signal(self, number: int, _frame: object) -> None:
         if self.caught is not None:
             return  # a second signal while the first is handled is ignored, as in-process
-        self.caught = next(name for name in INTERRUPTS if getattr(signals, name) == number)
+        self.caught = next(name for name in INTERRUPTS if getattr(signals, name, None) == number)
         if self.state == "connecting":
             raise _Interrupted
         if self.state in ("sent", "polling"):
@@ -176,12 +193,12 @@ def write_all(text: str, stream: Any) -> None:
         data = data[os.write(fd, data) :]
 
 
-def _fail(args: ExecArgs | argparse.Namespace, message: str) -> int:
-    """dsh's own failure of a served exec: one line, the ``--json`` document, status 125."""
+def _fail(args: ExecArgs | argparse.Namespace, message: str, status: int = FAILURE_EXIT) -> int:
+    """dsh's own failure of a served exec: one line, the ``--json`` document, ``status`` (125 unless told)."""
     print(f"dsh: {message}", file=sys.stderr)
     if args.json:
         write_all(_document(message), sys.stdout)
-    return FAILURE_EXIT
+    return status
 
 
 def _document(error: str) -> str:
@@ -238,48 +255,96 @@ def _exchange(
     """Send the request and wait for the answer (forwarding a signal meanwhile); an int is a failure's status."""
     interrupts.sock = sock
     interrupts.state = "sending"
+    delivered = True
     try:
         sock.sendall(message)
     except BrokenPipeError:
-        pass  # the server refused the request and closed: its answer says why
+        delivered = False  # the server refused the request and closed: its answer says why
     except OSError as exc:
         return _fail(args, f"cannot send to the dsh server at {path}: {exc.strerror or exc}")
     interrupts.sent()
-    if not _answer_coming(sock, interrupts):
-        assert interrupts.caught is not None
-        print(
-            f"dsh: interrupted by {interrupts.caught}, but the dsh server at {path} did not answer within "
-            f"{ANSWER_GRACE:g} s: the command may still be running under it (stop that server)",
-            file=sys.stderr,
-        )
-        return _status_of(interrupts.caught)
+    server = f"the dsh server at {path}"
+    pid = peer_pid(sock)
+    if pid is not None:
+        server += f" (pid {pid})"
+    deadline = None if args.timeout is None else time.monotonic() + float(args.timeout) + DEADLINE_GRACE
+    silent = _answer_coming(sock, interrupts, pid, deadline)
+    if silent is not None:
+        if interrupts.caught is not None:
+            print(
+                f"dsh: interrupted by {interrupts.caught}, but {server} did not answer within "
+                f"{ANSWER_GRACE:g} s: the command may still be running under it (stop that server)",
+                file=sys.stderr,
+            )
+            return _status_of(interrupts.caught)
+        return _lost(args, f"{server} {silent}")
     sock.settimeout(CONNECT_TIMEOUT)  # the answer is on its way: a server that stalls in it is not waited on
     try:
-        return recv_frame(sock)
+        answer = recv_frame(sock)
     except (OSError, WireError) as exc:
-        return _fail(args, f"the dsh server at {path} sent no valid answer: {exc}")
+        return _lost(args, f"{server} sent no valid answer ({exc})")
+    if answer is None and delivered:
+        return _lost(args, f"{server} closed the connection without answering (it was killed or crashed)")
+    return answer
 
 
-def _answer_coming(sock: Socket, interrupts: _Interrupts) -> bool:
-    """Wait until the answer starts to come: without a signal as long as the command runs (its own
-    timeout bounds it), after a forwarded one :data:`ANSWER_GRACE` at most; False when that ran out."""
+def _lost(args: ExecArgs | argparse.Namespace, why: str) -> int:
+    """The request was delivered but no answer will come: the command may have started, and may run on."""
+    return _fail(
+        args,
+        f"{why}: the command may have started and may still be running under it, and its turn may not "
+        "be recorded; how it ended is unknown",
+        UNKNOWN_EXIT,
+    )
+
+
+def _answer_coming(sock: Socket, interrupts: _Interrupts, pid: int | None, deadline: float | None) -> str | None:
+    """Wait until the answer starts to come; None when it does, else why the wait was given up.
+
+    Without a signal as long as the command runs and the server lives (the connection closes when
+    it dies): given up once the server stayed stopped :data:`STOPPED_GRACE` (looked at every
+    :data:`LIVENESS_PERIOD`) or ``deadline`` passed; after a forwarded signal :data:`ANSWER_GRACE`
+    at most.
+    """
     poller = select.poll()
     poller.register(sock.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
+    stopped_since: float | None = None
     while True:
         try:  # _Forwarded comes at most once (a second signal is ignored), wherever it lands in here
-            wait_ms = -1
+            now = time.monotonic()
+            wait = LIVENESS_PERIOD
             if interrupts.forwarded_at is not None:
-                left = interrupts.forwarded_at + ANSWER_GRACE - time.monotonic()
+                left = interrupts.forwarded_at + ANSWER_GRACE - now
                 if left <= 0:
-                    return bool(poller.poll(0))
-                wait_ms = int(left * 1000) + 1
+                    return None if poller.poll(0) else "did not answer"
+                wait = min(wait, left)
             interrupts.state = "polling"
-            ready = bool(poller.poll(wait_ms))
+            ready = bool(poller.poll(int(wait * 1000) + 1))
             interrupts.state = "sent"
             if ready:
-                return True
+                return None
+            now = time.monotonic()
+            if deadline is not None and now > deadline:
+                return f"did not answer within the command's timeout and {DEADLINE_GRACE:g} s more"
+            if pid is not None and _stopped(pid):
+                if stopped_since is None:
+                    stopped_since = now
+                elif now - stopped_since >= STOPPED_GRACE:
+                    return f"is stopped and did not answer for {STOPPED_GRACE:g} s (resume it with kill -CONT {pid})"
+            else:
+                stopped_since = None
         except _Forwarded:
             interrupts.state = "sent"
+
+
+def _stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped (by a signal or a tracer), as ``/proc/PID/stat`` says; False where unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat_file:
+            fields = stat_file.read().rpartition(b")")[2].split()
+    except OSError:
+        return False
+    return bool(fields) and fields[0] in (b"T", b"t")
 
 
 def _status_of(name: str) -> int:
@@ -309,6 +374,10 @@ def _report(args: ExecArgs | argparse.Namespace, answer: dict[str, Any], interru
         write_all(result["stderr"], sys.stderr)
     for line in exec_notices(result):
         print(line, file=sys.stderr)
+    interrupted = result.get("interrupted")
+    if isinstance(interrupted, str):  # its output is shown above, and recorded: as in-process
+        print(f"dsh: {interrupted_reason(interrupted)}", file=sys.stderr)
+        return exec_status(result)
     if interrupts.caught is not None:  # the command ended before the interrupt reached the server
         print(f"dsh: {interrupted_late(interrupts.caught)}", file=sys.stderr)
     return exec_status(result)

@@ -109,11 +109,22 @@ def _object(message: object) -> dict[str, Any]:
 
 def peer_uid(sock: Any) -> int | None:
     """The uid of the process at the other end of a connected Unix socket (None where the OS has no SO_PEERCRED)."""
+    creds = _peer_creds(sock)
+    return None if creds is None else int.from_bytes(creds[4:8], sys.byteorder, signed=True)
+
+
+def peer_pid(sock: Any) -> int | None:
+    """The pid of the process at the other end of a connected Unix socket (None where the OS has no SO_PEERCRED)."""
+    creds = _peer_creds(sock)
+    return None if creds is None else int.from_bytes(creds[0:4], sys.byteorder, signed=True)
+
+
+def _peer_creds(sock: Any) -> bytes | None:
     option = getattr(sockets, "SO_PEERCRED", None)
     if option is None:  # pragma: no cover - not Linux
         return None
-    creds = sock.getsockopt(sockets.SOL_SOCKET, option, 12)  # struct ucred: pid, uid, gid as C ints
-    return int.from_bytes(creds[4:8], sys.byteorder, signed=True)
+    creds: bytes = sock.getsockopt(sockets.SOL_SOCKET, option, 12)  # struct ucred: pid, uid, gid as C ints
+    return creds
 
 
 def connect(path: str, timeout: float) -> Socket:
