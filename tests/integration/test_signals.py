@@ -359,8 +359,8 @@ def test_a_served_exec_whose_server_does_not_answer_ends_after_a_short_grace(fak
         assert proc.returncode == 130, err
         assert server.interrupt == {"interrupt": "SIGINT"}
         assert err == (
-            f"dsh: interrupted by SIGINT, but the dsh server at {server.path} did not answer within 2 s: "
-            "the command may still be running under it (stop that server)\n"
+            f"dsh: interrupted by SIGINT, but the dsh server at {server.path} (pid {os.getpid()}) did not answer "
+            "within 2 s: the command may still be running under it (stop that server)\n"
         )
         assert out == ""
     finally:
