@@ -140,7 +140,7 @@ def test_a_half_closed_request_is_answered(server: ServeProcess, tmp_path: Path)
     ("trailing", "why"),
     [
         (b"garbage!", "exceeds the maximum"),
-        (frame(b'{"interrupt": "SIGKILL"}'), 'only {"interrupt": "SIGINT"|"SIGTERM"|"SIGHUP"} may follow'),
+        (frame(b'{"interrupt": "SIGKILL"}'), 'only {"interrupt": "SIGINT"|"SIGTERM"|...} may follow'),
         (b"ab", "2 stray bytes followed the request"),
     ],
 )

@@ -5,7 +5,9 @@ DshError (dsh.core)
 └── ExecError                   .path, .shell: a child could not be started or its output not spilled
 
 BaseException (builtin)
-└── Interrupted (``_interrupt``)  .reason: the run was interrupted by a signal; like ``CancelledError``, not an error
+├── Interrupted (``_interrupt``)  .reason, .result: the run was interrupted by a signal; like ``CancelledError``
+└── asyncio.CancelledError
+    └── CommandCancelled (``_aio``)  .result: a cancellation that stopped a started command, with its output
 """
 
 from __future__ import annotations
