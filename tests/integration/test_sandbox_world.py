@@ -144,3 +144,17 @@ def _alive(tag: str) -> list[str]:
             if argv[:2] == [b"sleep", tag.encode()]:
                 found.append(entry)
     return found
+
+
+def test_dsh_env_says_per_key_whether_the_sandbox_passes_it(tmp_path: Path, outside_tmp: Path) -> None:
+    done = dsh("env", "--json", "--deployment", str(_deployment(outside_tmp)), home=tmp_path / "home")
+    out = json.loads(done.stdout)
+    assert out["world"] == {"kind": "sandbox", "label": "the read-only sandbox"}
+    rows = {r["key"]: r for r in out["variables"]}
+    assert rows["DSH_HOME"]["passes"] is False
+    assert rows["DSH_HOME"]["why"] == f"{tmp_path / 'home'} is hidden in the read-only sandbox"
+    assert rows["DSH_SESSION_ID"]["passes"] is True and rows["DSH_DEPLOYMENT"]["passes"] is True
+    assert rows["DSH_SESSION_JSONL"]["passes"] is None
+    text = dsh("env", "--deployment", str(_deployment(outside_tmp)), home=tmp_path / "home").stdout
+    assert text.startswith("the shell executor's children run in the read-only sandbox (sandbox)\n")
+    assert f"    here: not passed ({tmp_path / 'home'} is hidden in the read-only sandbox)\n" in text

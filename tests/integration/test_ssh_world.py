@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh.bash_ssh.testing import TemporaryHost
+from dsh.bash_ssh.testing import REMOTE_ONLY, TemporaryHost
 from tests.helpers import dsh
 
 pytestmark = pytest.mark.integration
@@ -103,3 +103,52 @@ def test_sigterm_to_dsh_exec_kills_the_remote_process_group(host: TemporaryHost,
     while host.pids(f"sleep\0{tag}") and time.monotonic() < deadline:
         time.sleep(0.05)
     assert host.pids(f"sleep\0{tag}") == []
+
+
+def test_dsh_env_says_what_the_host_gets_for_a_session(host: TemporaryHost, tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    deployment = _deployment(tmp_path, host)
+    made = json.loads(
+        dsh("exec", "--json", "--deployment", str(deployment), "--cwd", str(host.home), "--", "true", home=home).stdout
+    )
+    out = json.loads(
+        dsh("env", "--json", "--deployment", str(deployment), "--session", made["session_id"], home=home).stdout
+    )
+    rows = {r["key"]: r for r in out["variables"]}
+    label = f"host {host.user}@127.0.0.1:{host.port}"
+    assert out["world"] == {"kind": "remote", "label": label}
+    assert rows["DSH_SESSION_JSONL"]["passes"] is False and rows["DSH_SESSION_JSONL"]["why"] == (
+        f"{made['location']['path']} is on this machine, not on {label} (no shared mount declares it)"
+    )
+    assert rows["DSH_HOME"]["passes"] is False and rows["DSH_DEPLOYMENT"]["passes"] is False
+    assert rows["DSH_SESSION_ID"] == {**rows["DSH_SESSION_ID"], "passes": True, "value": made["session_id"]}
+
+
+def test_hooks_run_on_the_harness_machine_with_its_paths(host: TemporaryHost, tmp_path: Path) -> None:
+    seen = tmp_path / "hook"
+    hook = f"id -u > {seen}.uid; cat > {seen}.json"
+    extra = (
+        "  - id: hooks\n    name: hooks\n    config:\n      claude:\n        hooks:\n          PreToolUse:\n"
+        f"            - hooks: [{{type: command, command: {json.dumps(hook)}}}]\n"
+    )
+    deployment = _deployment(tmp_path, host)
+    deployment.write_text(deployment.read_text() + extra)
+    home = tmp_path / "h"
+    done = dsh("exec", "--json", "--deployment", str(deployment), "--cwd", str(host.home), "--", "id -u", home=home)
+    out = json.loads(done.stdout)
+    assert out["stdout"] != "0\n" and out["exit_code"] == 0, out  # the command ran as the host's user
+    assert Path(f"{seen}.uid").read_text() == f"{os.getuid()}\n", "the hook ran here, as the harness's user"
+    payload = json.loads(Path(f"{seen}.json").read_text())
+    assert payload["transcript_path"] == out["location"]["path"] and payload["cwd"] == str(host.home)
+
+
+def test_a_session_works_in_a_folder_only_the_host_has(host: TemporaryHost, tmp_path: Path) -> None:
+    assert not REMOTE_ONLY.exists(), "the folder is the host's alone"
+    home = tmp_path / "h"
+    deployment = str(_deployment(tmp_path, host))
+    made = json.loads(
+        dsh("exec", "--json", "--deployment", deployment, "--cwd", str(REMOTE_ONLY), "--", "pwd", home=home).stdout
+    )
+    assert made["exit_code"] == 0 and made["stdout"] == f"{REMOTE_ONLY}\n", made
+    again = dsh("exec", "--json", "--deployment", deployment, "--session", made["session_id"], "--", "pwd", home=home)
+    assert json.loads(again.stdout)["stdout"] == f"{REMOTE_ONLY}\n", again.stderr

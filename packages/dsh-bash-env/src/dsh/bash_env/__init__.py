@@ -7,7 +7,7 @@ Load the ``bash-env`` plugin, then use ``ctx.get(BASH_ENV)``: ``register`` a con
 from ._declare import SESSION_ID_KEY, TOOL_CALL_ID_KEY, TURN_ID_KEY, Contributor, FunctionContributor, VariableSpec
 from ._errors import CollectionError, ContributorError
 from ._plugin import BASH_ENV_GROUP, SESSION_JSONL_KEY, BashEnvConfig, plugin
-from ._registry import BASH_ENV, BashEnvRegistry, VariableInfo
+from ._registry import BASH_ENV, BashEnvRegistry, Reach, VariableInfo
 from ._resolve import Snapshot
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "Contributor",
     "ContributorError",
     "FunctionContributor",
+    "Reach",
     "Snapshot",
     "VariableInfo",
     "VariableSpec",

@@ -13,7 +13,7 @@ from dsh.session import ToolExecution
 from dsh.session.persistence import SESSION_PERSISTENCE, SessionPersistence
 
 from ._declare import BUILTIN_DISTRIBUTION, as_contributor
-from ._registry import BASH_ENV, DEFAULT_RESOLVE_TIMEOUT, BashEnvRegistry, check_resolve_timeout
+from ._registry import BASH_ENV, DEFAULT_RESOLVE_TIMEOUT, BashEnvRegistry, Reach, check_resolve_timeout
 
 SESSION_JSONL_KEY = DSH_ENV_PREFIX + "SESSION_JSONL"
 
@@ -46,11 +46,22 @@ class PersistenceTranslator:
 
     def resolve(self, execution: ToolExecution) -> Mapping[str, str]:
         """The JSONL path when the active backend locates one and the executor's child can read it there."""
-        path, _ = self.explain(execution)
+        path, _ = self._located(execution, current_world(self._ctx))
         return {} if path is None else {SESSION_JSONL_KEY: path}
 
-    def explain(self, execution: ToolExecution, world: World | None = None) -> tuple[str | None, str]:
-        """The path a child of ``world`` (default: the current executor's) gets, or None; and why."""
+    def explain(self, execution: ToolExecution | None, world: World) -> Mapping[str, Reach]:
+        """Whether a child of ``world`` gets ``DSH_SESSION_JSONL`` for ``execution`` (None: per call), and why."""
+        if execution is None:
+            return {
+                SESSION_JSONL_KEY: Reach(
+                    None, f"per call: where the session's transcript is readable at its path in {world.label}"
+                )
+            }
+        path, why = self._located(execution, world)
+        return {SESSION_JSONL_KEY: Reach(path is not None, why)}
+
+    def _located(self, execution: ToolExecution, world: World) -> tuple[str | None, str]:
+        """The path a child of ``world`` gets, or None; and why."""
         agent = execution.agent
         if agent is None:
             return None, "the call has no session"
@@ -58,7 +69,6 @@ class PersistenceTranslator:
         location = None if backend is None else backend.locate(agent.header)
         if location is None or location.kind != "jsonl":
             return None, "the persistence backend keeps no JSONL file for the session"
-        world = current_world(self._ctx) if world is None else world
         why = world.why_not(location.path, agent.header.cwd)
         if why is not None:
             return None, why

@@ -66,6 +66,13 @@ class VariableInfo(NamedTuple):
     having it first: what ``dsh env`` shows as who lost."""
 
 
+class Reach(NamedTuple):
+    """Whether the current executor's child gets a key (``passes``; None when each call decides) and ``why``."""
+
+    passes: bool | None
+    why: str
+
+
 class _State:
     __slots__ = ("_lock", "_ordered", "entries", "home", "lost", "optional", "owners", "timeout", "world")
 
@@ -265,6 +272,39 @@ class BashEnvRegistry(Service):
             out[TOOL_CALL_ID_KEY] = execution.call_id
             if execution.turn_id:
                 out[TURN_ID_KEY] = execution.turn_id
+        return out
+
+    def reach(self, execution: ToolExecution | None = None) -> dict[str, Reach]:
+        """Per declared key, whether a child of the current executor's world gets it, and why (``dsh env``).
+
+        ``execution`` (a session's) makes the answer exact for that session; without it a fact that
+        depends on the session says so. A contributor says it for its own keys with an optional
+        ``explain(execution, world) -> Mapping[str, Reach]``; one without passes what it resolves.
+        """
+        world = self.world()
+        session = None if execution is None else execution.session
+        home, why = self.home_in(world, None if session is None else session.cwd)
+        out: dict[str, Reach] = {}
+        if home is None:
+            out[HOME_KEY] = Reach(False, why or "")
+        elif world.home is not None:
+            out[HOME_KEY] = Reach(True, f"{world.label} names its own home, {world.home}")
+        else:
+            out[HOME_KEY] = Reach(True, f"readable at that path in {world.label}")
+        for key in BUILTIN_DESCRIPTIONS:
+            out.setdefault(key, Reach(True, "an identity fact: true in every world"))
+        for entry in self._state.ordered:
+            explain = getattr(entry.contributor, "explain", None)
+            if callable(explain):
+                try:
+                    out.update(explain(execution, world))
+                    continue
+                except Exception as exc:  # a diagnostic: say so, never lose the catalogue
+                    reason = f"its explain() raised {type(exc).__name__}: {exc}"
+                    out.update({key: Reach(None, reason) for key in entry.descriptions})
+                    continue
+            for key in entry.descriptions:
+                out.setdefault(key, Reach(True, f"passed as contributor '{entry.name}' resolves it"))
         return out
 
     def list(self) -> builtins.list[VariableInfo]:

@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 
 USER = "dshremote"
+REMOTE_ONLY = Path("/mnt/dsh-remote-only")
+"""A folder the host has (its user's, empty at start) and this machine does not: a working directory there."""
 """The throw-away user's name on the host."""
 UID = 47213
 
@@ -63,7 +65,13 @@ class TemporaryHost:
         if not Path("/usr/sbin/sshd").exists():
             raise HostUnavailable("the test sshd needs /usr/sbin/sshd (Debian: apt-get install openssh-server)")
         etc = self.root / "etc"
-        for folder in (etc / "pam.d", self.root / "client", self.root / "run-sshd", self.home / ".ssh"):
+        for folder in (
+            etc / "pam.d",
+            self.root / "client",
+            self.root / "run-sshd",
+            self.home / ".ssh",
+            self.root / "remote",
+        ):
             folder.mkdir(parents=True, exist_ok=True)
         os.chmod(self.root / "run-sshd", 0o755)
         os.chmod(self.root / "client", 0o700)
@@ -85,6 +93,7 @@ class TemporaryHost:
         for path in self.home.rglob("*"):
             os.chown(path, UID, UID)
         os.chown(self.home, UID, UID)
+        os.chown(self.root / "remote", UID, UID)
         (self.root / "sshd_config").write_text(
             f"Port {self.port}\nListenAddress 127.0.0.1\nHostKey {self.root / 'host_key'}\n"
             f"PidFile {self.root / 'sshd.pid'}\nAuthorizedKeysFile {self.home / '.ssh' / 'authorized_keys'}\n"
@@ -119,6 +128,7 @@ class TemporaryHost:
             "bwrap", "--dev-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "--die-with-parent",
             *binds, "--bind", str(etc / "pam.d" / "sshd"), "/etc/pam.d/sshd",
             "--bind", str(self.root / "run-sshd"), "/run/sshd",
+            "--tmpfs", str(REMOTE_ONLY.parent), "--bind", str(self.root / "remote"), str(REMOTE_ONLY),
             "/usr/sbin/sshd", "-D", "-e", "-f", str(self.root / "sshd_config"),
         ]  # fmt: skip
         with self.log.open("ab") as log:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from dsh.bash_env import BASH_ENV, FunctionContributor
+from dsh.bash import World
+from dsh.bash_env import BASH_ENV, BashEnvRegistry, Reach
 from dsh.core import Context, Plugin
 from dsh.session import ToolExecution
 
@@ -25,22 +26,31 @@ class DeploymentEnvConfig:
     path: str
 
 
+class _Deployment:
+    """Contributes the deployment file's path where the executor's child reads it at that path."""
+
+    name = "deployment"
+    variables: Mapping[str, str] = {
+        DEPLOYMENT_ENV: "Deployment file of this harness; a dsh command run in this shell uses it too."
+    }
+
+    def __init__(self, registry: BashEnvRegistry, path: str) -> None:
+        self._registry = registry
+        self._path = path
+
+    def resolve(self, execution: ToolExecution) -> Mapping[str, str]:
+        # A path on this machine: true only where the child reads it there (not on a remote host,
+        # not in a sandbox that hides it).
+        return {DEPLOYMENT_ENV: self._path} if self._registry.world().why_not(self._path) is None else {}
+
+    def explain(self, execution: ToolExecution | None, world: World) -> Mapping[str, Reach]:
+        why = world.why_not(self._path)
+        return {DEPLOYMENT_ENV: Reach(why is None, why or f"readable at that path in {world.label}")}
+
+
 def _apply(ctx: Context, config: DeploymentEnvConfig) -> None:
-    value = {DEPLOYMENT_ENV: config.path}
     registry = ctx.require(BASH_ENV)
-
-    def resolve(execution: ToolExecution) -> Mapping[str, str]:
-        # A path on this machine: true only where the executor's child reads it there (not on a
-        # remote host, not in a sandbox that hides it).
-        return value if registry.world().why_not(config.path) is None else {}
-
-    registry.register(
-        FunctionContributor(
-            "deployment",
-            {DEPLOYMENT_ENV: "Deployment file of this harness; a dsh command run in this shell uses it too."},
-            resolve,
-        )
-    )
+    registry.register(_Deployment(registry, config.path))
 
 
 plugin = Plugin(name="deployment-env", apply=_apply, Config=DeploymentEnvConfig, inject=("bash_env",))

@@ -21,12 +21,16 @@ def env_verb(args: argparse.Namespace) -> int:
     with open_runtime(choice=args.choice) as runtime:
         registry = runtime.ctx.require(BASH_ENV)
         values: dict[str, str] = {}
+        execution = None
         if args.session is not None:
             header = runtime.ctx.require(SESSIONS).resume(args.session, history=False).header
-            values = dict(registry.collect(ToolExecution("bash", "dsh-env", agent=AgentRef("main", header))))
+            execution = ToolExecution("bash", "dsh-env", agent=AgentRef("main", header))
+            values = dict(registry.collect(execution))
             # No call or turn is running: their ids have no value to show.
             for key in (TOOL_CALL_ID_KEY, TURN_ID_KEY):
                 values.pop(key, None)
+        world = registry.world()
+        reach = registry.reach(execution)
         rows = []
         for info in registry.list():
             row: dict[str, Any] = {
@@ -37,19 +41,28 @@ def env_verb(args: argparse.Namespace) -> int:
                 "builtin": info.builtin,
                 "description": info.description,
                 "lost": list(info.lost),
+                "passes": reach[info.key].passes if info.key in reach else None,
+                "why": reach[info.key].why if info.key in reach else "",
             }
             if args.session:
                 row["value"] = values.get(info.key)
             rows.append(row)
         if args.json:
-            print_json({"session_id": args.session, "variables": rows})
+            print_json(
+                {"session_id": args.session, "world": {"kind": world.kind, "label": world.label}, "variables": rows}
+            )
         else:
+            print(f"the shell executor's children run in {world.label} ({world.kind})")
             for row in rows:
                 dist = " ".join(str(p) for p in (row["distribution"], row["version"]) if p) or "in-process"
                 owner = f"{row['owner']} ({dist})"
                 value = f" = {row['value']}" if args.session and row["value"] is not None else ""
                 tag = " [built-in]" if row["builtin"] else ""
-                print(f"{row['key']}{value}\n    {row['description']}\n    owner: {owner}{tag}")
+                passes = {True: "passed", False: "not passed", None: "decided per call"}[row["passes"]]
+                print(
+                    f"{row['key']}{value}\n    {row['description']}\n    owner: {owner}{tag}\n"
+                    f"    here: {passes} ({row['why']})"
+                )
                 if row["lost"]:
                     print(f"    refused (the owner has it first): {', '.join(row['lost'])}")
         return 0

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dsh.agent import Agent, ScriptedModel, ToolCall, TranscriptNotSaved
-from dsh.bash import ExecResult, interrupted_result, interruption
+from dsh.bash import SHELL_EXECUTOR, ExecResult, Executor, interrupted_result, interruption, world_of
 from dsh.loader import Runtime
 from dsh.session import SESSIONS, TOOLS, PersistenceError, Session, ToolResult
 
@@ -85,7 +85,11 @@ async def exec_command(
     """
     if not command.strip():
         raise UsageError("dsh exec needs a command after --", option="--", value=command)
-    if cwd is not None and not os.path.isdir(cwd):
+    # On a remote host the working directory is a path there: the executor checks it (nothing runs
+    # when it is missing); a local or sandboxed command's must exist here.
+    executor: Executor | None = runtime.ctx.get(SHELL_EXECUTOR)
+    remote = world_of(executor).kind == "remote"
+    if cwd is not None and not remote and not os.path.isdir(cwd):
         raise UsageError(f"--cwd {cwd} is not a directory", option="--cwd", value=cwd)
     allowed = _timeout(runtime, timeout)
     store = runtime.ctx.require(SESSIONS)
@@ -97,7 +101,7 @@ async def exec_command(
     error: str | None = None
     # The lock, taken above before anything ran, is kept for the turn and SessionEnd's record after it.
     with session.holding():
-        if session_id is not None and not os.path.isdir(session.header.cwd):
+        if session_id is not None and not remote and not os.path.isdir(session.header.cwd):
             # Checked before SessionStart and the turn: a command that cannot run leaves no record.
             raise UsageError(
                 f"session {session.id}: its working directory {session.header.cwd} does not exist; "
