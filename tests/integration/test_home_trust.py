@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import dsh
-from tests.integration.serve_support import DSH_FAILED, OTHER_UID, ServeProcess, clean_env, needs_root
+from tests.integration.serve_support import (
+    DSH_FAILED,
+    OTHER_UID,
+    ServeProcess,
+    as_other_uid,
+    clean_env,
+    needs_root,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -149,3 +159,49 @@ def test_a_home_that_is_a_file_is_reported_by_the_in_process_path(tmp_path: Path
     assert proc.returncode in DSH_FAILED
     assert len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr
     assert str(home) in proc.stderr
+
+
+@pytest.fixture
+def sticky_tmp() -> Iterator[Path]:
+    """A fresh folder like `/tmp` (root's, mode 1777), reachable by the second uid."""
+    folder = Path(tempfile.mkdtemp(prefix="dsh-sticky-", dir="/tmp"))
+    folder.chmod(0o1777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _link_as_other_uid(link: Path, target: Path) -> None:
+    def make() -> int:
+        os.symlink(target, link)
+        return 0
+
+    assert as_other_uid(make) == 0
+    assert link.lstat().st_uid == OTHER_UID
+
+
+@needs_root
+def test_a_home_that_is_another_users_symlink_is_refused(tmp_path: Path, sticky_tmp: Path) -> None:
+    # Root's predictable DSH_HOME in sticky /tmp, made first by someone else as a link to a home that
+    # passes every check: they can re-point it at a folder of theirs between dsh's check and its read.
+    trusted = tmp_path / "trusted-home"
+    trusted.mkdir(mode=0o700)
+    home, marker = sticky_tmp / "home", tmp_path / "ran"
+    _link_as_other_uid(home, trusted)
+    for verb in (("exec", "--", f"touch {marker}"), ("sessions", "list")):
+        proc = dsh(*verb, home=home)
+        assert proc.returncode in DSH_FAILED, (verb, proc.stderr)
+        assert proc.stderr == (
+            f"dsh: refusing DSH_HOME {home}: it is a symbolic link owned by uid {OTHER_UID}, not by you (uid 0) "
+            f"or root, who can re-point it at any time; remove it (`rm {home}`) and use a path you own\n"
+        )
+    assert not marker.exists()
+    # The same link one level up (the home is `<link>/home`) is refused naming the link.
+    proc = dsh("exec", "--", f"touch {marker}", home=home / "sub")
+    assert proc.returncode in DSH_FAILED
+    assert f"the symbolic link {home} on its way is owned by uid {OTHER_UID}" in proc.stderr
+    assert not marker.exists()
+    # A link of your own in the same place is followed, as before.
+    home.unlink()
+    home.symlink_to(trusted)
+    assert dsh("exec", "--", f"touch {marker}", home=home).returncode == 0
+    assert marker.exists()

@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+import itertools
 import os
+import shutil
+import signal
 import stat
-from collections.abc import Iterator
+import tempfile
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from dsh.paths import UntrustedPathError, check_trusted, create_private_file, ensure_private_dir
+from dsh.paths import (
+    NotRegularFileError,
+    UntrustedPathError,
+    check_trusted,
+    create_private_file,
+    ensure_private_dir,
+    open_trusted,
+    read_trusted_text,
+)
 
 OTHER_UID = 65534
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as a second uid (os.setuid)")
 
 
 @pytest.fixture
@@ -67,7 +81,7 @@ def test_a_symlinked_home_is_judged_by_its_target(tmp_path: Path) -> None:
     check_trusted(tmp_path / "link", "DSH_HOME")
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make a file owned by a second uid (os.chown)")
+@needs_root
 def test_owned_by_another_user_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "theirs"
     path.mkdir(mode=0o700)
@@ -82,7 +96,8 @@ def test_a_home_that_cannot_be_created_is_one_sentence_naming_it(tmp_path: Path)
     blocker.write_text("")
     with pytest.raises(NotADirectoryError) as err:
         ensure_private_dir(blocker / "home", "DSH_HOME")
-    assert str(err.value) == f"cannot create DSH_HOME {blocker / 'home'}: Not a directory at {blocker / 'home'}"
+    # named at the component that is not a folder
+    assert str(err.value) == f"cannot create DSH_HOME {blocker / 'home'}: Not a directory at {blocker}"
 
 
 def test_a_folder_above_that_others_can_write_is_refused_unless_sticky(tmp_path: Path) -> None:
@@ -111,3 +126,110 @@ def test_a_symlink_into_a_folder_others_can_write_is_judged_by_where_it_leads(tm
     (hooks / "claude.json").symlink_to(target)
     with pytest.raises(UntrustedPathError, match=f"the folder {shared} above it is writable by group or others"):
         check_trusted(hooks / "claude.json", "hooks file")
+
+
+@pytest.fixture
+def sticky_tmp() -> Iterator[Path]:
+    """A fresh folder like `/tmp` (root's, mode 1777) that the second uid can reach."""
+    folder = Path(tempfile.mkdtemp(prefix="dsh-sticky-", dir="/tmp"))
+    folder.chmod(0o1777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _as_other_uid(work: Callable[[], object]) -> int:
+    """Fork a child that runs ``work`` as :data:`OTHER_UID` and return its pid."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        code = 1
+        try:
+            os.setgid(OTHER_UID)
+            os.setuid(OTHER_UID)
+            work()
+            code = 0
+        finally:
+            os._exit(code)
+    return pid
+
+
+def _wait(pid: int) -> int:
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+@needs_root
+def test_a_symlink_someone_else_owns_is_refused_as_the_path_or_above_it(tmp_path: Path, sticky_tmp: Path) -> None:
+    trusted = ensure_private_dir(tmp_path / "trusted")
+    (trusted / "deployment.yaml").write_text("plugins: []\n")
+    link = sticky_tmp / "home"
+    assert _wait(_as_other_uid(lambda: os.symlink(trusted, link))) == 0
+    for call in (check_trusted, ensure_private_dir):
+        with pytest.raises(UntrustedPathError) as err:
+            call(link, "DSH_HOME")
+        assert str(err.value) == (
+            f"refusing DSH_HOME {link}: it is a symbolic link owned by uid {OTHER_UID}, not by you (uid 0) or "
+            f"root, who can re-point it at any time; remove it (`rm {link}`) and use a path you own"
+        )
+    with pytest.raises(UntrustedPathError) as err:
+        read_trusted_text(link / "deployment.yaml", "deployment file")
+    assert str(err.value).startswith(
+        f"refusing deployment file {link}/deployment.yaml: the symbolic link {link} on its way is owned by uid "
+        f"{OTHER_UID}, not by you (uid 0) or root"
+    )
+    os.unlink(link)
+    link.symlink_to(trusted)  # your own link in the same place is followed
+    assert read_trusted_text(link / "deployment.yaml") == "plugins: []\n"
+
+
+@needs_root
+def test_a_home_flipped_between_trusted_and_theirs_is_never_read(tmp_path: Path, sticky_tmp: Path) -> None:
+    # The attack of issue 21: another user flips the link that is root's home between a home that
+    # passes every check and a folder of theirs; a check and a read by path could see the two.
+    trusted = ensure_private_dir(tmp_path / "trusted")
+    (trusted / "deployment.yaml").write_text("trusted\n")
+    theirs = sticky_tmp / "theirs"
+    link, spare = sticky_tmp / "home", sticky_tmp / "spare"
+
+    def flip() -> None:
+        theirs.mkdir()
+        (theirs / "deployment.yaml").write_text("theirs\n")
+        os.symlink(trusted, link)
+        for n in itertools.count():  # until killed
+            os.symlink(theirs if n % 2 else trusted, spare)
+            os.rename(spare, link)
+
+    pid = _as_other_uid(flip)
+    read, refused = [], 0
+    try:
+        while not os.path.lexists(link):
+            time.sleep(0.001)
+        for _ in range(2000):
+            try:
+                read.append(read_trusted_text(link / "deployment.yaml", "deployment file"))
+            except UntrustedPathError:
+                refused += 1
+            except FileNotFoundError:
+                pass  # between the flips' rename steps
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        assert _wait(pid) == -signal.SIGKILL  # still flipping: it did not fail on the way
+    assert read == [] and refused > 0
+
+
+def test_a_trusted_read_is_checked_on_what_it_opened(tmp_path: Path) -> None:
+    home = ensure_private_dir(tmp_path / "home")
+    fifo = home / "claude.json"
+    os.mkfifo(fifo, 0o600)
+    with pytest.raises(NotRegularFileError, match=rf"^refusing hooks file {fifo}: it is a FIFO"):
+        read_trusted_text(fifo, "hooks file")  # refused at once, never waiting for a writer
+    fifo.unlink()
+    fifo.write_text("{}")
+    fifo.chmod(0o622)
+    with pytest.raises(UntrustedPathError, match=r"writable by group or others \(mode 0622\)"):
+        read_trusted_text(fifo, "hooks file")
+    fifo.chmod(0o600)
+    (home / "link").symlink_to(fifo)
+    assert read_trusted_text(home / "link") == "{}"
+    with pytest.raises(OSError, match="Too many levels of symbolic links"):
+        open_trusted(home / "link", follow=False)
+    with pytest.raises(FileNotFoundError):
+        read_trusted_text(home / "missing")

@@ -130,11 +130,10 @@ def open_runtime(
     if choice is None:
         choice = choose_deployment(os.fspath(path) if path is not None else None, env)
     # The home is private and ours before anything in it (a deployment.yaml, hooks) is trusted,
-    # as OpenSSH's StrictModes treats ~/.ssh; so is a deployment file, which names code to load.
+    # as OpenSSH's StrictModes treats ~/.ssh; a deployment file, which names code to load, is
+    # checked by `load_deployment` on the descriptor it reads.
     home = resolve_dsh_home(None, env)
     ensure_private_dir(home, "DSH_HOME")
-    if choice.path is not None and os.path.exists(choice.path):
-        check_trusted(choice.path, "deployment file")
     # One scan of the installed distributions serves the validated-form cache's key and the boot,
     # and a deployment file read before costs neither yaml nor pydantic (dsh-loader's README).
     catalog = Catalog(cache=discovery_cache(home))

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dsh.paths import UntrustedPathError, check_trusted, read_regular_text
+from dsh.paths import UntrustedPathError, check_trusted, read_trusted_text
 
 from ._errors import HookConfigError
 from ._rules import parse_rule
@@ -106,14 +106,15 @@ def read_hook_file(path: Path, where: str, what: str = "hooks file") -> Any:
     that would run their commands with our credentials.
     """
     try:
-        check_trusted(path.parent, what.replace("file", "folder"))
-        check_trusted(path, what)
+        check_trusted(path.parent, what.replace("file", "folder"))  # its own folder private, not only safe
     except UntrustedPathError as exc:
         raise HookConfigError(str(exc), source=where, path=str(path)) from None
     except OSError:
         pass  # a missing file or folder is reported by the read below
     try:
-        text = read_regular_text(path, what)
+        text = read_trusted_text(path, what)  # checked on the descriptor it is read from
+    except UntrustedPathError as exc:
+        raise HookConfigError(str(exc), source=where, path=str(path)) from None
     except OSError as exc:
         raise HookConfigError(f"{where}: cannot read: {exc.strerror or exc}", source=where, path=str(path)) from None
     try:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from dsh.core import FieldError
-from dsh.paths import open_regular, resolve_dsh_home
+from dsh.paths import UntrustedPathError, open_trusted, resolve_dsh_home
 
 from ._errors import DeploymentError
 
@@ -121,11 +121,17 @@ def parse_deployment(raw: object, source: str = "<deployment>") -> Deployment:
 
 
 def load_deployment(path: str | os.PathLike[str], *, validated: ValidatedCache | None = None) -> Deployment:
-    """Read and validate a YAML deployment file; with ``validated``, a file read before costs no yaml or pydantic."""
+    """Read and validate a YAML deployment file; with ``validated``, a file read before costs no yaml or pydantic.
+
+    A deployment names code to load, so it is read only from a trusted file (see
+    :func:`dsh.paths.read_trusted_text`), checked on the one descriptor it is read from.
+    """
     source = os.fspath(path)
     try:
-        with os.fdopen(open_regular(source, "deployment file"), "rb") as handle:
+        with os.fdopen(open_trusted(source, "deployment file"), "rb") as handle:
             data = handle.read(MAX_DEPLOYMENT_BYTES + 1)  # never more: a growing file is refused too
+    except UntrustedPathError as exc:
+        raise DeploymentError(str(exc), source=source) from None
     except OSError as exc:
         raise DeploymentError(f"{source}: cannot read deployment file: {exc.strerror or exc}", source=source) from None
     if len(data) > MAX_DEPLOYMENT_BYTES:

@@ -19,7 +19,7 @@ import contextlib
 import os
 import sys
 
-from dsh.paths import open_regular
+from dsh.paths import open_trusted
 
 _MAGIC = "dsh discovery cache 3"
 _KEY = "key "
@@ -46,7 +46,9 @@ def read_private(path: str) -> str | None:
     written is never believed, only replaced.
     """
     try:
-        fd = open_regular(path, follow=False)  # a FIFO planted here must not hang every verb: refused, then rewritten
+        # One trusted walk to the descriptor checked below, never through a link; a FIFO planted
+        # here must not hang every verb: refused, then rewritten.
+        fd = open_trusted(path, follow=False)
     except OSError:
         return None
     try:

@@ -4,9 +4,10 @@ The precedence is a contract: an explicitly configured value, else the ``DSH_HOM
 environment variable (a blank value counts as unset), else ``~/.dsh``. The result is
 always absolute with ``~`` expanded. Resolution is pure: it creates nothing.
 
-:func:`ensure_private_dir`, :func:`check_trusted` and :func:`create_private_file` are the one
-trust rule every consumer of the home applies (see ``_trust``); :func:`open_regular` and
-:func:`read_regular_text` the one safe way to open a file someone could replace by a FIFO (see ``_read``).
+:func:`ensure_private_dir`, :func:`check_trusted`, :func:`open_trusted`, :func:`read_trusted_text` and
+:func:`create_private_file` are the one trust rule every consumer of the home applies (see ``_trust``);
+:func:`open_regular` and :func:`read_regular_text` the one safe way to open a file someone could
+replace by a FIFO (see ``_read``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 
 from ._errors import NotRegularFileError, UntrustedPathError
 from ._read import open_regular, read_regular_text
-from ._trust import check_trusted, create_private_file, ensure_private_dir
+from ._trust import check_trusted, create_private_file, ensure_private_dir, open_trusted, read_trusted_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # neither typing nor pathlib at import: a served `dsh exec` reads the home before anything else
@@ -32,7 +33,9 @@ __all__ = [
     "ensure_private_dir",
     "home_text",
     "open_regular",
+    "open_trusted",
     "read_regular_text",
+    "read_trusted_text",
     "resolve_dsh_home",
 ]
 

@@ -12,7 +12,7 @@ import stat
 
 from ._errors import NotRegularFileError
 
-__all__ = ["open_regular", "read_regular_text"]
+__all__ = ["open_regular", "read_regular_text", "refuse_irregular"]
 
 _KINDS = (
     (stat.S_ISFIFO, "a FIFO"),
@@ -27,6 +27,18 @@ def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "something else")
 
 
+def refuse_irregular(info: os.stat_result, path: str | os.PathLike[str], what: str = "") -> None:
+    """Raise :class:`NotRegularFileError` unless ``info`` (an ``fstat`` of what was opened) is a regular file."""
+    if not stat.S_ISREG(info.st_mode):
+        label = f"{what} {os.fspath(path)}" if what else os.fspath(path)
+        kind = _kind(info.st_mode)
+        raise NotRegularFileError(
+            path,
+            f"refusing {label}: it is {kind}, not a regular file; move it aside",
+            f"it is {kind}, not a regular file",
+        )
+
+
 def open_regular(path: str | os.PathLike[str], what: str = "", *, follow: bool = True) -> int:
     """Open ``path`` for reading without blocking; return a blocking descriptor of a regular file.
 
@@ -37,15 +49,7 @@ def open_regular(path: str | os.PathLike[str], what: str = "", *, follow: bool =
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow else os.O_NOFOLLOW)
     fd = os.open(path, flags)
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            label = f"{what} {os.fspath(path)}" if what else os.fspath(path)
-            kind = _kind(mode)
-            raise NotRegularFileError(
-                path,
-                f"refusing {label}: it is {kind}, not a regular file; move it aside",
-                f"it is {kind}, not a regular file",
-            )
+        refuse_irregular(os.fstat(fd), path, what)
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
