@@ -7,7 +7,7 @@ import os
 import threading
 from collections.abc import Callable
 
-from dsh.session import SessionLockedError
+from dsh.session import PersistenceError, SessionLockedError
 
 from ._files import check_regular, open_nofollow
 
@@ -48,8 +48,17 @@ class TurnLocks:
                         "wait for its turn to end or use another session",
                         session_id=session_id,
                     ) from None
-                # Fixed width, so a shorter pid overwrites a longer one without a truncate.
-                os.pwrite(fd, f"{os.getpid():>20}\n".encode(), 0)
+                except OSError as exc:
+                    raise PersistenceError(
+                        f"cannot take the session lock {lock_path}: {exc.strerror or exc}", session_id=session_id
+                    ) from None
+                try:
+                    # Fixed width, so a shorter pid overwrites a longer one without a truncate.
+                    os.pwrite(fd, f"{os.getpid():>20}\n".encode(), 0)
+                except OSError as exc:  # a full disk: the turn could not be saved anyway
+                    raise PersistenceError(
+                        f"cannot take the session lock {lock_path}: {exc.strerror or exc}", session_id=session_id
+                    ) from None
                 if check is not None:
                     check()
             except BaseException:
