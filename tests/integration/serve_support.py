@@ -11,24 +11,13 @@ import socket
 import subprocess
 import sys
 import threading
-import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from dsh.cli._fast._wire import PROTOCOL, frame, recv_frame
-
-OTHER_UID = 65534
-"""The second uid the tests act as (``nobody``)."""
 
 DSH_FAILED = (1, 125)
 """Statuses of a dsh that failed itself: 1 today for every verb, 125 for `dsh exec` once #9's exit statuses land."""
-
-needs_root = pytest.mark.skipif(
-    os.geteuid() != 0, reason="needs root to act as a second uid (os.setuid in a forked child)"
-)
 
 
 def clean_env(home: Path, **extra: str) -> dict[str, str]:
@@ -140,23 +129,6 @@ def group_alive(pgid: int) -> bool:
         if int(fields[2]) == pgid and fields[0] != "Z":
             return True
     return False
-
-
-def as_other_uid(work: Callable[[], int]) -> int:
-    """Run ``work`` in a forked child as :data:`OTHER_UID`; return its exit status."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - child
-        code = 1
-        try:
-            os.setgid(OTHER_UID)
-            os.setuid(OTHER_UID)
-            code = work()
-        except BaseException:
-            traceback.print_exc()
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
 
 
 def session_lock_released_after_flush(tmp_path: Path) -> bool:

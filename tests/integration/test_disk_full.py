@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from dsh.testing import needs_root
 from tests.helpers import dsh
-from tests.integration.serve_support import needs_root
 
 pytestmark = [pytest.mark.integration, needs_root]
 

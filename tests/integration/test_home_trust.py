@@ -4,25 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from dsh.testing import OTHER_UID, as_other_uid, needs_root
 from tests.helpers import dsh
-from tests.integration.serve_support import (
-    DSH_FAILED,
-    OTHER_UID,
-    ServeProcess,
-    as_other_uid,
-    clean_env,
-    needs_root,
-)
+from tests.integration.serve_support import DSH_FAILED, ServeProcess, clean_env
 
 pytestmark = pytest.mark.integration
 
@@ -159,15 +150,6 @@ def test_a_home_that_is_a_file_is_reported_by_the_in_process_path(tmp_path: Path
     assert proc.returncode in DSH_FAILED
     assert len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr
     assert str(home) in proc.stderr
-
-
-@pytest.fixture
-def sticky_tmp() -> Iterator[Path]:
-    """A fresh folder like `/tmp` (root's, mode 1777), reachable by the second uid."""
-    folder = Path(tempfile.mkdtemp(prefix="dsh-sticky-", dir="/tmp"))
-    folder.chmod(0o1777)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _link_as_other_uid(link: Path, target: Path) -> None:

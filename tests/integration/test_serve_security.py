@@ -18,17 +18,15 @@ from pathlib import Path
 import pytest
 
 from dsh.cli._fast._wire import MAX_FRAME, recv_frame, socket_path
+from dsh.testing import OTHER_UID, as_other_uid, needs_root
 from tests.helpers import dsh
 from tests.integration.serve_support import (
-    OTHER_UID,
     ServeProcess,
-    as_other_uid,
     ask,
     clean_env,
     connect,
     frame,
     group_alive,
-    needs_root,
     open_fds,
     request,
     rss_kib,

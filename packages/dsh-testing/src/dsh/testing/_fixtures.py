@@ -43,6 +43,18 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
             del sys.modules[name]
 
 
+@pytest.fixture
+def sticky_tmp() -> Iterator[Path]:
+    """A fresh folder like ``/tmp`` (root's, mode 1777) that a second uid can reach and write."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="dsh-sticky-", dir="/tmp"))
+    folder.chmod(0o1777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[Any]:
     """One throw-away PostgreSQL server for the whole run (see ``dsh.persistence.postgres.testing``).
