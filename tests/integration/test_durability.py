@@ -187,8 +187,7 @@ def test_an_unwritable_home_is_refused_before_the_command_runs(tmp_path: Path) -
     proc = dsh("exec", "--", f"touch {marker}", home=home)
     assert proc.returncode == 125
     assert proc.stderr == (
-        f"dsh: DSH_HOME {home}: cannot create {home}/sessions: Not a directory; "
-        "point DSH_HOME at a writable directory\n"
+        f"dsh: cannot create DSH_HOME {home}: {home} is not a directory; move it aside or use another path\n"
     )
     assert not marker.exists()
 

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
 import signal
 import stat
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,9 +21,7 @@ from dsh.paths import (
     open_trusted,
     read_trusted_text,
 )
-
-OTHER_UID = 65534
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as a second uid (os.setuid)")
+from dsh.testing import OTHER_UID, as_other_uid, fork_as_other_uid, needs_root
 
 
 @pytest.fixture
@@ -97,7 +93,9 @@ def test_a_home_that_cannot_be_created_is_one_sentence_naming_it(tmp_path: Path)
     with pytest.raises(NotADirectoryError) as err:
         ensure_private_dir(blocker / "home", "DSH_HOME")
     # named at the component that is not a folder
-    assert str(err.value) == f"cannot create DSH_HOME {blocker / 'home'}: Not a directory at {blocker}"
+    assert str(err.value) == (
+        f"cannot create DSH_HOME {blocker / 'home'}: {blocker} is not a directory; move it aside or use another path"
+    )
 
 
 def test_a_folder_above_that_others_can_write_is_refused_unless_sticky(tmp_path: Path) -> None:
@@ -128,40 +126,12 @@ def test_a_symlink_into_a_folder_others_can_write_is_judged_by_where_it_leads(tm
         check_trusted(hooks / "claude.json", "hooks file")
 
 
-@pytest.fixture
-def sticky_tmp() -> Iterator[Path]:
-    """A fresh folder like `/tmp` (root's, mode 1777) that the second uid can reach."""
-    folder = Path(tempfile.mkdtemp(prefix="dsh-sticky-", dir="/tmp"))
-    folder.chmod(0o1777)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-def _as_other_uid(work: Callable[[], object]) -> int:
-    """Fork a child that runs ``work`` as :data:`OTHER_UID` and return its pid."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - child
-        code = 1
-        try:
-            os.setgid(OTHER_UID)
-            os.setuid(OTHER_UID)
-            work()
-            code = 0
-        finally:
-            os._exit(code)
-    return pid
-
-
-def _wait(pid: int) -> int:
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-
-
 @needs_root
 def test_a_symlink_someone_else_owns_is_refused_as_the_path_or_above_it(tmp_path: Path, sticky_tmp: Path) -> None:
     trusted = ensure_private_dir(tmp_path / "trusted")
     (trusted / "deployment.yaml").write_text("plugins: []\n")
     link = sticky_tmp / "home"
-    assert _wait(_as_other_uid(lambda: os.symlink(trusted, link))) == 0
+    assert as_other_uid(lambda: os.symlink(trusted, link)) == 0
     for call in (check_trusted, ensure_private_dir):
         with pytest.raises(UntrustedPathError) as err:
             call(link, "DSH_HOME")
@@ -197,7 +167,7 @@ def test_a_home_flipped_between_trusted_and_theirs_is_never_read(tmp_path: Path,
             os.symlink(theirs if n % 2 else trusted, spare)
             os.rename(spare, link)
 
-    pid = _as_other_uid(flip)
+    pid = fork_as_other_uid(flip)
     read, refused = [], 0
     try:
         while not os.path.lexists(link):
@@ -211,7 +181,8 @@ def test_a_home_flipped_between_trusted_and_theirs_is_never_read(tmp_path: Path,
                 pass  # between the flips' rename steps
     finally:
         os.kill(pid, signal.SIGKILL)
-        assert _wait(pid) == -signal.SIGKILL  # still flipping: it did not fail on the way
+        # Still flipping when killed: it did not fail on the way.
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == -signal.SIGKILL
     assert read == [] and refused > 0
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from dsh.persistence.jsonl import FLUSH_TYPE, HEADER_TYPE, JsonlPersistence
 from dsh.session import PersistenceError, SessionEvent, SessionHeader, SessionLockedError, SessionStore
+from dsh.testing import OTHER_UID, as_other_uid, needs_root
 
 
 def _store(root: Path) -> tuple[JsonlPersistence, SessionStore]:
@@ -408,3 +409,38 @@ def test_a_fifo_under_a_session_name_is_refused_by_load_and_tail(tmp_path: Path)
         assert backend.scan().damaged == (f"{fifo} is not a regular file; move it aside",)
     finally:
         signal.alarm(0)
+
+
+@needs_root
+def test_a_root_another_user_made_outside_the_home_is_never_written(sticky_tmp: Path) -> None:
+    root = sticky_tmp / "sessions"
+
+    def plant() -> None:
+        root.mkdir()
+        root.chmod(0o777)  # to read every command's output and plant transcripts
+
+    assert as_other_uid(plant) == 0
+    backend, store = _store(root)
+    with pytest.raises(PersistenceError) as err:
+        store.create(sticky_tmp, lock=True)  # the lock makes and checks the folders
+    assert str(err.value).startswith(
+        f"refusing jsonl root {root}: it is owned by uid {OTHER_UID}, not by you (uid 0)"
+    ), err.value
+    assert list(root.iterdir()) == []
+
+
+def test_a_root_or_session_folder_others_can_write_is_refused_with_the_fix(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    backend, store = _store(root)
+    session = store.create(tmp_path)
+    _flush(session, ("tool/call", {"call_id": "c"}))
+    folder = Path(backend.locate(session.header).path).parent
+    for shared in (root, folder):
+        shared.chmod(0o777)
+        with pytest.raises(PersistenceError) as err:
+            store.resume(session.id).acquire()
+        what = "jsonl root" if shared == root else "session folder"
+        assert str(err.value) == (
+            f"refusing {what} {shared}: it is writable by group or others (mode 0777); run `chmod 700 {shared}`"
+        )
+        shared.chmod(0o700)

@@ -11,6 +11,7 @@ import pytest
 
 from dsh.persistence.sqlite import SqlitePersistence
 from dsh.session import SessionStore
+from dsh.testing import OTHER_UID, as_other_uid, needs_root
 
 WRITER = textwrap.dedent(
     """
@@ -360,3 +361,54 @@ def test_a_damaged_header_is_named_with_its_session(tmp_path: Path) -> None:
         f"{backend.where}: the header of session {sid} is damaged: field 'cwd' must be an absolute path, not 'rel'",
     )
     backend.close()
+
+
+def _plant(path: Path, folder_mode: int | None) -> None:
+    """As another user: make ``path`` (0666), in a folder of theirs (``folder_mode``) or right where it is."""
+
+    def work() -> None:
+        if folder_mode is not None:
+            path.parent.mkdir()
+            path.parent.chmod(folder_mode)
+        path.write_bytes(b"")
+        path.chmod(0o666)
+
+    assert as_other_uid(work) == 0
+
+
+@needs_root
+@pytest.mark.parametrize(
+    ("where", "folder_mode", "fault"),
+    [
+        ("theirs/s.sqlite3", 0o777, f"session database folder {{dir}}: it is owned by uid {OTHER_UID}"),
+        ("s.sqlite3", None, "session database folder {dir}: it is a shared folder others can add files to"),
+    ],
+)
+def test_a_database_another_user_made_outside_the_home_is_never_written(
+    sticky_tmp: Path, where: str, folder_mode: int | None, fault: str
+) -> None:
+    from dsh.session import PersistenceError
+
+    db = sticky_tmp / where
+    _plant(db, folder_mode)
+    backend = SqlitePersistence(db)
+    with pytest.raises(PersistenceError) as err:
+        backend.write(_header("s1"), [])
+    assert str(err.value).startswith(f"refusing {fault.format(dir=db.parent)}"), err.value
+    assert db.stat().st_size == 0 and not db.with_name(db.name + "-wal").exists()
+    with pytest.raises(PersistenceError, match=f"^refusing {fault.format(dir=db.parent)}"):
+        SqlitePersistence(db).list()  # nor read as a store of ours
+    backend.close()
+
+
+def test_a_database_others_can_write_is_refused_with_the_fix(tmp_path: Path) -> None:
+    from dsh.session import PersistenceError
+
+    db = tmp_path / "s.sqlite3"
+    SqlitePersistence(db).migrate()
+    db.chmod(0o666)
+    with pytest.raises(PersistenceError) as err:
+        SqlitePersistence(db).acquire(_header("s1"))
+    assert str(err.value) == (
+        f"refusing session database {db}: it is writable by group or others (mode 0666); run `chmod 600 {db}`"
+    )

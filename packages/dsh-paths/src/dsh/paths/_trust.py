@@ -111,7 +111,9 @@ def _walk(
                 continue
             if child < 0:  # not a link and not a folder where one is needed
                 if create:  # one sentence naming the role and the path, not a bare errno
-                    raise NotADirectoryError(f"cannot create {label}: {os.strerror(errno.ENOTDIR)} at {here}")
+                    raise NotADirectoryError(
+                        f"cannot create {label}: {here} is not a directory; move it aside or use another path"
+                    )
                 raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), here)
             os.close(fd)
             fd, where = child, os.path.normpath(here)
@@ -170,10 +172,16 @@ def _check_final(info: os.stat_result, label: str, given: str) -> None:
             f"use one you own and run `chmod {private}` on it",
         )
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        mode = stat.S_IMODE(info.st_mode)
+        if stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX:  # /tmp itself: not yours to chmod
+            raise UntrustedPathError(
+                given,
+                f"refusing {label}: it is a shared folder others can add files to (mode {mode:04o}); "
+                f"use a folder of your own inside it (`mkdir -m 700 {_join(given, 'mine')}`)",
+            )
         raise UntrustedPathError(
             given,
-            f"refusing {label}: it is writable by group or others (mode {stat.S_IMODE(info.st_mode):04o}); "
-            f"run `chmod {private} {given}`",
+            f"refusing {label}: it is writable by group or others (mode {mode:04o}); run `chmod {private} {given}`",
         )
 
 

@@ -6,6 +6,7 @@ import contextlib
 import os
 from collections.abc import Callable, Sequence
 
+from dsh.paths import UntrustedPathError, ensure_private_dir
 from dsh.session import (
     PersistenceError,
     SessionEvent,
@@ -67,20 +68,22 @@ class JsonlPersistence:
     # -- the turn lock -------------------------------------------------------------------------------
 
     def _ensure_dir(self, path: str, session_id: str) -> None:
-        if os.path.isdir(path):
-            return
-        for directory in (self.root, path):
-            if os.path.isdir(directory):
-                continue
+        """Make (0700) and check the root and the session's folder by the home's trust rule, wherever they are.
+
+        Checked on every turn, not only when made: a root or folder someone else made first (a
+        0777 one in `/tmp`) would let them read every command's output and plant transcripts.
+        """
+        for directory, what in ((self.root, "jsonl root"), (path, "session folder")):
             try:
-                os.makedirs(directory, mode=0o700, exist_ok=True)
-                os.chmod(directory, 0o700)
+                ensure_private_dir(directory, what)
+            except UntrustedPathError as exc:
+                raise PersistenceError(str(exc), session_id=session_id) from None
             except OSError as exc:
                 where = f"DSH_HOME {self.home}" if self.home else f"jsonl root {self.root}"
                 fix = "point DSH_HOME at a writable directory" if self.home else "fix persistence.config.root"
-                raise PersistenceError(
-                    f"{where}: cannot create {directory}: {exc.strerror}; {fix}", session_id=session_id
-                ) from None
+                # ensure_private_dir's own errors are a sentence naming the folder; the system's are not
+                reason = f"cannot create {directory}: {exc.strerror}" if exc.strerror else str(exc)
+                raise PersistenceError(f"{where}: {reason}; {fix}", session_id=session_id) from None
 
     def acquire(self, header: SessionHeader) -> Callable[[], None]:
         """Take the session's lock (``<file>.lock``) and check its transcript can be appended to.

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Literal
 
+from dsh.paths import UntrustedPathError, check_trusted, ensure_private_dir
 from dsh.session import (
     PersistenceError,
     SessionEvent,
@@ -81,11 +82,20 @@ class SqlitePersistence:
         if not create and not os.path.lexists(self.path):
             return None
         try:
+            # The home's trust rule, wherever the database is: SQLite adds `-wal`, `-shm` and
+            # `-journal` files beside it, so its folder must be one only we can write (a shared
+            # `/tmp` would let anyone plant them), and the file must be ours and private.
+            folder = os.path.dirname(self.path)
             if create:
-                os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+                ensure_private_dir(folder, "session database folder")
+            else:
+                check_trusted(folder, "session database folder")
             # O_NOFOLLOW: a database path replaced by a symlink is refused, never written through.
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             os.close(fd)
+            check_trusted(self.path, "session database")
+        except UntrustedPathError as exc:
+            raise PersistenceError(str(exc), session_id=session_id) from None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise PersistenceError(
