@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -281,3 +282,133 @@ def test_resume_reads_only_the_newest_flushes(
     assert err.value.session_id == session.id
     with pytest.raises(SessionNotFoundError):
         backend.tail("missing")
+
+
+class _LossyProxy:
+    """A loopback TCP proxy to the server that can lose the reply to a flush after the server committed it.
+
+    Armed, the first connection that sends an ``INSERT`` has the server's reply to it dropped and
+    both sides closed, as a network failing right after the commit would. ``refuse`` closes new
+    connections at once, as a server that cannot be reached for a while.
+    """
+
+    def __init__(self, port: int) -> None:
+        import socket
+        import threading
+
+        self._target = port
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self.armed = threading.Event()
+        self.refuse = threading.Event()
+        self.dropped = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def dsn(self, server: Any) -> str:
+        return str(server.dsn).replace(f"port={server.port}", f"port={self.port}")
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            if self.refuse.is_set():
+                client.close()
+                continue
+            upstream = socket.create_connection(("127.0.0.1", self._target))
+            doomed = threading.Event()
+            threading.Thread(target=self._pump, args=(client, upstream, doomed, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, doomed, False), daemon=True).start()
+
+    def _pump(self, src: Any, dst: Any, doomed: Any, to_server: bool) -> None:
+        import socket
+
+        try:
+            while data := src.recv(65536):
+                if to_server and self.armed.is_set() and b"INSERT INTO" in data:
+                    self.armed.clear()
+                    doomed.set()
+                elif not to_server and doomed.is_set():
+                    self.dropped.set()  # the server answered (it committed): the answer is lost
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        for sock in (src, dst):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+def _stored_turns(server: Any, schema: str, session_id: str) -> list[str]:
+    rows = _sql(
+        server,
+        f"SELECT data ->> 'turn_id' FROM {schema}.events WHERE session_id = %s AND type = 'turn/start' ORDER BY flush",
+        session_id,
+    )
+    return [turn for (turn,) in rows]
+
+
+def test_a_flush_whose_commit_reply_is_lost_is_stored_once_and_reported_saved(
+    postgres_server: Any, pg_schema: str
+) -> None:
+    proxy = _LossyProxy(postgres_server.port)
+    backend = PostgresPersistence(proxy.dsn(postgres_server), schema=pg_schema)
+    store = SessionStore(lambda: backend)
+    session = store.create("/w")
+    try:
+        session.record("turn/start", turn_id="t1")
+        session.flush()
+        release = backend.acquire(session.header)
+        session.record("turn/start", turn_id="t2")
+        proxy.armed.set()
+        session.flush()  # the reply is lost, the flush id is found on a new connection: saved
+        release()
+        assert proxy.dropped.is_set() and session.pending == []
+        # The session's end (a SessionEnd hook's record) flushes again: t2 is not written twice.
+        session.record("session/end")
+        session.flush()
+        assert _stored_turns(postgres_server, pg_schema, session.id) == ["t1", "t2"]
+    finally:
+        backend.close()
+        proxy.close()
+
+
+def test_an_unconfirmed_flush_is_settled_by_the_next_flush_never_stored_twice(
+    postgres_server: Any, pg_schema: str
+) -> None:
+    from dsh.session import FlushUnconfirmedError
+
+    proxy = _LossyProxy(postgres_server.port)
+    backend = PostgresPersistence(proxy.dsn(postgres_server), schema=pg_schema, connect_timeout=1)
+    store = SessionStore(lambda: backend)
+    session = store.create("/w")
+    try:
+        session.record("turn/start", turn_id="t1")
+        session.flush()
+        release = backend.acquire(session.header)
+        session.record("turn/start", turn_id="t2")
+        proxy.armed.set()
+        proxy.refuse.set()  # and the server cannot be asked whether it committed
+        with pytest.raises(FlushUnconfirmedError) as info:
+            session.flush()
+        release()
+        message = str(info.value)
+        assert "\n" not in message and f"writing session {session.id} is unconfirmed" in message
+        assert "may have been stored" in message and postgres_server.password not in message
+        assert [e.data.get("turn_id") for e in session.pending] == ["t2"]  # kept, as after any failure
+        proxy.refuse.clear()
+        session.record("session/end")
+        session.flush()  # looks the flush id up: t2 is there, so only session/end is written
+        assert _stored_turns(postgres_server, pg_schema, session.id) == ["t1", "t2"]
+        assert [e.type for e in backend.load(session.id).events] == ["turn/start", "turn/start", "session/end"]
+    finally:
+        backend.close()
+        proxy.close()

@@ -14,7 +14,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._builtins import BUILTINS
-from ._errors import ScriptError, TranscriptNotSaved, TurnError
+from ._errors import ScriptError, TranscriptNotSaved, TurnError, unsaved_message
 from ._loop import Agent, needs_event_loop
 from ._model import Model, ScriptedModel, ToolCall
 from ._spawn import SPAWN_DESCRIPTION, SpawnTool, spawn_plugin
@@ -52,6 +52,7 @@ __all__ = [
     "load_script",
     "needs_event_loop",
     "spawn_plugin",
+    "unsaved_message",
 ]
 
 

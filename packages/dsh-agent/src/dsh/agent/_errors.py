@@ -26,11 +26,19 @@ class ScriptError(DshError):
         """The subagent type the script does not define, when that is the fault."""
 
 
+def unsaved_message(session_id: str, cause: BaseException) -> str:
+    """The one sentence for a flush that failed after the command ran: "could not", or "may not" when unconfirmed."""
+    from dsh.session import FlushUnconfirmedError
+
+    verb = "may not have been saved" if isinstance(cause, FlushUnconfirmedError) else "could not be saved"
+    return f"the transcript of session {session_id} {verb}: {cause}"
+
+
 class TranscriptNotSaved(DshError):
     """A turn ran to its end but its flush failed; ``result`` keeps what the turn produced."""
 
     def __init__(self, session_id: str, cause: BaseException, result: object) -> None:
-        super().__init__(f"the transcript of session {session_id} could not be saved: {cause}")
+        super().__init__(unsaved_message(session_id, cause))
         self.session_id = session_id
         """The session whose transcript lacks the turn."""
         self.cause = cause

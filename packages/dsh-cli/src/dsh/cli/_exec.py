@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from dsh.agent import Agent, ScriptedModel, ToolCall, TranscriptNotSaved
+from dsh.agent import Agent, ScriptedModel, ToolCall, TranscriptNotSaved, unsaved_message
 from dsh.bash import SHELL_EXECUTOR, ExecResult, Executor, interrupted_result, interruption, world_of
 from dsh.loader import Runtime
 from dsh.session import SESSIONS, TOOLS, PersistenceError, Session, ToolResult
@@ -146,7 +146,7 @@ async def exec_command(
         try:
             await agent.end()
         except (PersistenceError, OSError) as exc:  # SessionEnd's record: the command has run
-            error = error or f"the transcript of session {session.id} could not be saved: {exc}"
+            error = error or unsaved_message(session.id, exc)
     ran = result.value
     warnings = result.data.get("warnings") if isinstance(result.data, Mapping) else None
     notices.extend(f"dsh: warning: {w}" for w in warnings or ())  # optional contributors that failed

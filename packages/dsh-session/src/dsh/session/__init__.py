@@ -4,6 +4,7 @@ The persistence seam (what a backend implements) is :mod:`dsh.session.persistenc
 """
 
 from ._errors import (
+    FlushUnconfirmedError,
     ForkError,
     InvalidSessionIdError,
     PersistenceError,
@@ -24,6 +25,7 @@ __all__ = [
     "SESSIONS",
     "TOOLS",
     "AgentRef",
+    "FlushUnconfirmedError",
     "ForkError",
     "InvalidSessionIdError",
     "PersistenceError",

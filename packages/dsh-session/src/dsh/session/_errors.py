@@ -5,7 +5,8 @@ DshError (dsh.core)
 ├── SessionFormatError (ValueError)        .field, .session_id: a header, event or location breaks a rule of its format
 ├── PersistenceError                       .session_id: a backend could not read or write (None: not one session's)
 │   ├── SessionNotFoundError (LookupError) .session_id: no stored session has the id
-│   └── SessionLockedError                 .session_id: another writer holds the session
+│   ├── SessionLockedError                 .session_id: another writer holds the session
+│   └── FlushUnconfirmedError              .session_id: a flush was sent but whether it was stored is unknown
 ├── ForkError                              .session_id, .upto: a fork boundary outside the session
 └── ToolError                              .tool: a tool call failed (tools subclass it: tool-bash's ArgumentError)
     └── SchemaError                        .tool, .path: a tool's argument schema cannot take the asked-for shape
@@ -57,6 +58,14 @@ class SessionNotFoundError(PersistenceError, LookupError):
 
 class SessionLockedError(PersistenceError):
     """Another process (or another turn of this one) is writing the same session."""
+
+
+class FlushUnconfirmedError(PersistenceError):
+    """A flush was sent but the backend could not learn whether it was stored (its commit's reply was lost).
+
+    The events stay buffered in the session, as after any failed flush; the backend settles the
+    question at the session's next flush, storing them then only if they were not stored (never twice).
+    """
 
 
 class ForkError(DshError):

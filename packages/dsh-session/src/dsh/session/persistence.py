@@ -88,7 +88,11 @@ class SessionPersistence(Protocol):
     def write(self, header: SessionHeader, events: Sequence[SessionEvent]) -> None:
         """Durably append ``events`` as one unit (a flush); the first write also publishes the header.
 
-        Safe without a held lock: the backend then takes and drops the lock around the write.
+        Safe without a held lock: the backend then takes and drops the lock around the write. A
+        session whose write failed keeps the events and sends them again, first, in its next write.
+        A backend that cannot tell whether a write it sent was stored (a commit's reply lost) raises
+        :class:`~dsh.session.FlushUnconfirmedError` and settles it at that next write, storing the
+        events only if they were not: a flush is never stored twice.
         """
         ...
 

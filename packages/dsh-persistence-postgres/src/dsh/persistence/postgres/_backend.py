@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import secrets
 import socket
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -11,6 +13,7 @@ import psycopg
 from psycopg import sql
 
 from dsh.session import (
+    FlushUnconfirmedError,
     PersistenceError,
     SessionEvent,
     SessionFormatError,
@@ -73,6 +76,8 @@ class PostgresPersistence:
         self._host = socket.gethostname()
         self._held: dict[str, psycopg.Connection[Any]] = {}
         self._known: set[str] = set()
+        self._unsure: dict[str, tuple[str, int, str]] = {}
+        """Per session, the flush id, event count and encoded events of a flush whose commit went unconfirmed."""
 
     def __repr__(self) -> str:
         return f"PostgresPersistence({self.where}, schema={self.schema!r})"
@@ -148,24 +153,87 @@ class PostgresPersistence:
     # -- writing --------------------------------------------------------------------------------
 
     def write(self, header: SessionHeader, events: Sequence[SessionEvent]) -> None:
-        """Insert the header (first time) and ``events`` as one flush row: one statement, one transaction."""
-        batch = encode_batch(header.id, events)
+        """Insert the header (first time) and ``events`` as one flush row: one statement, one transaction.
+
+        Each flush row carries a fresh flush id. When the connection breaks with the statement in
+        flight (its commit may have happened and only the reply been lost), the flush id is looked
+        up on a new connection: found, the write succeeded; not found, it failed. When even that
+        cannot be learnt, :class:`FlushUnconfirmedError` is raised and the next write of the session
+        (the session retries the same events first) looks again before storing them: never twice.
+        """
         doing = f"writing session {header.id}"
         with self._db.lock:
             held = self._held.get(header.id)
         if held is not None and not held.closed:
-            self._write_on(held, header, batch, doing)
+            self._write_on(held, header, events, doing)
             return
         with self._db.connection(doing, create=True, session_id=header.id) as conn:
             assert conn is not None
-            self._write_on(conn, header, batch, doing)
+            self._write_on(conn, header, events, doing)
 
-    def _write_on(self, conn: psycopg.Connection[Any], header: SessionHeader, batch: str, doing: str) -> None:
+    def _stored(self, conn: psycopg.Connection[Any], session_id: str, flush_id: str) -> bool:
+        row = conn.execute(
+            sql.SQL("SELECT 1 FROM {}.flushes WHERE session_id = %s AND flush_id = %s").format(self._ident),
+            (session_id, flush_id),
+        ).fetchone()
+        return row is not None
+
+    def _confirm(self, session_id: str, flush_id: str, backend_pid: int | None) -> bool | None:
+        """Whether the flush ``flush_id`` sent on a connection that broke was stored; None if that cannot be learnt.
+
+        Asked on a new connection, once the server process of the broken one is idle or gone (a
+        commit still under way there could land after the look-up), within ``connect_timeout``.
+        """
+        try:
+            conn = self._db.connect_direct(f"confirming the flush of session {session_id}", session_id)
+        except PersistenceError:
+            return None
+        try:
+            deadline = time.monotonic() + self._db.connect_timeout
+            while backend_pid is not None:
+                row = conn.execute("SELECT state FROM pg_stat_activity WHERE pid = %s", (backend_pid,)).fetchone()
+                if row is None or row[0] not in ("active", "idle in transaction"):
+                    break
+                if time.monotonic() > deadline:
+                    return None
+                time.sleep(0.05)
+            return self._stored(conn, session_id, flush_id)
+        except psycopg.Error:
+            return None
+        finally:
+            conn.close()
+
+    def _write_on(
+        self, conn: psycopg.Connection[Any], header: SessionHeader, events: Sequence[SessionEvent], doing: str
+    ) -> None:
+        sid = header.id
+        with self._db.lock:
+            unsure = self._unsure.get(sid)
+        if unsure is not None:
+            # The last flush of this session went unconfirmed; the session retries its events first.
+            flush_id, count, sent = unsure
+            try:
+                stored = self._stored(conn, sid, flush_id)
+            except psycopg.Error as exc:
+                if isinstance(exc, psycopg.OperationalError):
+                    self._db.drop_pool()
+                raise self._db.error(doing, exc, sid) from None
+            if stored and encode_batch(sid, events[:count]) == sent:
+                events = events[count:]
+                self._known.add(sid)
+            with self._db.lock:
+                self._unsure.pop(sid, None)
+            if not events:
+                return
+        batch = encode_batch(sid, events)
+        flush_id = secrets.token_hex(16)
         flush = sql.SQL(
-            "INSERT INTO {s}.flushes (session_id, seq, events, host) VALUES (%(id)s,"
-            " (SELECT COALESCE(MAX(seq) + 1, 0) FROM {s}.flushes WHERE session_id = %(id)s), %(events)s, %(host)s)"
+            "INSERT INTO {s}.flushes (session_id, seq, events, host, flush_id) VALUES (%(id)s,"
+            " (SELECT COALESCE(MAX(seq) + 1, 0) FROM {s}.flushes WHERE session_id = %(id)s), %(events)s, %(host)s,"
+            " %(flush_id)s)"
         ).format(s=self._ident)
-        params: dict[str, Any] = {"id": header.id, "events": batch, "host": self._host}
+        params: dict[str, Any] = {"id": sid, "events": batch, "host": self._host, "flush_id": flush_id}
+        backend_pid = conn.info.backend_pid or None  # the server process, to wait for if the connection breaks
         if header.id not in self._known:
             # The header rides in the same statement: the first flush publishes both or neither.
             flush = (
@@ -183,14 +251,27 @@ class PostgresPersistence:
             except psycopg.errors.UniqueViolation:
                 # Another writer took this sequence number between our read and insert: once more.
                 if attempt == 2:
-                    raise self._db.error(
-                        doing, "another writer keeps taking the same flush number", header.id
+                    raise self._db.error(doing, "another writer keeps taking the same flush number", sid) from None
+            except psycopg.OperationalError as exc:
+                # The connection broke: the statement may have committed with only its reply lost.
+                self._db.drop_pool()
+                confirmed = self._confirm(sid, flush_id, backend_pid)
+                if confirmed:
+                    break
+                if confirmed is None:
+                    with self._db.lock:
+                        self._unsure[sid] = (flush_id, len(events), batch)
+                    raise FlushUnconfirmedError(
+                        self._db.redact(
+                            f"{self.where}: writing session {sid} is unconfirmed: {exc}; the flush may have been "
+                            f"stored (flush id {flush_id}): the next flush looks it up and never stores it twice"
+                        ),
+                        session_id=sid,
                     ) from None
+                raise self._db.error(doing, exc, sid) from None
             except psycopg.Error as exc:
-                if isinstance(exc, psycopg.OperationalError):
-                    self._db.drop_pool()
-                raise self._db.error(doing, exc, header.id) from None
-        self._known.add(header.id)
+                raise self._db.error(doing, exc, sid) from None
+        self._known.add(sid)
 
     # -- reading --------------------------------------------------------------------------------
 

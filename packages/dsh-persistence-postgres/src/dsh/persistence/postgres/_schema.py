@@ -28,6 +28,13 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             FROM {schema}.flushes AS f, json_array_elements(f.events) WITH ORDINALITY AS e (value, n);
         """,
     ),
+    (
+        "flush ids, so a flush whose commit reply was lost is never stored twice",
+        """
+        ALTER TABLE {schema}.flushes ADD COLUMN IF NOT EXISTS flush_id text;
+        CREATE UNIQUE INDEX IF NOT EXISTS flushes_by_flush_id ON {schema}.flushes (session_id, flush_id);
+        """,
+    ),
 )
 """Ordered schema migrations: version N is ``MIGRATIONS[N - 1]``, run with ``{schema}`` bound to the
 configured schema. Each is idempotent and applied once, in order, in one transaction with its
