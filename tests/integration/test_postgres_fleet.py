@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.helpers import dsh
+from tests.integration.serve_support import ServeProcess, clean_env
 
 psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL driver psycopg is not installed")
 
@@ -190,3 +194,41 @@ def test_server_going_away_during_a_dsh_exec_turn(tmp_path: Path, postgres_serve
     shown = json.loads(dsh("sessions", "show", session, "--json", "--deployment", str(deployment), home=home).stdout)
     outputs = [e["data"]["data"]["stdout"] for e in shown["events"] if e["type"] == "tool/result"]
     assert outputs[0] == "turn-1\n" and outputs[-1] == "turn-3\n"
+
+
+def test_an_exhausted_pool_queues_served_commands_and_never_stalls_the_server(
+    tmp_path: Path, postgres_server: Any, pg_schema: str
+) -> None:
+    # Each running turn holds one pooled connection (its lock lives there): with two, eight
+    # commands at once take turns. A turn waiting for a connection must not hold up dsh serve's
+    # one event loop, or the two running ones cannot finish and give theirs back.
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    config = {"dsn": postgres_server.dsn, "schema": pg_schema, "pool_min_size": 1, "pool_max_size": 2}
+    _deployment(home / "deployment.yaml", config).chmod(0o600)
+    server = ServeProcess(home)
+    try:
+        start = time.monotonic()
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "dsh.cli", "exec", "--json", "--", f"sleep 1; echo ran {i}"],
+                env=clean_env(home),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(8)
+        ]
+        outputs = [proc.communicate(timeout=120) for proc in procs]
+        elapsed = time.monotonic() - start
+        assert [proc.returncode for proc in procs] == [0] * 8, [err for _, err in outputs]
+        assert [json.loads(out)["stdout"] for out, _ in outputs] == [f"ran {i}\n" for i in range(8)]
+        # Four rounds of one second, not a loop stalled on each wait (12-20 s, and failures).
+        assert elapsed < 9, elapsed
+    finally:
+        code, log = server.stop()
+    assert code == 0, log
+    assert "Traceback" not in log, log
+    with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
+        stored = conn.execute(f"SELECT count(*) FROM {pg_schema}.sessions").fetchone()
+    assert stored == (8,)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -69,6 +70,18 @@ def _timeout(runtime: Runtime, requested: float | None) -> float | None:
     return requested
 
 
+def _in_event_loop() -> bool:
+    """Whether an asyncio loop runs this coroutine (asyncio is never imported just to ask)."""
+    aio = sys.modules.get("asyncio")
+    if aio is None:
+        return False
+    try:
+        aio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 async def exec_command(
     runtime: Runtime,
     command: str,
@@ -93,10 +106,20 @@ async def exec_command(
         raise UsageError(f"--cwd {cwd} is not a directory", option="--cwd", value=cwd)
     allowed = _timeout(runtime, timeout)
     store = runtime.ctx.require(SESSIONS)
-    if session_id is not None:
-        session = store.resume(session_id, lock=True, history=False)  # a turn needs no history
-    else:
-        session = store.create(cwd, lock=True)
+
+    def open_session() -> Session:
+        if session_id is not None:
+            return store.resume(session_id, lock=True, history=False)  # a turn needs no history
+        return store.create(cwd, lock=True)
+
+    if _in_event_loop():
+        import asyncio
+
+        # Off the event loop: taking the lock may wait (a pool with every connection held by running
+        # turns, a busy SQLite database), and `dsh serve` runs every client's command on this one loop.
+        session = await asyncio.to_thread(open_session)
+    else:  # a cold `dsh exec`, driven without a loop (see `_drive.run_sync`): nothing else to hold up
+        session = open_session()
     notices: list[str] = []
     error: str | None = None
     # The lock, taken above before anything ran, is kept for the turn and SessionEnd's record after it.
