@@ -232,3 +232,32 @@ def test_an_exhausted_pool_queues_served_commands_and_never_stalls_the_server(
     with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
         stored = conn.execute(f"SELECT count(*) FROM {pg_schema}.sessions").fetchone()
     assert stored == (8,)
+
+
+def _terminate_dsh_connections(server: Any) -> int:
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE application_name LIKE 'dsh %' AND pid <> pg_backend_pid()"
+        ).fetchall()
+    return len(rows)
+
+
+def test_connections_lost_under_dsh_serve_never_print_the_drivers_log(
+    tmp_path: Path, postgres_server: Any, pg_schema: str
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    config = {"dsn": postgres_server.dsn, "schema": pg_schema, "pool_min_size": 2, "pool_max_size": 2}
+    _deployment(home / "deployment.yaml", config).chmod(0o600)
+    server = ServeProcess(home)
+    try:
+        assert dsh("exec", "--", "echo one", home=home).stdout == "one\n"
+        assert _terminate_dsh_connections(postgres_server) >= 1  # the pool's idle connections die
+        second = dsh("exec", "--", "echo two", home=home)  # served: the pool finds them broken
+        assert second.returncode == 0 and second.stdout == "two\n", second.stderr
+        assert second.stderr == ""
+    finally:
+        code, log = server.stop()
+    assert code == 0
+    assert "discarding" not in log and "psycopg" not in log, log

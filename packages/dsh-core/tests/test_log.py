@@ -43,3 +43,23 @@ def test_a_program_s_own_logging_configuration_wins() -> None:
         "logger('dsh.test').warning('kept')"
     )
     assert done.stdout == "mine: kept\n"
+
+
+@pytest.mark.parametrize(("debug", "shown"), [(False, False), (True, True)])
+def test_an_adopted_library_logger_with_its_own_level_follows_the_command(debug: bool, shown: bool) -> None:
+    # As psycopg does: its logger set to WARNING, which a root level alone would not silence.
+    done = _run(
+        "import logging; logging.getLogger('lib').setLevel(logging.WARNING); "
+        "from dsh.core.log import adopt, configure_command; "
+        f"configure_command(debug={debug}); adopt('lib'); logging.getLogger('lib.pool').warning('discarding')"
+    )
+    assert ("dsh: lib.pool: discarding" in done.stderr) is shown
+    assert ("discarding" in done.stderr) is shown
+
+
+def test_adopting_outside_the_command_changes_nothing() -> None:
+    done = _run(
+        "import logging; logging.getLogger('lib').setLevel(logging.WARNING); "
+        "from dsh.core.log import adopt; adopt('lib'); logging.getLogger('lib').warning('as before')"
+    )
+    assert done.stderr == "as before\n"

@@ -412,3 +412,33 @@ def test_an_unconfirmed_flush_is_settled_by_the_next_flush_never_stored_twice(
     finally:
         backend.close()
         proxy.close()
+
+
+def test_a_role_that_may_not_create_the_schema_is_told_to_run_sessions_migrate(
+    postgres_server: Any, pg_schema: str
+) -> None:
+    role = f"host_{pg_schema}"
+    _sql(postgres_server, f"CREATE ROLE {role} LOGIN PASSWORD 'host-pw'")  # CONNECT only, as a fleet host's
+    host = PostgresPersistence(
+        postgres_server.dsn_without_password().replace("user=dsh", f"user={role}") + " password=host-pw",
+        schema=pg_schema,
+    )
+    try:
+        with pytest.raises(PersistenceError) as info:
+            host.write(_header(), [SessionEvent(type="turn/start")])
+        message = str(info.value)
+        assert "\n" not in message and "host-pw" not in message
+        assert f"bringing schema {pg_schema} from version 0 to {SCHEMA_VERSION} failed: permission denied" in message
+        assert message.endswith(
+            f"role {role} may not change it: run `dsh sessions migrate` once as a role that may "
+            "(one with CREATE on database postgres, or the schema's owner)"
+        )
+        # Done once by a role that may, the host writes with only USAGE, SELECT and INSERT.
+        admin = PostgresPersistence(postgres_server.dsn, schema=pg_schema)
+        admin.migrate()
+        admin.close()
+        _sql(postgres_server, f"GRANT USAGE ON SCHEMA {pg_schema} TO {role}")
+        _sql(postgres_server, f"GRANT SELECT, INSERT ON ALL TABLES IN SCHEMA {pg_schema} TO {role}")
+        host.write(_header(), [SessionEvent(type="turn/start")])
+    finally:
+        host.close()

@@ -38,6 +38,21 @@ def logger(name: str) -> logging.Logger:
     return logging.getLogger(name)
 
 
+def adopt(name: str) -> None:
+    """Make another library's logger ``name`` follow the ``dsh`` command's choice (a no-op outside the command).
+
+    For a library that logs to :mod:`logging` itself and sets its own level (psycopg sets ``psycopg``
+    to WARNING), which the root level alone would not override: its lines would reach stderr with
+    the command's own reports. A program embedding dsh keeps its configuration.
+    """
+    if _command_level is None:
+        return
+    import logging
+
+    _apply()
+    logging.getLogger(name).setLevel(_command_level)
+
+
 def _apply() -> None:
     import logging
 

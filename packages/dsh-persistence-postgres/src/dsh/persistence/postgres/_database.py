@@ -17,11 +17,14 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from dsh.core.log import adopt
 from dsh.session import PersistenceError
 
 from ._schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE, lock_key
 
 T = TypeVar("T")
+PSYCOPG_LOGGER = "psycopg"
+"""The logger psycopg and psycopg_pool (``psycopg.pool``) write to, per their documentation."""
 Pool = ConnectionPool[psycopg.Connection[Any]]
 
 
@@ -121,6 +124,10 @@ class Database:
                 if self._version < SCHEMA_VERSION:
                     return None
             if self.pool is None:
+                # psycopg_pool logs what it does with connections ("discarding closed connection")
+                # to psycopg's logger: it follows dsh's library log, so it shows with `dsh --debug`
+                # and is never a stray line in a command's stderr (this backend reports failures itself).
+                adopt(PSYCOPG_LOGGER)
                 if not probed:
                     # A pool waits out its timeout when the server is down; a direct attempt says why at once.
                     self.connect_direct("connecting", session_id).close()
@@ -233,6 +240,19 @@ class Database:
         before = self._check_version(conn)
         if before == SCHEMA_VERSION:
             return before, before
+        try:
+            return self._migrate_from(conn)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            # The hosts' role often may only read and insert: say who may do this, and how.
+            raise PersistenceError(
+                self.redact(
+                    f"{self.where}: bringing schema {self.schema} from version {before} to {SCHEMA_VERSION} "
+                    f"failed: {exc}; role {conn.info.user} may not change it: run `dsh sessions migrate` once "
+                    f"as a role that may (one with CREATE on database {conn.info.dbname}, or the schema's owner)"
+                )
+            ) from None
+
+    def _migrate_from(self, conn: psycopg.Connection[Any]) -> tuple[int, int]:
         # Hosts starting together migrate one at a time. The lock is taken before the transaction
         # begins, so the transaction's catalog lookups see what the previous holder committed.
         key = lock_key(f"dsh schema {self.schema}")
