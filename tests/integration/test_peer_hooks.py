@@ -389,11 +389,14 @@ def test_matchers_are_unanchored_per_dialect(tmp_path: Path) -> None:
 def test_failing_hooks_print_one_warning_line_and_the_command_still_runs(tmp_path: Path) -> None:
     not_executable = _script(tmp_path, "noexec.sh", "#!/bin/sh\nexit 2\n", mode=0o644)
     hooks = [
-        _hook(str(not_executable)),
         _hook("cat >/dev/null; echo boom >&2; exit 1"),
         _hook("cat >/dev/null; sleep 5", timeout=0.5),
     ]
-    home = _home(tmp_path, claude={"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": hooks}]}})
+    # A hook that could not even start decides nothing after the call; before it, it refuses (below).
+    after = [{"matcher": "Bash", "hooks": [_hook(str(not_executable))]}]
+    home = _home(
+        tmp_path, claude={"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": hooks}], "PostToolUse": after}}
+    )
     proc = dsh("exec", "--", "echo survived", home=home)
     assert proc.returncode == 0 and proc.stdout == "survived\n"
     warnings = [line for line in proc.stderr.splitlines() if line.startswith("dsh: warning:")]
@@ -409,6 +412,15 @@ def test_failing_hooks_print_one_warning_line_and_the_command_still_runs(tmp_pat
     assert run.returncode == 0 and "ok" in run.stdout
     assert len([line for line in run.stderr.splitlines() if line.startswith("dsh: warning:")]) == 3
     assert "warning" not in run.stdout
+
+
+def test_a_guard_that_could_not_start_refuses_the_call(tmp_path: Path) -> None:
+    not_executable = _script(tmp_path, "noexec.sh", "#!/bin/sh\nexit 0\n", mode=0o644)
+    guards = [_hook(str(not_executable)), _hook("python-that-is-not-installed guard.py"), _hook("cat >/dev/null")]
+    home = _home(tmp_path, claude={"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": guards}]}})
+    proc = dsh("exec", "--", "echo ran", home=home)
+    assert proc.returncode == 126 and "ran" not in proc.stdout, proc
+    assert "noexec.sh could not start" in proc.stderr and "python-that-is-not-installed" in proc.stderr
 
 
 def test_post_tool_use_failure_session_end_once_and_bash_timeout_in_milliseconds(tmp_path: Path) -> None:

@@ -48,14 +48,34 @@ def unknown_status(dialect: Dialect, event: str, command: str, stdout: str, stde
     """
     base = HookReport(dialect, event, command, 255, stdout, stderr)
     why = "its exit status is unknown: another waitpid() in this process reaped it first"
+    return _refusal(base, event, why, f"dsh cannot tell whether hook {command} allowed this: {why}; refused to be safe")
+
+
+def _refusal(base: HookReport, event: str, why: str, reason: str) -> HookReport:
+    """``base`` failed with ``why``; at a gate it also refuses, with ``reason``."""
     if event in GATE_EVENTS:
-        return replace(
-            base,
-            blocked=True,
-            reason=f"dsh cannot tell whether hook {command} allowed this: {why}; refused to be safe",
-            error=why,
-        )
+        return replace(base, blocked=True, reason=reason, error=why)
     return replace(base, error=why)
+
+
+def not_started(
+    dialect: Dialect, event: str, command: str, exit_code: int | None, stdout: str, stderr: str, why: str
+) -> HookReport:
+    """A hook dsh could not start (no file descriptors, no memory, its command or interpreter missing).
+
+    A hook that never ran allowed nothing: at a gate it refuses; elsewhere it is an error, as any failure.
+    """
+    base = HookReport(dialect, event, command, exit_code, stdout, stderr)
+    return _refusal(base, event, why, f"hook {command} {why}; refused, since a guard that did not run allowed nothing")
+
+
+def oversized(
+    dialect: Dialect, event: str, command: str, exit_code: int, stdout: str, stderr: str, limit: int
+) -> HookReport:
+    """A hook whose stdout passed ``limit`` characters: what it decided cannot be read whole."""
+    base = HookReport(dialect, event, command, exit_code, stdout, stderr)
+    why = f"printed more than the {limit} characters of stdout dsh reads from a hook; its output was not read"
+    return _refusal(base, event, why, f"hook {command} {why}; refused to be safe")
 
 
 def interpret(

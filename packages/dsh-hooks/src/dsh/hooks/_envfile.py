@@ -7,19 +7,23 @@ removed could be recreated there by another user who plants exports).
 
 from __future__ import annotations
 
+import errno
+import os
 import re
-import shlex
 import shutil
+import stat
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from dsh.bash import DSH_ENV_PREFIX, BashExecRequest, Executor, is_managed_key
-from dsh.paths import UntrustedPathError, check_trusted, ensure_private_dir
+from dsh.paths import NotRegularFileError, UntrustedPathError, check_trusted, ensure_private_dir, open_regular
 
 _SPLIT = "__dsh_env_file_split__"
 _SHELL_STATE = frozenset({"_", "SHLVL", "PWD", "OLDPWD", "SHELLOPTS", "BASHOPTS", "PS1", "PS2", "PS4", "IFS"})
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+ENV_FILE_LIMIT = 1 << 20
+"""Bytes of one hook's env file dsh sources; a larger file is refused with a warning."""
 
 
 class EnvFiles:
@@ -48,24 +52,42 @@ class EnvFiles:
         return dict(env or {})
 
     async def load(self, executor: Executor, session_id: str, cwd: str, files: Sequence[Path]) -> list[str]:
-        """Source ``files`` in order in one bash and keep what they exported; one warning per refusal."""
-        present: list[Path] = []
+        """Source ``files`` in order in one bash and keep what they exported; one warning per refusal.
+
+        Each file is opened once, without following a symbolic link and without blocking (a FIFO or
+        a device put in its place is refused, never waited on), and what was read from that
+        descriptor is what bash evaluates: the path is not opened again.
+        """
+        texts: list[str] = []
         warnings: list[str] = []
         for f in files:
-            if not (f.is_file() and f.stat().st_size > 0):
-                continue
             try:
-                check_trusted(f.parent, "hook env folder")
-                check_trusted(f, "hook env file")
-            except UntrustedPathError as exc:
+                text = _read_env_file(f)
+            except FileNotFoundError:
+                continue  # the hook wrote no file
+            except (UntrustedPathError, NotRegularFileError) as exc:
                 warnings.append(str(exc))
                 continue
-            present.append(f)
-        if not present:
+            except OSError as exc:
+                why = "it is a symbolic link" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
+                warnings.append(f"refusing hook env file {f}: {why}; it was not sourced")
+                continue
+            if text.strip():
+                texts.append(text)
+        if not texts:
             return warnings
-        sources = "".join(f". {shlex.quote(str(f))} >/dev/null 2>&1; " for f in present)
-        command = f"env -0; printf '\\0{_SPLIT}\\0'; set -a; {sources}env -0"
-        request = BashExecRequest(command=command, cwd=cwd if Path(cwd).is_dir() else None, timeout=30)
+        # Each file is evaluated on its own (a syntax error in one leaves the others), from stdin.
+        command = (
+            f"env -0; printf '\\0{_SPLIT}\\0'; set -a; "
+            "while IFS= read -r -d '' __dsh_env_file; do eval \"$__dsh_env_file\" </dev/null >/dev/null 2>&1; done; "
+            "unset __dsh_env_file; env -0"
+        )
+        request = BashExecRequest(
+            command=command,
+            cwd=cwd if Path(cwd).is_dir() else None,
+            timeout=30,
+            stdin="".join(f"{text}\0" for text in texts),
+        )
         try:
             result = await executor.run(request)
         except Exception as exc:
@@ -97,6 +119,21 @@ class EnvFiles:
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
+
+
+def _read_env_file(path: Path) -> str:
+    """The text of one hook's env file: a regular file we own, opened once, never through a link."""
+    check_trusted(path.parent, "hook env folder")
+    fd = open_regular(path, "hook env file", follow=False)
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if info.st_uid not in (os.geteuid(), 0) or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            check_trusted(path, "hook env file")  # names the fault; the descriptor is what was judged
+            raise UntrustedPathError(path, f"refusing hook env file {path}: it changed while it was read")
+        data = handle.read(ENV_FILE_LIMIT + 1)
+    if len(data) > ENV_FILE_LIMIT:
+        raise UntrustedPathError(path, f"refusing hook env file {path}: it is over {ENV_FILE_LIMIT} bytes")
+    return data.decode(errors="replace").replace("\0", "")
 
 
 def _parse(text: str) -> dict[str, str]:

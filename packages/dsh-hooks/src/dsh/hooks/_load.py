@@ -18,8 +18,9 @@ from typing import Any
 from dsh.paths import UntrustedPathError, check_trusted, read_trusted_text
 
 from ._errors import HookConfigError
+from ._payload import PEER_TOOLS
 from ._rules import parse_rule
-from ._table import DEFAULT_TIMEOUT, Dialect, HookCommand, HookTable, MatcherGroup, invalid_matcher
+from ._table import DEFAULT_TIMEOUT, Dialect, HookCommand, HookTable, MatcherGroup, invalid_matcher, matcher_typo
 
 # The events each peer documents. Hooks of events dsh never emits load quietly (the README lists
 # them); a name outside these lists is most likely a typo and gets a warning.
@@ -95,6 +96,10 @@ _COMMAND_FIELDS: Mapping[Dialect, frozenset[str]] = {
     "codex": frozenset({"type", "command", "commandWindows", "command_windows", "timeout", "timeoutSec", "async"})
     | {"statusMessage", "status_message"},
 }
+TOOL_MATCHER_EVENTS = frozenset(
+    {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PermissionDenied"}
+)
+"""Events whose matcher is matched against a tool name."""
 _GROUP_FIELDS = frozenset({"matcher", "hooks"})
 _PEER: Mapping[Dialect, str] = {"claude": "Claude Code", "codex": "Codex"}
 
@@ -184,6 +189,11 @@ def _parse_group(dialect: Dialect, event: str, item: Any, where: str, warnings: 
         error = invalid_matcher(dialect, matcher)
         if error is not None:
             warnings.append(f"{where}: event '{event}': invalid matcher {matcher!r} ({error}); it never matches")
+        elif event in TOOL_MATCHER_EVENTS and (guess := matcher_typo(dialect, matcher, PEER_TOOLS[dialect])):
+            warnings.append(
+                f"{where}: event '{event}': matcher {matcher!r} misspells a tool name (matchers are "
+                f"case-sensitive), so its hooks never run for that tool; did you mean {guess!r}?"
+            )
     handlers = item.get("hooks", [])
     if not isinstance(handlers, list):
         warnings.append(f"{where}: event '{event}': 'hooks' must be a list; group skipped")

@@ -30,6 +30,24 @@ TOOL_ALIASES: Mapping[Dialect, Mapping[str, tuple[str, ...]]] = {"claude": {"Age
 
 _SHELL_TOOLS = frozenset({"bash", "pwsh"})
 
+PEER_TOOLS: Mapping[Dialect, frozenset[str]] = {
+    "claude": frozenset(
+        {
+            *TOOL_NAMES["claude"].values(),
+            *(alias for names in TOOL_ALIASES["claude"].values() for alias in names),
+            *("Read", "Write", "Edit", "MultiEdit", "Glob", "Grep", "LS", "NotebookEdit", "NotebookRead"),
+            *("WebFetch", "WebSearch", "TodoWrite", "ExitPlanMode", "EnterPlanMode", "Skill", "SlashCommand"),
+            *("KillBash", "AskUserQuestion", "ToolSearch", "Monitor", "TaskOutput", "TaskStop", "LSP"),
+        }
+    ),
+    "codex": frozenset(
+        {*TOOL_NAMES["codex"].values(), "apply_patch", "Write", "Edit", "spawn_agent", "bash_output", "bash_stop"}
+    ),
+}
+"""Tool names a matcher of each dialect may sensibly name: dsh's tools as that peer sees them, and the
+peer's own documented tools (a matcher for a tool dsh lacks loads quietly; one close to none of these is
+most likely a typo)."""
+
 _IDENTITY = ("session_id", "transcript_path", "cwd", "hook_event_name", "permission_mode")
 _AGENT = ("agent_id", "agent_type")
 

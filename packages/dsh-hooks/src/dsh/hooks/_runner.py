@@ -39,9 +39,8 @@ def _apply(ctx: Context, config: HooksConfig) -> None:
     # Imported here, not at the top: a deployment without hooks never pays for the runner.
     from pathlib import Path
 
-    from dsh.bash import LocalExecutor
-
     from ._load import load_hook_table
+    from ._process import hook_executor
     from ._service import HookRunner
 
     base = Path(config.base_dir).expanduser() if config.base_dir else None
@@ -62,7 +61,7 @@ def _apply(ctx: Context, config: HooksConfig) -> None:
         permission_mode=config.permission_mode,
         ask=config.ask,
         # Long hook output spills under the home, never into a shared temporary directory.
-        executor=LocalExecutor(
+        executor=hook_executor(
             credential_pattern=config.credential_pattern,
             spill_dir=home / "output" if (home := ctx.get(DSH_HOME)) is not None else None,
         ),

@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from dsh.bash import Executor, LocalExecutor
+from dsh.bash import Executor
 from dsh.core import DSH_HOME, Context
 from dsh.core.log import logger
 from dsh.session import SessionHeader
@@ -30,7 +30,7 @@ from dsh.session.persistence import SESSION_PERSISTENCE
 from ._envfile import EnvFiles
 from ._outcome import HookOutcome, HookReport
 from ._payload import HookFacts, build_payload, tool_subjects
-from ._process import run_hook
+from ._process import hook_executor, run_hook
 from ._scope import HookScope
 from ._select import select_hooks
 from ._table import Dialect, HookCommand, HookTable
@@ -59,7 +59,7 @@ class HookRunner:
         self.model = model
         self.permission_mode = permission_mode
         self.ask = ask
-        self.executor: Executor = executor or LocalExecutor(credential_pattern=None)
+        self.executor: Executor = executor or hook_executor()
         self._done_once: set[tuple[str, Dialect, str, HookCommand]] = set()
         self._env_files = EnvFiles(ctx.get(DSH_HOME))
         self._background: set[asyncio.Task[HookReport]] = set()

@@ -6,8 +6,9 @@ table which groups an event has and each group whether it applies to the event's
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -97,6 +98,30 @@ def matcher_matches(dialect: Dialect, matcher: str | None, subjects: Sequence[st
     except re.error:
         return False
     return any(pattern.search(value) is not None for value in values)
+
+
+def matcher_typo(dialect: Dialect, matcher: str, names: Collection[str]) -> str | None:
+    """A did-you-mean for a tool matcher that misspells tool ``names`` (``bash``, ``BASH``, ``Bash ``,
+    ``Bash,Write``, ``bash|Write``); None when it matches them as written, or resembles none of them
+    (a third party's tool, say)."""
+    if not matcher or matcher == "*" or "mcp__" in matcher or invalid_matcher(dialect, matcher) is not None:
+        return None
+    wrong = False  # a list of exact names is wrong only where one of its names is
+    if dialect == "claude" and _EXACT_MATCHER.fullmatch(matcher):
+        words = matcher.split("|")
+    elif matcher_matches(dialect, matcher, list(names)):
+        return None
+    else:
+        words, wrong = re.split(r"[\s,;|/]+", matcher.strip()), True
+    folded = {name.casefold(): name for name in names}
+    guesses: list[str] = []
+    for word in words:
+        guess = word if word in names else folded.get(word.casefold())
+        guess = guess or next(iter(difflib.get_close_matches(word, names, n=1, cutoff=0.75)), None)
+        wrong = wrong or (guess is not None and guess != word)
+        if guess is not None and guess not in guesses:
+            guesses.append(guess)
+    return "|".join(guesses) if wrong and guesses else None
 
 
 def invalid_matcher(dialect: Dialect, matcher: str) -> str | None:
