@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import re
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from dsh.bash import BashExecRequest, Executor, LocalExecutor
 
@@ -27,14 +30,49 @@ def hook_executor(*, credential_pattern: str | None = None, spill_dir: str | Pat
     return LocalExecutor(credential_pattern=credential_pattern, max_output=HOOK_OUTPUT_LIMIT, spill_dir=spill_dir)
 
 
-def command_line(hook: HookCommand) -> str:
-    """The command line that runs ``hook`` (its exec form quoted so no shell interprets an argument)."""
+PLACEHOLDERS = ("CLAUDE_PROJECT_DIR", "CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA")
+"""The peers' placeholders: substituted in an exec form's command and arguments (and a PowerShell
+command line), and set in every hook's environment, so bash expands them in a shell-form line."""
+
+_PLACEHOLDER = re.compile(r"\$\{(" + "|".join(PLACEHOLDERS) + r")\}")
+_TOOL_INPUT = re.compile(r"\$\{tool_input\.([A-Za-z0-9_.\-]+)\}")
+
+
+def _input_value(tool_input: Mapping[str, Any], path: str) -> str:
+    value: Any = tool_input
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, Mapping) else None
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def substitute(text: str, env: Mapping[str, str], tool_input: Mapping[str, Any] | None = None) -> str:
+    """``text`` with ``${CLAUDE_PROJECT_DIR}`` and its kin replaced from ``env`` (an unset one by
+    nothing), and with ``tool_input``, each ``${tool_input.file_path}`` by that field of the call's
+    input (as the peer's tool takes it; a non-string as JSON, a missing one by nothing)."""
+    text = _PLACEHOLDER.sub(lambda m: env.get(m.group(1), ""), text)
+    if tool_input is not None:
+        text = _TOOL_INPUT.sub(lambda m: _input_value(tool_input, m.group(1)), text)
+    return text
+
+
+def command_line(
+    hook: HookCommand, env: Mapping[str, str] | None = None, tool_input: Mapping[str, Any] | None = None
+) -> str:
+    """The command line that runs ``hook`` with its placeholders substituted (see :func:`substitute`).
+
+    The exec form is quoted so no shell interprets an argument; ``${tool_input.*}`` is substituted in
+    its arguments only, as the peer does. A bash shell-form line is left to bash, which expands the
+    placeholders from the hook's environment (a path is never re-read as shell syntax).
+    """
+    env = env or {}
     if hook.args is None:
-        return hook.command
+        return substitute(hook.command, env) if hook.shell == "powershell" else hook.command
+    words = [substitute(hook.command, env), *(substitute(a, env, tool_input or {}) for a in hook.args)]
     if hook.shell == "powershell":
-        words = ["'" + w.replace("'", "''") + "'" for w in (hook.command, *hook.args)]
-        return "& " + " ".join(words)
-    return "exec " + shlex.join((hook.command, *hook.args))
+        return "& " + " ".join("'" + w.replace("'", "''") + "'" for w in words)
+    return "exec " + shlex.join(words)
 
 
 async def run_hook(
@@ -46,10 +84,14 @@ async def run_hook(
     cwd: str,
     env: Mapping[str, str],
     tool: str | None,
+    tool_input: Mapping[str, Any] | None = None,
 ) -> HookReport:
-    """Run ``hook`` with ``payload`` on stdin; every failure (cannot start, timeout) is the report's, never raised."""
+    """Run ``hook`` with ``payload`` on stdin; every failure (cannot start, timeout) is the report's, never raised.
+
+    ``tool_input`` is the call's input as the peer's tool takes it (for ``${tool_input.*}``).
+    """
     request = BashExecRequest(
-        command=command_line(hook),
+        command=command_line(hook, env, tool_input),
         cwd=cwd if Path(cwd).is_dir() else None,
         timeout=hook.timeout,
         env=env,

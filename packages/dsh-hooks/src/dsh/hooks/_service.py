@@ -29,7 +29,7 @@ from dsh.session.persistence import SESSION_PERSISTENCE
 
 from ._envfile import EnvFiles
 from ._outcome import HookOutcome, HookReport
-from ._payload import HookFacts, build_payload, tool_subjects
+from ._payload import HookFacts, build_payload, peer_tool_input, tool_subjects
 from ._process import hook_executor, run_hook
 from ._scope import HookScope
 from ._select import select_hooks
@@ -39,6 +39,20 @@ if TYPE_CHECKING:
     import asyncio
 
 DIALECTS: tuple[Dialect, ...] = ("claude", "codex")
+
+
+def hook_env(dialect: Dialect, hook: HookCommand, header: SessionHeader) -> dict[str, str]:
+    """What the peers set in a hook's environment: the project folder, the session (Claude Code's
+    ``CLAUDE_CODE_SESSION_ID``, Codex's ``CODEX_THREAD_ID``) and, for a plugin's hook, its folders."""
+    if dialect == "claude":
+        env = {"CLAUDE_PROJECT_DIR": header.cwd, "CLAUDE_CODE_SESSION_ID": header.id}
+    else:
+        env = {"CODEX_THREAD_ID": header.id}
+    if hook.plugin_root is not None:
+        env["CLAUDE_PLUGIN_ROOT"] = hook.plugin_root
+    if hook.plugin_data is not None:
+        env["CLAUDE_PLUGIN_DATA"] = hook.plugin_data
+    return env
 
 
 class HookRunner:
@@ -276,13 +290,14 @@ class HookRunner:
             if not hooks:
                 continue
             payload = json.dumps(build_payload(dialect, self._facts(event, scope, fields)))
+            peer_input = None if tool is None else peer_tool_input(dialect, tool, tool_input or {})
             for index, hook in enumerate(hooks):
                 if hook.once:
                     self._done_once.add((scope.header.id, dialect, event, hook))
-                env = {"CLAUDE_PROJECT_DIR": scope.header.cwd} if dialect == "claude" else {}
+                env = hook_env(dialect, hook, scope.header)
                 if extra_env is not None:
                     env.update(extra_env(dialect, index))
-                job = self._run(dialect, event, hook, payload, scope.header.cwd, env, tool)
+                job = self._run(dialect, event, hook, payload, scope.header.cwd, env, tool, peer_input)
                 if hook.run_async:
                     import asyncio  # only a hook that runs needs it
 
@@ -310,6 +325,7 @@ class HookRunner:
         cwd: str,
         env: Mapping[str, str],
         tool: str | None,
+        tool_input: Mapping[str, Any] | None,
     ) -> HookReport:
-        report = await run_hook(self.executor, dialect, event, hook, payload, cwd, env, tool)
+        report = await run_hook(self.executor, dialect, event, hook, payload, cwd, env, tool, tool_input)
         return replace(report, background=hook.run_async, finished=next(self._order))

@@ -37,6 +37,10 @@ class HookCommand:
     """Runs once per session, then is skipped."""
     source: str = ""
     """Where the hook was configured (file path, or ``<dialect> hooks (inline)``)."""
+    plugin_root: str | None = None
+    """The Claude Code plugin folder the hook came from (``CLAUDE_PLUGIN_ROOT``), if any."""
+    plugin_data: str | None = None
+    """That plugin's private, persistent data folder (``CLAUDE_PLUGIN_DATA``)."""
 
     @property
     def label(self) -> str:
@@ -46,7 +50,7 @@ class HookCommand:
     @property
     def identity(self) -> tuple[Any, ...]:
         """What makes two Claude Code command hooks the same hook (it runs them once)."""
-        return (self.command, self.args, self.shell)
+        return (self.command, self.args, self.shell, self.plugin_root)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,88 @@
+"""Published-style hooks and Claude Code plugins, unchanged, through the real ``dsh`` (issue 23).
+
+The scripts are the project's own corpus (``hook_corpus/``), written as the peers' guides write
+hooks; each test lays them out where a project or plugin keeps them and runs ``dsh exec`` / ``dsh run``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import dsh
+
+pytestmark = pytest.mark.integration
+
+CORPUS = Path(__file__).with_name("hook_corpus")
+
+
+def _home(tmp_path: Path, claude: dict[str, Any] | None = None, codex: dict[str, Any] | None = None) -> Path:
+    home = tmp_path / "home"
+    (home / "hooks").mkdir(parents=True, exist_ok=True)
+    for name, table in (("claude", claude), ("codex", codex)):
+        if table is not None:
+            (home / "hooks" / f"{name}.json").write_text(json.dumps(table))
+    return home
+
+
+def _project(tmp_path: Path, *scripts: str) -> Path:
+    """A project folder keeping corpus scripts under ``.claude/hooks/``, as the guides lay them out."""
+    project = tmp_path / "project"
+    hooks = project / ".claude" / "hooks"
+    hooks.mkdir(parents=True, exist_ok=True)
+    for name in scripts:
+        shutil.copy(CORPUS / name, hooks / name)
+        (hooks / name).chmod(0o755)
+    (project / "build").mkdir(exist_ok=True)
+    return project
+
+
+def _pre_tool(*hooks: dict[str, Any], matcher: str = "Bash") -> dict[str, Any]:
+    return {"hooks": {"PreToolUse": [{"matcher": matcher, "hooks": list(hooks)}]}}
+
+
+@pytest.mark.parametrize(
+    "hook",
+    [
+        {"type": "command", "command": "${CLAUDE_PROJECT_DIR}/.claude/hooks/guard.sh", "args": []},
+        {"type": "command", "command": '"${CLAUDE_PROJECT_DIR}"/.claude/hooks/guard.sh'},
+        {"type": "command", "command": '"$CLAUDE_PROJECT_DIR/.claude/hooks/guard.sh"'},
+    ],
+    ids=["exec-form", "shell-form-braces", "shell-form"],
+)
+def test_a_guard_referenced_through_the_project_dir_refuses(tmp_path: Path, hook: dict[str, Any]) -> None:
+    project = _project(tmp_path, "guard.sh")
+    home = _home(tmp_path, claude=_pre_tool(hook))
+    proc = dsh("exec", "--cwd", str(project), "--", "rm -rf build", home=home)
+    assert proc.returncode == 126, proc.stderr
+    assert "Blocked by guard.sh" in proc.stderr and (project / "build").is_dir()
+    allowed = dsh("exec", "--cwd", str(project), "--", "echo fine", home=home)
+    assert allowed.returncode == 0 and allowed.stdout == "fine\n", allowed.stderr
+
+
+def test_hooks_get_the_peers_session_variables_and_tool_input_placeholders(tmp_path: Path) -> None:
+    project = _project(tmp_path, "env_report.sh")
+    script = project / ".claude" / "hooks" / "env_report.sh"
+    claude_out, codex_out, arg_out = tmp_path / "claude.json", tmp_path / "codex.json", tmp_path / "arg.txt"
+    exec_form = {
+        "type": "command",
+        "command": "/bin/sh",
+        "args": ["-c", 'cat >/dev/null; printf "%s" "$1" > "$2"', "sh", "${tool_input.command}", str(arg_out)],
+    }
+    home = _home(
+        tmp_path,
+        claude=_pre_tool({"type": "command", "command": f"{script} {claude_out}"}, exec_form),
+        codex=_pre_tool({"type": "command", "command": f"{script} {codex_out}"}),
+    )
+    proc = dsh("exec", "--cwd", str(project), "--json", "--", "echo 'a b'", home=home)
+    assert proc.returncode == 0, proc.stderr
+    session = json.loads(proc.stdout)["session_id"]
+    claude, codex = json.loads(claude_out.read_text()), json.loads(codex_out.read_text())
+    assert claude["CLAUDE_PROJECT_DIR"] == str(project) and claude["CLAUDE_CODE_SESSION_ID"] == session
+    assert claude["payload"]["session_id"] == session and claude["CODEX_THREAD_ID"] == ""
+    assert codex["CODEX_THREAD_ID"] == session and codex["CLAUDE_CODE_SESSION_ID"] == ""
+    assert arg_out.read_text() == "echo 'a b'"  # one argument, never re-read by a shell
