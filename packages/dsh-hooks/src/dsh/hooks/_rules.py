@@ -1,18 +1,27 @@
 """Claude Code permission rules as the ``if`` field of a hook uses them: ``Tool`` or ``Tool(pattern)``.
 
-``Bash(git *)`` matches a Bash call any of whose subcommands (split at ``&&``, ``||``, ``;``, ``|``
-and newlines, leading ``VAR=value`` assignments dropped) is ``git`` or starts with ``git ``; ``*`` is
-a wildcard anywhere, a trailing ``:*`` is the older prefix form. ``Agent(Explore)`` matches the
-subagent type; for other tools the pattern is a glob against ``tool_input.file_path``.
+``Bash(git *)`` matches a Bash call any of whose simple commands is ``git`` or starts with ``git ``;
+``*`` is a wildcard anywhere, a trailing ``:*`` is the older prefix form. The simple commands of a
+line come from a real shell parser (tree-sitter's bash grammar): every command of a list, pipeline,
+subshell, compound command, ``$(...)``, backticks and process substitution, with leading
+assignments dropped, quoting and backslashes removed from the command's name, and the words after a
+wrapper (``env``, ``command``, ``sudo``, ...) tried as commands too. A rule is a guard's filter, so a
+line the parser cannot read with certainty (a syntax error, a command name built by an expansion,
+``eval``, ``bash -c``) matches: the hook runs. ``Agent(Explore)`` matches the subagent type; for
+other tools the pattern is a glob against ``tool_input.file_path``.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
 
 _RULE = re.compile(r"\s*([A-Za-z][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*", re.DOTALL)
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=\S*\s+")
@@ -34,8 +43,92 @@ def parse_rule(text: str) -> Rule | None:
     return Rule(match.group(1), match.group(2))
 
 
+WRAPPERS = frozenset(
+    {"env", "command", "builtin", "exec", "nohup", "nice", "time", "timeout", "stdbuf", "sudo", "doas", "xargs"}
+)
+"""Commands that run the command in their arguments: what follows them is tried as a command too."""
+
+OPAQUE = frozenset({"eval", "source", ".", "bash", "sh", "zsh", "dash", "ksh", "fish", "su"})
+"""Commands whose command text is in a string or file the parser does not see: never certain."""
+
+_NODES_COMMAND = frozenset({"command", "declaration_command", "unset_command"})
+
+
+class Uncertain(Exception):
+    """The line cannot be read with certainty (a rule then matches: the guard runs)."""
+
+
+@functools.cache
+def _bash_parser() -> Parser:
+    # Imported on first use: only a hook with a Bash ``if`` rule, at a tool event, pays for it.
+    import tree_sitter_bash
+    from tree_sitter import Language, Parser
+
+    return Parser(Language(tree_sitter_bash.language()))
+
+
+def _plain(word: str) -> str:
+    """A command name as the shell would look it up: quotes and backslashes removed."""
+    if "$" in word or "`" in word:
+        raise Uncertain(word)
+    return re.sub(r"\\(.)|['\"]", lambda m: m.group(1) or "", word)
+
+
+def _simple(node: Node) -> Iterator[str]:
+    """The texts one command node may be matched as: itself and, after a wrapper, each rest."""
+    if node.type != "command":
+        yield _text(node)
+        return
+    name_node = node.child_by_field_name("name")
+    if name_node is None:  # assignments alone
+        return
+    words = [_plain(_text(name_node)), *(_text(a) for a in node.children_by_field_name("argument"))]
+    yield " ".join(words)
+    if words[0] in OPAQUE:
+        raise Uncertain(words[0])
+    if words[0] not in WRAPPERS:
+        return
+    # Options and their values are not told apart: every later word is tried as the command's
+    # name (matching more often is the guard's safe side); the first that is no option and no
+    # assignment is certainly one, so an expansion there cannot be read.
+    named = False
+    for start in range(1, len(words)):
+        word = words[start]
+        if word.startswith("-"):
+            continue
+        try:
+            head = _plain(word)
+        except Uncertain:
+            if not named:
+                raise
+            continue
+        named = named or _ASSIGNMENT.match(word + " ") is None
+        yield " ".join([head, *words[start + 1 :]])
+        if head in OPAQUE:
+            raise Uncertain(head)
+
+
+def _text(node: Node) -> str:
+    return (node.text or b"").decode(errors="replace")
+
+
+def simple_commands(line: str) -> list[str]:
+    """Every simple command of a bash ``line`` (see the module docstring); :class:`Uncertain` when unsure."""
+    tree = _bash_parser().parse(line.encode())
+    if tree.root_node.has_error:
+        raise Uncertain(line)
+    found: list[str] = []
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type in _NODES_COMMAND:
+            found.extend(_simple(node))
+        stack.extend(reversed(node.children))
+    return found
+
+
 def _split_commands(command: str) -> list[str]:
-    """Subcommands of a shell line, split outside quotes at control operators."""
+    """Subcommands of a PowerShell line, split outside quotes at control operators."""
     parts: list[str] = []
     current: list[str] = []
     quote: str | None = None
@@ -100,7 +193,12 @@ def rule_matches(rule: Rule, tool_names: Sequence[str], tool_input: Mapping[str,
     command = tool_input.get("command")
     if isinstance(command, str) and rule.tool in ("Bash", "PowerShell"):
         regex = _command_pattern(rule.pattern.strip())
-        return any(regex.fullmatch(part) for part in _split_commands(command))
+        if rule.tool == "PowerShell":
+            return any(regex.fullmatch(part) for part in _split_commands(command))
+        try:
+            return any(regex.fullmatch(part) for part in simple_commands(command))
+        except Uncertain:
+            return True
     subagent = tool_input.get("subagent_type", tool_input.get("agent_type"))
     if isinstance(subagent, str) and rule.tool in ("Agent", "Task"):
         return fnmatch.fnmatchcase(subagent, rule.pattern)

@@ -1,0 +1,63 @@
+"""``if`` rules see every simple command of a line through a real shell parser (issue 23, item 2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dsh.hooks._rules import parse_rule, rule_matches
+
+
+def _matches(rule: str, command: str) -> bool:
+    parsed = parse_rule(rule)
+    assert parsed is not None
+    return rule_matches(parsed, ("Bash",), {"command": command})
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "echo $(rm -rf build)",
+        "x=`rm -rf build`",
+        'echo "$(rm -rf build)"',
+        "ls; rm -rf build",
+        "true && rm -rf build",
+        "false || rm -rf build",
+        "ls | rm -rf build",
+        "ls\nrm -rf build",
+        "(cd x && rm -rf build)",
+        "{ rm -rf build; }",
+        "if true; then rm -rf build; fi",
+        "for d in a b; do rm -rf $d; done",
+        "env X=1 rm -rf build",
+        "FOO=bar rm -rf build",
+        "command rm -rf build",
+        "sudo -u root rm -rf build",
+        "\\rm -rf build",
+        "'rm' -rf build",
+        "   rm -rf build",
+        "cat <(rm -rf build)",
+        "echo ${x:-$(rm -rf build)}",
+        "cat <<EOF\n$(rm -rf build)\nEOF",
+    ],
+)
+def test_every_simple_command_of_the_line_is_checked(line: str) -> None:
+    assert _matches("Bash(rm *)", line)
+
+
+@pytest.mark.parametrize("line", ["echo rm -rf build", "echo 'rm -rf build'", "rmdir build", "ls -l # rm -rf x"])
+def test_words_that_are_not_a_command_do_not_match(line: str) -> None:
+    assert not _matches("Bash(rm *)", line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["eval 'rm -rf build'", "bash -c 'rm -rf build'", '"$cmd" -rf build', "$(echo rm) -rf build", "echo $(", "a=("],
+)
+def test_a_line_that_cannot_be_read_with_certainty_runs_the_hook(line: str) -> None:
+    assert _matches("Bash(git *)", line)
+
+
+def test_prefix_and_older_forms_still_hold() -> None:
+    assert _matches("Bash(git *)", "git") and _matches("Bash(git *)", "cd x && git push")
+    assert not _matches("Bash(git *)", "gitk") and _matches("Bash(npm run:*)", "npm run test")
+    assert not _matches("Bash(git push *)", "git pull origin")
