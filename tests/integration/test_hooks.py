@@ -546,3 +546,61 @@ def test_a_timeout_that_is_not_a_positive_finite_number_is_a_warning(timeout: fl
     )
     (warning,) = table.warnings
     assert f"'timeout' must be a positive number of seconds, not {timeout!r}" in warning
+
+
+def test_stop_blocks_are_capped_at_eight_in_a_row_as_claude_code_caps_them(tmp_path: Path) -> None:
+    # A stop rule that never lets go (the published failure mode: it blocked 63 times until max_steps).
+    count = tmp_path / "count"
+    never = f"cat >/dev/null; echo x >> {shlex.quote(str(count))}; echo 'not done yet' >&2; exit 2"
+    runtime = _runtime(tmp_path, claude={"Stop": [{"hooks": [{"type": "command", "command": never}]}]})
+    try:
+        agent = _drive(runtime, tmp_path, [ModelStep(text=f"attempt {i}") for i in range(20)])
+    finally:
+        runtime.close()
+    assert len(count.read_text().split()) == 9  # eight blocks honoured, the ninth overridden
+    assistant = [e.data["text"] for e in agent.session.history if e.type == "message/assistant"]
+    assert assistant == [f"attempt {i}" for i in range(9)]
+    results = [e.data for e in agent.session.history if e.type == "hook/result" and e.data["event"] == "Stop"]
+    (cap,) = [w for r in results for w in r.get("warnings", [])]
+    assert "8 times in a row" in cap and "not done yet" in cap
+
+
+def test_a_hooks_stderr_is_recorded_and_bash_results_carry_claude_codes_keys(tmp_path: Path) -> None:
+    seen = tmp_path / "response.json"
+    post = f"jq -c .tool_response > {shlex.quote(str(seen))}; echo 'formatted 3 files' >&2"
+    runtime = _runtime(
+        tmp_path, claude={"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": post}]}]}
+    )
+    try:
+        steps = [
+            ModelStep(tool_calls=[ToolCall(name="bash", arguments={"command": "echo out; echo err >&2"})]),
+            ModelStep(),
+        ]
+        agent = _drive(runtime, tmp_path, steps)
+    finally:
+        runtime.close()
+    response = json.loads(seen.read_text())
+    assert {k: response[k] for k in ("stdout", "stderr", "interrupted", "isImage")} == {
+        "stdout": "out\n",
+        "stderr": "err\n",
+        "interrupted": False,
+        "isImage": False,
+    }
+    assert response["exit_code"] == 0  # dsh's own keys stay beside
+    (result,) = [e.data for e in agent.session.history if e.type == "hook/result" and e.data["event"] == "PostToolUse"]
+    assert result["reports"][0]["stderr"] == "formatted 3 files\n"
+
+
+def test_an_async_hook_in_a_long_run_is_reported_at_a_later_step(tmp_path: Path) -> None:
+    hook = {"type": "command", "command": 'cat >/dev/null; echo \'{"systemMessage": "formatted"}\'', "async": True}
+    runtime = _runtime(tmp_path, claude={"PostToolUse": [{"matcher": "Bash", "hooks": [hook]}]})
+    try:
+        steps = [ModelStep(tool_calls=[ToolCall(name="bash", arguments={"command": "sleep 1"})]) for _ in range(3)]
+        agent = _drive(runtime, tmp_path, [*steps, ModelStep(text="done")])
+    finally:
+        runtime.close()
+    reports = [r for e in agent.session.history if e.type == "hook/result" for r in e.data["reports"]]
+    assert reports and all(r["background"] and r["system_message"] == "formatted" for r in reports)
+    assert not (tmp_path / "home" / "run" / "async-hooks").exists() or not any(
+        (tmp_path / "home" / "run" / "async-hooks").iterdir()
+    )

@@ -11,6 +11,7 @@ import json
 import shlex
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -184,18 +185,29 @@ def test_if_rule_limits_a_hook_to_matching_commands(tmp_path: Path) -> None:
     assert dsh("exec", "--", "echo gitlike", home=home).returncode == 0
 
 
-def test_async_hook_never_blocks_and_is_waited_for_at_session_end(tmp_path: Path) -> None:
+def test_an_async_hook_never_blocks_nor_delays_the_command_and_outlives_it(tmp_path: Path) -> None:
     ran = tmp_path / "ran"
     marker = tmp_path / "marker"
     slow = _hook(
-        f"cat >/dev/null; sleep 1; if [ -e {ran} ]; then echo after > {marker}; else echo before > {marker}; fi; "
+        f"cat >/dev/null; sleep 8; if [ -e {ran} ]; then echo after > {marker}; else echo before > {marker}; fi; "
         "echo 'async hooks cannot block' >&2; exit 2",
         **{"async": True},
     )
     home = _home(tmp_path, claude={"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [slow]}]}})
+    started = time.monotonic()
     proc = dsh("exec", "--", f"touch {ran}; echo done", home=home)
+    took = time.monotonic() - started
     assert proc.returncode == 0 and proc.stdout == "done\n", proc.stderr
-    assert marker.read_text() == "after\n", "the command ran while the async hook was still sleeping"
+    assert not marker.exists() and took < 8, f"dsh exec waited for the async hook ({took:.1f} s)"
+    deadline = time.monotonic() + 20
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert marker.read_text() == "after\n", "the detached hook did not run on after dsh exec returned"
+    (folder,) = (home / "run" / "async-hooks").iterdir()  # its output and status are kept
+    while not (folder / "status").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert (folder / "status").read_text() == "2\n"
+    assert (folder / "stderr").read_text() == "async hooks cannot block\n"
 
 
 def test_session_start_env_file_reaches_later_bash_calls_but_never_a_managed_key(tmp_path: Path) -> None:

@@ -64,6 +64,19 @@ class HookPoints:
                 logger("dsh.agent").warning("%s", notice.text)
         return outcome
 
+    def _stop_capped(self, event: str, blocks: int, reason: str) -> bool:
+        """Whether a Stop block after ``blocks`` in a row is overridden (Claude Code's cap); if so, say so."""
+        from dsh.hooks import STOP_BLOCK_CAP, HookOutcome
+
+        if blocks < STOP_BLOCK_CAP:
+            return False
+        notice = (
+            f"{event} hooks blocked the agent from stopping {blocks} times in a row; the stop goes through "
+            f"(the cap is {STOP_BLOCK_CAP}, as in Claude Code). Last reason: {reason}"
+        )
+        self._settle(event, HookOutcome(warnings=(notice,)))
+        return True
+
     async def _background_hooks(self) -> None:
         hooks = self._hooks()
         if hooks is not None:

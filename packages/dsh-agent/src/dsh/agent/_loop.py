@@ -143,7 +143,7 @@ class Agent(HookPoints):
         return outcome.stop_reason if outcome.stop else None
 
     async def end(self, reason: str = "other") -> None:
-        """Fire SessionEnd once the session's run is over (background hooks are waited for first).
+        """Fire SessionEnd once the session's run is over (async hooks still running are not waited for).
 
         What the hooks did is recorded in a short turn of its own (``source: "session-end"``), only
         when some hook ran, so the transcript stays a sequence of complete turns.
@@ -209,6 +209,7 @@ class Agent(HookPoints):
                     return result
             self.model.begin_turn(prompt)
             stop_hook_active = False
+            stop_blocks = 0
             offered: dict[str, Any] | None = None
             for _ in range(self.max_steps):
                 await self._background_hooks()
@@ -246,10 +247,11 @@ class Agent(HookPoints):
                 if stop.stop:
                     result.stopped = stop.stop_reason
                     break
-                if stop.blocked:
+                if stop.blocked and not self._stop_capped(event, stop_blocks, stop.reason):
                     # A blocking Stop hook sends the agent on, with the reason as the next prompt;
-                    # every time it blocks, and with stop_hook_active set after the first.
+                    # every time it blocks (up to the peer's cap), with stop_hook_active set after the first.
                     stop_hook_active = True
+                    stop_blocks += 1
                     session.record("message/user", text=stop.reason, source="stop_hook")
                     continue
                 break

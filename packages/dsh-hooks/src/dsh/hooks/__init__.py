@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ._errors import HookConfigError
-    from ._outcome import HookOutcome, HookReport, Notice
+    from ._outcome import STOP_BLOCK_CAP, HookOutcome, HookReport, Notice
     from ._runner import HooksConfig, plugin
     from ._scope import HookScope
     from ._service import HookRunner
@@ -31,6 +31,7 @@ _EXPORTS = {
     "HookOutcome": "._outcome",
     "HookReport": "._outcome",
     "Notice": "._outcome",
+    "STOP_BLOCK_CAP": "._outcome",
     "HookScope": "._scope",
     "HookRunner": "._service",
     "HooksConfig": "._runner",
@@ -39,6 +40,7 @@ _EXPORTS = {
 
 __all__ = [
     "HOOKS",
+    "STOP_BLOCK_CAP",
     "HookConfigError",
     "HookOutcome",
     "HookReport",

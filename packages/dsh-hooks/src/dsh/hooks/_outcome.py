@@ -14,6 +14,11 @@ if TYPE_CHECKING:
     from ._table import Dialect
 
 
+STOP_BLOCK_CAP = 8
+"""Stop (or SubagentStop) blocks honoured in a row within a turn, as Claude Code caps them; the next
+one is overridden: the agent stops, with a notice."""
+
+
 @dataclass(frozen=True)
 class HookReport:
     """How one hook command ran and what it decided."""
@@ -63,6 +68,9 @@ class HookReport:
             "system_message": self.system_message,
             "timed_out": self.timed_out or None,
             "background": self.background or None,
+            # What the hook printed on stderr, whatever its status (exit 0 included: the peers show it
+            # in verbose mode, and a hook's own diagnostics are otherwise lost).
+            "stderr": self.stderr or None,
         }
         row.update({k: v for k, v in extras.items() if v is not None})
         return row

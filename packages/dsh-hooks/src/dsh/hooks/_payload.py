@@ -123,6 +123,21 @@ def peer_tool_input(dialect: Dialect, tool: str, arguments: Mapping[str, Any]) -
     return value
 
 
+def peer_tool_response(dialect: Dialect, tool: str, response: Mapping[str, Any]) -> dict[str, Any]:
+    """A call's result as the peer's tool reports it, dsh's own keys kept beside.
+
+    Claude Code's Bash result carries ``stdout``, ``stderr``, ``interrupted`` (a timeout or a signal
+    ended it) and ``isImage``; published PostToolUse hooks read those.
+    """
+    value = dict(response)
+    if dialect == "claude" and tool in _SHELL_TOOLS:
+        value.setdefault("stdout", "")
+        value.setdefault("stderr", "")
+        value["interrupted"] = bool(value.get("timed_out")) or bool(value.get("interrupted"))
+        value["isImage"] = False
+    return value
+
+
 def dsh_tool_input(dialect: Dialect, tool: str, peer_input: Mapping[str, Any]) -> dict[str, Any]:
     """The inverse of :func:`peer_tool_input`: a hook's ``updatedInput`` in dsh's terms."""
     value = dict(peer_input)
@@ -173,6 +188,8 @@ def build_payload(dialect: Dialect, facts: HookFacts) -> dict[str, Any]:
             value = peer_tool_name(dialect, value)
         elif key == "tool_input" and isinstance(tool, str) and isinstance(value, Mapping):
             value = peer_tool_input(dialect, tool, value)
+        elif key == "tool_response" and isinstance(tool, str) and isinstance(value, Mapping):
+            value = peer_tool_response(dialect, tool, value)
         elif key == "agent_transcript_path" and dialect == "claude" and value is None:
             value = ""
         if value is None and (key in ("agent_id", "agent_type") or dialect == "claude"):

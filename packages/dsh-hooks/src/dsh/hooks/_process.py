@@ -75,6 +75,20 @@ def command_line(
     return "exec " + shlex.join(words)
 
 
+def hook_request(
+    hook: HookCommand, payload: str, cwd: str, env: Mapping[str, str], tool_input: Mapping[str, Any] | None = None
+) -> BashExecRequest:
+    """The executor request that runs ``hook`` with ``payload`` on stdin."""
+    return BashExecRequest(
+        command=command_line(hook, env, tool_input),
+        cwd=cwd if Path(cwd).is_dir() else None,
+        timeout=hook.timeout,
+        env=env,
+        stdin=payload,
+        shell="pwsh" if hook.shell == "powershell" else "bash",
+    )
+
+
 async def run_hook(
     executor: Executor,
     dialect: Dialect,
@@ -90,14 +104,7 @@ async def run_hook(
 
     ``tool_input`` is the call's input as the peer's tool takes it (for ``${tool_input.*}``).
     """
-    request = BashExecRequest(
-        command=command_line(hook, env, tool_input),
-        cwd=cwd if Path(cwd).is_dir() else None,
-        timeout=hook.timeout,
-        env=env,
-        stdin=payload,
-        shell="pwsh" if hook.shell == "powershell" else "bash",
-    )
+    request = hook_request(hook, payload, cwd, env, tool_input)
     try:
         result = await executor.run(request)
     except Exception as exc:  # a hook that cannot start (no fds, no memory) is that hook's failure, never the agent's

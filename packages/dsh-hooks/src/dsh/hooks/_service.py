@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from dsh.bash import Executor
+from dsh.bash import Executor, LocalExecutor
 from dsh.core import DSH_HOME, Context
 from dsh.core.log import logger
 from dsh.session import SessionHeader
@@ -37,6 +37,8 @@ from ._table import Dialect, HookCommand, HookTable
 
 if TYPE_CHECKING:
     import asyncio
+
+    from ._detached import DetachedHook
 
 DIALECTS: tuple[Dialect, ...] = ("claude", "codex")
 
@@ -77,6 +79,10 @@ class HookRunner:
         self._done_once: set[tuple[str, Dialect, str, HookCommand]] = set()
         self._env_files = EnvFiles(ctx.get(DSH_HOME))
         self._background: set[asyncio.Task[HookReport]] = set()
+        """``async`` hooks on an executor that cannot detach them: tasks of this process."""
+        self._detached: list[DetachedHook] = []
+        self._failed_async: list[HookReport] = []
+        self._home = ctx.get(DSH_HOME)
         self._order = itertools.count(1)
 
     # -- configuration ------------------------------------------------------------------------
@@ -96,7 +102,8 @@ class HookRunner:
         return any(group.hooks for table in self.tables.values() for event in wanted for group in table.groups(event))
 
     def close(self) -> None:
-        """Remove the ``CLAUDE_ENV_FILE`` folder; background hooks still running are cancelled."""
+        """Remove the ``CLAUDE_ENV_FILE`` folder; background tasks still running are cancelled (detached
+        ``async`` hooks go on)."""
         for task in self._background:
             with contextlib.suppress(RuntimeError):  # its event loop may already be closed
                 task.cancel()
@@ -229,13 +236,14 @@ class HookRunner:
         )
 
     async def session_end(self, header: SessionHeader, reason: str = "other") -> HookOutcome:
-        """``SessionEnd`` when a session's run ends; background hooks are waited for first.
+        """``SessionEnd`` when a session's run ends, with the reports of ``async`` hooks that finished
+        (those still running are not waited for: they go on detached, see :mod:`._detached`).
 
         The session's exports, env files and ``once`` marks are dropped afterwards, so a long-lived
         runner (``dsh serve``) does not grow with the sessions it has seen; a resumed session starts
         afresh with its SessionStart hooks, as a new run of the peer does.
         """
-        finished = await self.background(wait=True)
+        finished = await self.background()
         outcome = await self._fire(
             {"claude": "SessionEnd", "codex": "SessionEnd"},
             HookScope(header),
@@ -249,16 +257,20 @@ class HookRunner:
         self._done_once = {key for key in self._done_once if key[0] != session_id}
         self._env_files.forget(session_id)
 
-    async def background(self, *, wait: bool = False) -> HookOutcome:
-        """Reports of ``async`` hooks that finished (with ``wait``, of all of them)."""
+    async def background(self) -> HookOutcome:
+        """Reports of the ``async`` hooks that finished since the last call; never waits for one."""
         tasks = set(self._background)
-        if wait and tasks:
-            import asyncio  # tasks exist only if a hook ran under it
-
-            await asyncio.wait(tasks)
         done = [t for t in tasks if t.done() and not t.cancelled()]
         self._background.difference_update(done)
-        return HookOutcome(tuple(t.result() for t in done), self.ask)
+        reports = [t.result() for t in done]
+        ended = [d for d in self._detached if d.finished()]
+        for detached in ended:
+            self._detached.remove(detached)
+            reports.append(replace(detached.report(), background=True, finished=next(self._order)))
+            detached.discard()
+        reports.extend(self._failed_async)
+        self._failed_async.clear()
+        return HookOutcome(tuple(reports), self.ask)
 
     async def _fire(
         self,
@@ -297,13 +309,10 @@ class HookRunner:
                 env = hook_env(dialect, hook, scope.header)
                 if extra_env is not None:
                     env.update(extra_env(dialect, index))
-                job = self._run(dialect, event, hook, payload, scope.header.cwd, env, tool, peer_input)
                 if hook.run_async:
-                    import asyncio  # only a hook that runs needs it
-
-                    self._background.add(asyncio.ensure_future(job))
+                    self._detach(dialect, event, hook, payload, scope.header.cwd, env, tool, peer_input)
                 else:
-                    jobs.append(job)
+                    jobs.append(self._run(dialect, event, hook, payload, scope.header.cwd, env, tool, peer_input))
         if not jobs:
             return HookOutcome(ask=self.ask)
         import asyncio
@@ -315,6 +324,37 @@ class HookRunner:
                     "%s %s hook (%s) failed: %s", report.dialect, report.event, report.command, report.error
                 )
         return HookOutcome(reports, self.ask)
+
+    def _detach(
+        self,
+        dialect: Dialect,
+        event: str,
+        hook: HookCommand,
+        payload: str,
+        cwd: str,
+        env: Mapping[str, str],
+        tool: str | None,
+        tool_input: Mapping[str, Any] | None,
+    ) -> None:
+        """Start an ``async`` hook detached (see :mod:`._detached`); one that cannot start is reported."""
+        from ._detached import start_detached
+        from ._process import hook_request
+
+        request = hook_request(hook, payload, cwd, env, tool_input)
+        if not isinstance(self.executor, LocalExecutor):  # only a local executor can leave a child behind
+            import asyncio
+
+            job = self._run(dialect, event, hook, payload, cwd, env, tool, tool_input)
+            self._background.add(asyncio.ensure_future(job))
+            return
+        try:
+            line = request.command
+            self._detached.append(start_detached(self.executor, self._home, dialect, event, hook, line, request, tool))
+        except Exception as exc:
+            error = f"could not run: {exc}"
+            self._failed_async.append(
+                HookReport(dialect, event, hook.label, None, "", "", error=error, background=True)
+            )
 
     async def _run(
         self,
