@@ -86,3 +86,41 @@ def test_hooks_get_the_peers_session_variables_and_tool_input_placeholders(tmp_p
     assert claude["payload"]["session_id"] == session and claude["CODEX_THREAD_ID"] == ""
     assert codex["CODEX_THREAD_ID"] == session and codex["CLAUDE_CODE_SESSION_ID"] == ""
     assert arg_out.read_text() == "echo 'a b'"  # one argument, never re-read by a shell
+
+
+def _plugin(tmp_path: Path) -> Path:
+    folder = tmp_path / "plugins" / "plugin-guard"
+    shutil.copytree(CORPUS / "plugin-guard", folder)
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() or path.suffix == ".sh" else 0o644)
+    return folder
+
+
+def _deployment(tmp_path: Path, plugin: Path) -> Path:
+    path = tmp_path / "deployment.yaml"
+    hooks = {"id": "hooks", "name": "hooks", "config": {"claude_plugins": [str(plugin)]}}
+    path.write_text(json.dumps({"plugins": [hooks]}))  # JSON is YAML
+    return path
+
+
+def test_a_claude_code_plugin_folder_loads_by_path_with_its_root_and_data(tmp_path: Path) -> None:
+    plugin = _plugin(tmp_path)
+    home = _home(tmp_path)
+    deployment = _deployment(tmp_path, plugin)
+    (tmp_path / "build").mkdir()
+    proc = dsh("exec", "--deployment", str(deployment), "--cwd", str(tmp_path), "--", "rm -rf build", home=home)
+    assert proc.returncode == 126 and "Blocked by guard.sh" in proc.stderr, proc.stderr
+    assert (tmp_path / "build").is_dir()
+    again = dsh("exec", "--deployment", str(deployment), "--", "echo ok", home=home)
+    assert again.returncode == 0 and again.stdout == "ok\n", again.stderr
+    data = home / "plugins" / "data" / "plugin-guard"
+    assert (data / "sessions").read_text() == "2\n"  # kept across runs
+    assert data.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_plugin_folder_others_can_write_is_refused(tmp_path: Path) -> None:
+    plugin = _plugin(tmp_path)
+    plugin.chmod(0o777)
+    proc = dsh("exec", "--deployment", str(_deployment(tmp_path, plugin)), "--", "echo ran", home=_home(tmp_path))
+    assert proc.returncode == 125 and "ran" not in proc.stdout
+    assert str(plugin) in proc.stderr and "writable by group or others" in proc.stderr

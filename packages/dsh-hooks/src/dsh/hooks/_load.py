@@ -130,18 +130,23 @@ def read_hook_file(path: Path, where: str, what: str = "hooks file") -> Any:
         ) from None
 
 
-def load_hook_table(dialect: Dialect, source: Mapping[str, Any] | str | None, base: Path | None = None) -> HookTable:
-    """Read a dialect's hooks inline (the file's object, or just its ``hooks`` object) or from a file path."""
+def load_hook_table(
+    dialect: Dialect, source: Mapping[str, Any] | str | None, base: Path | None = None, *, label: str | None = None
+) -> HookTable:
+    """Read a dialect's hooks inline (the file's object, or just its ``hooks`` object) or from a file path.
+
+    ``label`` names the table in warnings and errors (default: the dialect and the file, or ``inline``).
+    """
     if source is None:
         return HookTable(dialect)
-    where = f"{dialect} hooks (inline)"
+    where = label or f"{dialect} hooks (inline)"
     raw: Any = source
     file: str | None = None
     if isinstance(source, str):
         path = Path(os.path.expanduser(source))
         if not path.is_absolute() and base is not None:
             path = base / path
-        where = f"{dialect} hooks file {path}"
+        where = label or f"{dialect} hooks file {path}"
         file = str(path)
         raw = read_hook_file(path, where, f"{dialect} hooks file")
     if not isinstance(raw, Mapping):

@@ -6,7 +6,7 @@ imported only when the plugin is applied, i.e. when a deployment configures hook
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from dsh.core import DSH_HOME, Context, Plugin
@@ -23,6 +23,9 @@ class HooksConfig:
 
     claude: dict[str, Any] | str | None = None
     codex: dict[str, Any] | str | None = None
+    claude_plugins: list[str] = field(default_factory=list)
+    """Claude Code plugin folders to load by path (``~/.claude/plugins/x``): their ``hooks/hooks.json``
+    (and manifest hooks) join the Claude Code hooks, with ``CLAUDE_PLUGIN_ROOT`` and ``CLAUDE_PLUGIN_DATA``."""
     model: str = "dsh-scripted"
     """The model name Codex payloads carry."""
     permission_mode: Literal["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"] = "default"
@@ -44,10 +47,18 @@ def _apply(ctx: Context, config: HooksConfig) -> None:
     from ._service import HookRunner
 
     base = Path(config.base_dir).expanduser() if config.base_dir else None
+    home = ctx.get(DSH_HOME)
     tables: dict[Dialect, HookTable] = {
         "claude": load_hook_table("claude", config.claude, base),
         "codex": load_hook_table("codex", config.codex, base),
     }
+    if config.claude_plugins:
+        from ._plugins import load_claude_plugin, merge_tables, plugin_names
+
+        plugins = [load_claude_plugin(path, base, home) for path in config.claude_plugins]
+        plugin_names(plugins)
+        claude = tables["claude"]
+        tables["claude"] = merge_tables("claude", [claude, *(p.table for p in plugins)], claude.source)
     if any(table.warnings for table in tables.values()):
         from dsh.core.log import logger  # only to report them: a clean hooks config loads no logging
 
@@ -63,7 +74,7 @@ def _apply(ctx: Context, config: HooksConfig) -> None:
         # Long hook output spills under the home, never into a shared temporary directory.
         executor=hook_executor(
             credential_pattern=config.credential_pattern,
-            spill_dir=home / "output" if (home := ctx.get(DSH_HOME)) is not None else None,
+            spill_dir=home / "output" if home is not None else None,
         ),
     )
     ctx.effect(lambda: runner.close, label="hook runner")
