@@ -11,13 +11,16 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
+from tests.conftest import PEER_SCHEMAS
 from tests.helpers import dsh
 
 pytestmark = pytest.mark.integration
 
 CORPUS = Path(__file__).with_name("hook_corpus")
+CLAUDE_KEYS = json.loads((PEER_SCHEMAS / "claude" / "ts_hook_keys.json").read_text())["types"]
 
 
 def _home(tmp_path: Path, claude: dict[str, Any] | None = None, codex: dict[str, Any] | None = None) -> Path:
@@ -124,3 +127,54 @@ def test_a_plugin_folder_others_can_write_is_refused(tmp_path: Path) -> None:
     proc = dsh("exec", "--deployment", str(_deployment(tmp_path, plugin)), "--", "echo ran", home=_home(tmp_path))
     assert proc.returncode == 125 and "ran" not in proc.stdout
     assert str(plugin) in proc.stderr and "writable by group or others" in proc.stderr
+
+
+ASK = {
+    "type": "command",
+    "command": 'cat >/dev/null; echo \'{"hookSpecificOutput": {"hookEventName": "PreToolUse", '
+    '"permissionDecision": "ask", "permissionDecisionReason": "deploys need a human"}}\'',
+}
+
+
+def _answer(behavior: str, folder: Path, **extra: Any) -> dict[str, Any]:
+    decision = json.dumps(
+        {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": behavior, **extra}}}
+    )
+    return {"type": "command", "command": f"cat > {folder}/payload-$$.json; echo '{decision}'"}
+
+
+@pytest.mark.parametrize("dialect", ["claude", "codex"])
+def test_a_permission_request_hook_answers_a_pretooluse_ask(tmp_path: Path, dialect: str) -> None:
+    def run(answer: dict[str, Any] | None, command: str = "echo deployed") -> Any:
+        table: dict[str, Any] = _pre_tool(ASK)
+        if answer is not None:
+            table["hooks"]["PermissionRequest"] = [{"matcher": "Bash", "hooks": [answer]}]
+        home = tmp_path / dialect / str(len(list(tmp_path.glob(f"{dialect}/*"))))
+        (home / "hooks").mkdir(parents=True)
+        (home / "hooks" / f"{dialect}.json").write_text(json.dumps(table))
+        return dsh("exec", "--", command, home=home)
+
+    allowed = run(_answer("allow", tmp_path))
+    assert allowed.returncode == 0 and allowed.stdout == "deployed\n", allowed.stderr
+    (payload,) = [json.loads(p.read_text()) for p in tmp_path.glob("payload-*.json")]
+    for seen in tmp_path.glob("payload-*.json"):
+        seen.unlink()
+    assert payload["hook_event_name"] == "PermissionRequest" and payload["tool_input"] == {"command": "echo deployed"}
+    if dialect == "codex":
+        schema = json.loads((PEER_SCHEMAS / "codex" / "permission-request.command.input.schema.json").read_text())
+        jsonschema.validate(payload, schema)
+    else:
+        assert set(payload) <= {
+            *CLAUDE_KEYS["PermissionRequestHookInput"]["required"],
+            *CLAUDE_KEYS["PermissionRequestHookInput"]["optional"],
+            "hook_event_name",
+        }
+    denied = run(_answer("deny", tmp_path, message="not on a Friday"))
+    assert denied.returncode == 126 and "not on a Friday" in denied.stderr
+    unanswered = run(None)  # nobody answers: the config's ask policy (deny) holds
+    assert unanswered.returncode == 126 and "deploys need a human" in unanswered.stderr
+    rewritten = run(_answer("allow", tmp_path, updatedInput={"command": "echo rewritten"}))
+    if dialect == "claude":
+        assert rewritten.returncode == 0 and rewritten.stdout == "rewritten\n", rewritten.stderr
+    else:  # Codex reserves updatedInput and fails closed on it
+        assert rewritten.returncode == 126 and "fails closed" in rewritten.stderr

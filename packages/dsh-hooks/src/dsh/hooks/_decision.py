@@ -15,7 +15,16 @@ CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit"})
 """Events whose plain (non-JSON) stdout is context for the model, in both dialects."""
 
 BLOCKING_EVENTS = frozenset(
-    {"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop", "SubagentStop"}
+    {
+        "PreToolUse",
+        "PermissionRequest",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "PostToolBatch",
+        "UserPromptSubmit",
+        "Stop",
+        "SubagentStop",
+    }
 )
 """Events where exit 2 or ``decision: "block"`` acts (after a call: its reason is added to the result
 the model reads); elsewhere exit 2 is only reported to the user."""
@@ -78,6 +87,40 @@ def oversized(
     return _refusal(base, event, why, f"hook {command} {why}; refused to be safe")
 
 
+def _permission_answer(
+    dialect: Dialect, base: HookReport, output: Mapping[str, Any], specific: Mapping[str, Any], tool: str | None
+) -> HookReport:
+    """A PermissionRequest hook's answer: ``hookSpecificOutput.decision.behavior`` allow or deny.
+
+    Codex fails closed on the fields it reserves (``updatedInput``, ``updatedPermissions``,
+    ``interrupt: true``): such an answer denies. Without a decision the question stays open.
+    """
+    raw = specific.get("decision")
+    answer: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    behavior = answer.get("behavior")
+    stop = output.get("continue") is False
+    base = replace(
+        base,
+        stop=stop,
+        stop_reason=_text(output.get("stopReason")) if stop else None,
+        system_message=_text(output.get("systemMessage")),
+    )
+    reserved = [k for k in ("updatedInput", "updatedPermissions") if answer.get(k) is not None]
+    if answer.get("interrupt") is True:
+        reserved.append("interrupt")
+    if dialect == "codex" and behavior in ("allow", "deny") and reserved:
+        why = f"a Codex PermissionRequest answer with {', '.join(reserved)} fails closed"
+        return replace(base, blocked=True, decision="deny", reason=why)
+    if behavior == "deny":
+        reason = _text(answer.get("message")) or f"denied by PermissionRequest hook: {base.command}"
+        return replace(base, blocked=True, decision="deny", reason=reason)
+    if behavior == "allow":
+        updated = answer.get("updatedInput")
+        rewrite = dsh_tool_input(dialect, tool, updated) if isinstance(updated, Mapping) and tool else None
+        return replace(base, decision="allow", updated_input=rewrite)
+    return base
+
+
 def interpret(
     dialect: Dialect,
     event: str,
@@ -113,6 +156,8 @@ def interpret(
         decision = permission
     elif output.get("decision") == "approve" and event == "PreToolUse":
         decision = "allow"
+    if event == "PermissionRequest":
+        return _permission_answer(dialect, base, output, specific, tool)
     blocked = decision == "deny" or (output.get("decision") == "block" and event in BLOCKING_EVENTS)
     reason = None
     if blocked or decision == "ask":

@@ -102,9 +102,20 @@ class HookOutcome:
     def denied_by_ask(self) -> bool:
         """A hook asked for approval, nobody can give it, and the policy is to deny."""
         deciding = self._deciding
-        return (
-            self.ask == "deny" and any(r.decision == "ask" for r in deciding) and not any(r.blocked for r in deciding)
-        )
+        if not any(r.decision == "ask" for r in deciding) or any(r.blocked for r in deciding):
+            return False
+        return self.ask == "deny" and not self.permission_granted
+
+    @property
+    def asked(self) -> bool:
+        """A PreToolUse hook asked for approval and nothing refused the call: a PermissionRequest to put."""
+        deciding = self._deciding
+        return any(r.decision == "ask" for r in deciding) and not any(r.blocked or r.stop for r in deciding)
+
+    @property
+    def permission_granted(self) -> bool:
+        """A PermissionRequest hook allowed the call (it answered the ask)."""
+        return any(r.event == "PermissionRequest" and r.decision == "allow" for r in self._deciding)
 
     @property
     def blocked(self) -> bool:

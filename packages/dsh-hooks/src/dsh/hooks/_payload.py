@@ -62,6 +62,7 @@ _CODEX_KEYS: Mapping[str, frozenset[str]] = {
             "UserPromptSubmit": (*_AGENT, "turn_id", "prompt"),
             "PreToolUse": (*_AGENT, "turn_id", "tool_name", "tool_input", "tool_use_id"),
             "PostToolUse": (*_AGENT, "turn_id", "tool_name", "tool_input", "tool_response", "tool_use_id"),
+            "PermissionRequest": (*_AGENT, "turn_id", "tool_name", "tool_input"),
             "Stop": ("turn_id", "stop_hook_active", "last_assistant_message"),
             "SubagentStart": (*_AGENT, "turn_id"),
             "SubagentStop": (
@@ -83,6 +84,9 @@ _CLAUDE_KEYS: Mapping[str, frozenset[str]] = {
         "PreToolUse": ("tool_name", "tool_input", "tool_use_id"),
         "PostToolUse": ("tool_name", "tool_input", "tool_response", "tool_use_id"),
         "PostToolUseFailure": ("tool_name", "tool_input", "tool_use_id", "error", "is_interrupt"),
+        "PermissionRequest": ("tool_name", "tool_input"),
+        "PostToolBatch": ("tool_calls",),
+        "StopFailure": ("error", "error_details", "last_assistant_message"),
         "Stop": ("stop_hook_active", "last_assistant_message"),
         "SubagentStart": (),
         "SubagentStop": ("stop_hook_active", "agent_transcript_path", "last_assistant_message"),

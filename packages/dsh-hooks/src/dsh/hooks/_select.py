@@ -9,7 +9,7 @@ from ._payload import peer_tool_input, tool_subjects
 from ._rules import parse_rule, rule_matches
 from ._table import HookCommand, HookTable
 
-TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
+TOOL_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure"})
 """Events where a Claude Code ``if`` rule is checked (it is ignored on the others)."""
 
 

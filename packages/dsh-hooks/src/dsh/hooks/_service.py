@@ -173,9 +173,14 @@ class HookRunner:
         )
 
     async def pre_tool(self, scope: HookScope, tool: str, arguments: Mapping[str, Any], call_id: str) -> HookOutcome:
-        """``PreToolUse``: may block, deny, ask, rewrite the input (``updated_input``) or stop."""
+        """``PreToolUse``: may block, deny, ask, rewrite the input (``updated_input``) or stop.
+
+        An ``ask`` nothing refused is put to ``PermissionRequest`` hooks, the peers' way to answer
+        it: an ``allow`` runs the call (with its ``updatedInput``), a ``deny`` refuses it, and with no
+        answer the ``ask`` policy of the config decides.
+        """
         fields = {**scope.agent_fields(), "tool_name": tool, "tool_input": dict(arguments), "tool_use_id": call_id}
-        return await self._fire(
+        outcome = await self._fire(
             {"claude": "PreToolUse", "codex": "PreToolUse"},
             scope,
             fields,
@@ -183,6 +188,17 @@ class HookRunner:
             tool=tool,
             tool_input=arguments,
         )
+        if not outcome.asked:
+            return outcome
+        answer = await self._fire(
+            {"claude": "PermissionRequest", "codex": "PermissionRequest"},
+            scope,
+            {**scope.agent_fields(), "tool_name": tool, "tool_input": dict(arguments)},
+            subject=lambda d: tool_subjects(d, tool),
+            tool=tool,
+            tool_input=arguments,
+        )
+        return outcome.merged(answer)
 
     async def post_tool(
         self,
