@@ -592,15 +592,75 @@ def test_a_hooks_stderr_is_recorded_and_bash_results_carry_claude_codes_keys(tmp
 
 
 def test_an_async_hook_in_a_long_run_is_reported_at_a_later_step(tmp_path: Path) -> None:
-    hook = {"type": "command", "command": 'cat >/dev/null; echo \'{"systemMessage": "formatted"}\'', "async": True}
+    done = tmp_path / "done"
+    command = f'cat >/dev/null; echo \'{{"systemMessage": "formatted"}}\'; touch {done}'
+    hook = {"type": "command", "command": command, "async": True}
     runtime = _runtime(tmp_path, claude={"PostToolUse": [{"matcher": "Bash", "hooks": [hook]}]})
+    wait = f"for i in $(seq 300); do [ -e {done} ] && break; sleep 0.1; done; sleep 2"
     try:
-        steps = [ModelStep(tool_calls=[ToolCall(name="bash", arguments={"command": "sleep 1"})]) for _ in range(3)]
+        steps = [ModelStep(tool_calls=[ToolCall(name="bash", arguments={"command": c})]) for c in ("true", wait)]
         agent = _drive(runtime, tmp_path, [*steps, ModelStep(text="done")])
     finally:
         runtime.close()
     reports = [r for e in agent.session.history if e.type == "hook/result" for r in e.data["reports"]]
     assert reports and all(r["background"] and r["system_message"] == "formatted" for r in reports)
-    assert not (tmp_path / "home" / "run" / "async-hooks").exists() or not any(
-        (tmp_path / "home" / "run" / "async-hooks").iterdir()
+    folder = tmp_path / "home" / "run" / "async-hooks"
+    left = list(folder.iterdir()) if folder.exists() else []
+    assert len(left) + len(reports) == 2  # a reported hook's files are removed; one still running keeps its own
+
+
+class RateLimitError(Exception):
+    """Named as the provider SDKs name theirs."""
+
+
+class _Failing(_Capturing):
+    """Answers its steps, then fails as a provider does."""
+
+    async def step(self, session: Any, tools: Any) -> ModelStep:
+        if not self.steps:
+            raise RateLimitError("429: slow down")
+        return await super().step(session, tools)
+
+
+def test_post_tool_batch_sees_the_whole_step_and_stop_failure_a_provider_error(tmp_path: Path) -> None:
+    folder = tmp_path / "payloads"
+    folder.mkdir()
+    keep = {"type": "command", "command": f'cat > {folder}/"$(date +%s%N)-$$.json"'}
+    batch_context = _json_hook(
+        {"hookSpecificOutput": {"hookEventName": "PostToolBatch", "additionalContext": "both ran"}}
     )
+    table = {
+        "PostToolBatch": [{"hooks": [keep, batch_context]}],
+        "StopFailure": [{"matcher": "rate_limit", "hooks": [keep]}],
+    }
+    runtime = _runtime(tmp_path, claude=table)
+    calls = [
+        ToolCall(name="bash", arguments={"command": "echo one"}),
+        ToolCall(name="bash", arguments={"command": "echo two"}),
+    ]
+    model = _Failing([ModelStep(text="two at once", tool_calls=calls)])
+    try:
+
+        async def scenario() -> Agent:
+            agent = Agent(runtime.ctx, runtime.ctx.require(SESSIONS).create(tmp_path), model)
+            await agent.start("startup")
+            with pytest.raises(RateLimitError):
+                await agent.run_turn("go")
+            await agent.end()
+            return agent
+
+        agent = asyncio.run(scenario())
+    finally:
+        runtime.close()
+    payloads = {p["hook_event_name"]: p for p in (json.loads(f.read_text()) for f in folder.iterdir())}
+    batch = payloads["PostToolBatch"]["tool_calls"]
+    assert [c["tool_input"]["command"] for c in batch] == ["echo one", "echo two"]
+    assert [c["tool_response"]["stdout"] for c in batch] == ["one\n", "two\n"] and batch[0]["tool_name"] == "Bash"
+    failure = payloads["StopFailure"]
+    assert failure["error"] == "rate_limit" and "429: slow down" in failure["error_details"]
+    assert failure["last_assistant_message"] == "two at once"
+    for event, payload in payloads.items():
+        keys = CLAUDE_KEYS[f"{event}HookInput"]
+        assert set(payload) <= {*keys["required"], *keys["optional"]}, event
+    contexts = [e.data["text"] for e in agent.session.history if e.type == "message/context"]
+    assert "both ran" in contexts

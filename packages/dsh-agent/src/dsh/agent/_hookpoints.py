@@ -12,7 +12,7 @@ from ._model import ToolCall
 from ._turns import recorded
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
     from dsh.hooks import HookOutcome, HookRunner, HookScope, Notice
@@ -77,6 +77,26 @@ class HookPoints:
         self._settle(event, HookOutcome(warnings=(notice,)))
         return True
 
+    async def _post_tool_batch(self, calls: Sequence[ToolCall], results: Sequence[ToolResult], turn_id: str) -> None:
+        """PostToolBatch once a step's calls have all finished: what the hooks add (context, a blocking
+        reason) goes to the model, and ``continue: false`` ends the turn."""
+        hooks = self._hooks()
+        assert hooks is not None
+        batch = [(c.name, c.arguments, c.id or "", _response(r)) for c, r in zip(calls, results, strict=True)]
+        outcome = self._settle("PostToolBatch", await hooks.post_tool_batch(self._scope(turn_id), batch))
+        if outcome.blocked:  # as after one call: the reason is for the model to read
+            text = f"[PostToolBatch hook: {outcome.reason}]"
+            self.session.record("message/context", text=text, source="hook", event="PostToolBatch")
+        if outcome.stop:
+            self._stopping = outcome.stop_reason
+
+    async def _stop_failure(self, error: Exception, turn_id: str) -> None:
+        """StopFailure when the turn ends on an error (of the model or its provider); recorded only."""
+        hooks = self._hooks()
+        assert hooks is not None
+        last = next((e.data.get("text") for e in reversed(self.session.history) if e.type == "message/assistant"), None)
+        self._settle("StopFailure", await hooks.stop_failure(self._scope(turn_id), error, last or None))
+
     async def _background_hooks(self) -> None:
         hooks = self._hooks()
         if hooks is not None:
@@ -112,8 +132,7 @@ class HookPoints:
         """PostToolUse: the result as the model will see it (a blocking hook's reason appended)."""
         hooks = self._hooks()
         assert hooks is not None
-        # The result's own output and error flag win over keys of the same name in its data.
-        response = {**recorded(result), "output": result.output, "is_error": result.is_error}
+        response = _response(result)
         error = result.output if result.is_error else None
         post = self._settle(
             "PostToolUse",
@@ -124,3 +143,9 @@ class HookPoints:
         if post.blocked:
             return result._replace(output=f"{result.output}\n[PostToolUse hook: {post.reason}]", is_error=True)
         return result
+
+
+def _response(result: ToolResult) -> dict[str, Any]:
+    """A result as PostToolUse and PostToolBatch hooks see it: its record, with its own output and
+    error flag winning over keys of the same name in its data."""
+    return {**recorded(result), "output": result.output, "is_error": result.is_error}

@@ -230,6 +230,8 @@ class Agent(HookPoints):
 
                     results = await asyncio.gather(*(self.call_tool(c, turn_id) for c in calls))
                     result.tool_results.extend(zip(calls, results, strict=True))
+                    if hooks is not None:
+                        await self._post_tool_batch(calls, results, turn_id)
                     if self._stopping is not None:
                         result.stopped = self._stopping
                         break
@@ -260,6 +262,8 @@ class Agent(HookPoints):
             interrupted = interruption(exc)
             if interrupted is None and isinstance(exc, Exception):
                 session.record("error", message=f"{type(exc).__name__}: {exc}")
+                if hooks is not None:
+                    await self._stop_failure(exc, turn_id)
             raise
         finally:
             extra = {"interrupted": interrupted} if interrupted else {}

@@ -29,7 +29,7 @@ from dsh.session.persistence import SESSION_PERSISTENCE
 
 from ._envfile import EnvFiles
 from ._outcome import HookOutcome, HookReport
-from ._payload import HookFacts, build_payload, peer_tool_input, tool_subjects
+from ._payload import HookFacts, build_payload, peer_tool_input, peer_tool_name, peer_tool_response, tool_subjects
 from ._process import hook_executor, run_hook
 from ._scope import HookScope
 from ._select import select_hooks
@@ -41,6 +41,25 @@ if TYPE_CHECKING:
     from ._detached import DetachedHook
 
 DIALECTS: tuple[Dialect, ...] = ("claude", "codex")
+
+
+_ERROR_KINDS = (
+    (("RateLimit", "TooManyRequests"), "rate_limit"),
+    (("Authentication", "PermissionDenied", "Unauthorized"), "authentication_failed"),
+    (("Billing", "Quota", "PaymentRequired"), "billing_error"),
+    (("BadRequest", "InvalidRequest", "UnprocessableEntity", "NotFound"), "invalid_request"),
+    (("InternalServer", "ServiceUnavailable", "Overloaded", "APIConnection", "APITimeout"), "server_error"),
+)
+
+
+def error_kind(error: BaseException) -> str:
+    """Claude Code's ``StopFailure`` category for ``error``, told from its class and base class names
+    (the provider SDKs name their errors so); ``unknown`` otherwise."""
+    names = [cls.__name__ for cls in type(error).__mro__]
+    for markers, kind in _ERROR_KINDS:
+        if any(marker in name for name in names for marker in markers):
+            return kind
+    return "unknown"
 
 
 def hook_env(dialect: Dialect, hook: HookCommand, header: SessionHeader) -> dict[str, str]:
@@ -227,6 +246,44 @@ class HookRunner:
             tool=tool,
             tool_input=arguments,
         )
+
+    async def post_tool_batch(
+        self, scope: HookScope, calls: Sequence[tuple[str, Mapping[str, Any], str, Mapping[str, Any]]]
+    ) -> HookOutcome:
+        """Claude Code's ``PostToolBatch`` once every call of a model step has finished (Codex has none).
+
+        ``calls`` holds each call's tool, arguments, id and response; the payload's ``tool_calls``
+        carries them as PostToolUse does (``tool_name``, ``tool_input``, ``tool_use_id``,
+        ``tool_response``), in the step's order.
+        """
+        batch = [
+            {
+                "tool_name": peer_tool_name("claude", tool),
+                "tool_input": peer_tool_input("claude", tool, arguments),
+                "tool_use_id": call_id,
+                "tool_response": peer_tool_response("claude", tool, response),
+            }
+            for tool, arguments, call_id, response in calls
+        ]
+        return await self._fire({"claude": "PostToolBatch"}, scope, {**scope.agent_fields(), "tool_calls": batch})
+
+    async def stop_failure(
+        self, scope: HookScope, error: BaseException, last_message: str | None = None
+    ) -> HookOutcome:
+        """Claude Code's ``StopFailure``: a turn ended by an error of the model or its provider.
+
+        ``error`` is the peer's category, told from the exception's class names (``rate_limit``,
+        ``authentication_failed``, ``invalid_request``, ``server_error``, else ``unknown``); the
+        message is ``error_details``. What the hooks answer is only recorded: the turn has failed.
+        """
+        kind = error_kind(error)
+        fields = {
+            **scope.agent_fields(),
+            "error": kind,
+            "error_details": f"{type(error).__name__}: {error}",
+            "last_assistant_message": last_message,
+        }
+        return await self._fire({"claude": "StopFailure"}, scope, fields, subject=lambda d: kind)
 
     async def stop(self, scope: HookScope, *, stop_hook_active: bool, last_message: str | None) -> HookOutcome:
         """``Stop`` for the main agent; inside a subagent ``SubagentStop``, carrying the parent's identity."""
