@@ -234,7 +234,12 @@ def _meta(pkg: Path) -> dict[str, Any]:
     return tomllib.loads((pkg / "pyproject.toml").read_text())
 
 
-_IMPORT_NAMES = {"yaml": "pyyaml", "psycopg_pool": "psycopg-pool"}
+_IMPORT_NAMES = {
+    "yaml": "pyyaml",
+    "psycopg_pool": "psycopg-pool",
+    "tree_sitter": "tree-sitter",
+    "tree_sitter_bash": "tree-sitter-bash",
+}
 """Import names whose distribution is called otherwise."""
 
 
