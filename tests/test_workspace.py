@@ -20,7 +20,11 @@ def test_no_distribution_ships_a_namespace_init() -> None:
     offenders = [
         str(p.relative_to(REPO))
         for pkg in PACKAGES
-        for p in (pkg / "src" / "dsh" / "__init__.py", pkg / "src" / "dsh" / "persistence" / "__init__.py")
+        for p in (
+            pkg / "src" / "dsh" / "__init__.py",
+            pkg / "src" / "dsh" / "persistence" / "__init__.py",
+            pkg / "src" / "dsh" / "models" / "__init__.py",
+        )
         if p.exists()
     ]
     assert offenders == []
@@ -104,7 +108,7 @@ def _imports(source: Path) -> set[str]:
         for name in names:
             if name.startswith("dsh."):
                 parts = name.split(".")
-                found.add(".".join(parts[:3] if parts[1] == "persistence" else parts[:2]))
+                found.add(".".join(parts[:3] if parts[1] in ("persistence", "models") else parts[:2]))
     return found
 
 

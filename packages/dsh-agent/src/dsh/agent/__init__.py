@@ -14,9 +14,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._builtins import BUILTINS
-from ._errors import ScriptError, TranscriptNotSaved, TurnError, unsaved_message
+from ._conversation import MISSING_RESULT, Answered, Outcome, Said, conversation
+from ._errors import ModelError, ScriptError, TranscriptNotSaved, TurnError, unsaved_message
 from ._loop import Agent, needs_event_loop
-from ._model import Model, ScriptedModel, ToolCall
+from ._model import MODEL, Model, ScriptedModel, ToolCall, check_model, load_model
+from ._provider import NO_KEY, provider_error, read_key, server_message, status_reason
 from ._spawn import SPAWN_DESCRIPTION, SpawnTool, spawn_plugin
 
 if TYPE_CHECKING:
@@ -35,10 +37,17 @@ _LAZY = {
 
 __all__ = [
     "BUILTINS",
+    "MISSING_RESULT",
+    "MODEL",
+    "NO_KEY",
     "SPAWN_DESCRIPTION",
     "Agent",
+    "Answered",
     "Model",
+    "ModelError",
     "ModelStep",
+    "Outcome",
+    "Said",
     "Script",
     "ScriptError",
     "ScriptTurn",
@@ -49,9 +58,16 @@ __all__ = [
     "Turn",
     "TurnError",
     "TurnResult",
+    "check_model",
+    "conversation",
+    "load_model",
     "load_script",
     "needs_event_loop",
+    "provider_error",
+    "read_key",
+    "server_message",
     "spawn_plugin",
+    "status_reason",
     "unsaved_message",
 ]
 

@@ -1,6 +1,7 @@
 """Errors of the agent loop, each with its subject as attributes beside a one-sentence message.
 
 DshError (dsh.core)
+├── ModelError                .provider, .base_url, .status: a model provider failed a step, or is not a Model
 ├── ScriptError               .path, .subagent: a model script cannot be read or validated, or lacks a subagent
 ├── TranscriptNotSaved        .session_id, .cause, .result: a turn ran to its end but its flush failed
 └── TurnError                 .turn_id: an outside loop's turn used when not open, or blocked or stopped by a hook
@@ -12,7 +13,24 @@ from __future__ import annotations
 
 from dsh.core import DshError
 
-__all__ = ["ScriptError", "TranscriptNotSaved", "TurnError"]
+__all__ = ["ModelError", "ScriptError", "TranscriptNotSaved", "TurnError"]
+
+
+class ModelError(DshError):
+    """A model provider failed a step (a refused key, a rate limit, a server error, a timeout, a
+    reply dsh cannot read), or what it produced is not a :class:`~dsh.agent.Model`.
+
+    The message is one sentence naming the provider and, for a remote one, its base URL; never a key.
+    """
+
+    def __init__(self, message: str, *, provider: str, base_url: str | None = None, status: int | None = None) -> None:
+        super().__init__(message)
+        self.provider = provider
+        """The provider at fault (its entry-point name, or a description of who produced the model)."""
+        self.base_url = base_url
+        """The endpoint the provider talked to, when it is remote."""
+        self.status = status
+        """The HTTP status the endpoint answered with, when it answered."""
 
 
 class ScriptError(DshError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from dsh.bash import Interrupts, interrupted_result, interruption
@@ -24,7 +24,7 @@ from dsh.session import (
     is_safe_id,
 )
 
-from ._errors import TranscriptNotSaved
+from ._errors import ModelError, TranscriptNotSaved
 from ._hookpoints import HookPoints
 from ._model import Model, ToolCall
 from ._request import REQUEST_EVENT, request_data
@@ -189,7 +189,7 @@ class Agent(HookPoints):
 
     async def run_turn(self, prompt: str) -> TurnResult:
         """Run one turn to its end and flush the transcript (the checkpoint), even on failure."""
-        from ._steps import TurnResult  # only model-driven turns need it, never ``dsh exec``
+        from ._steps import ModelStep, TurnResult  # only model-driven turns need them, never ``dsh exec``
 
         turn_id = self._open_turn()
         result = TurnResult(turn_id)
@@ -197,6 +197,7 @@ class Agent(HookPoints):
         hooks = self._hooks()
         self._stopping = None
         interrupted: str | None = None
+        failed: str | None = None
         try:
             session.record("message/user", text=prompt)
             if hooks is not None and self.parent is None:
@@ -219,11 +220,22 @@ class Agent(HookPoints):
                     session.record(REQUEST_EVENT, **request)
                     offered = request
                 step = await self.model.step(session, specs)
+                if not isinstance(step, ModelStep):
+                    raise ModelError(
+                        f"model '{self.model.name}' step() returned {type(step).__name__}, not a dsh.agent.ModelStep",
+                        provider=self.model.name,
+                    )
                 calls = [c if c.id else replace(c, id=_new_call_id()) for c in step.tool_calls]
+                said: dict[str, Any] = {}
+                if step.reasoning:
+                    said["reasoning"] = step.reasoning
+                if step.usage:
+                    said["usage"] = dict(step.usage)
                 session.record(
                     "message/assistant",
                     text=step.text,
-                    tool_calls=[asdict(c) for c in calls],
+                    tool_calls=[c.to_json() for c in calls],
+                    **said,
                 )
                 if calls:
                     import asyncio  # the model-driven loop runs under asyncio: its calls overlap
@@ -261,12 +273,16 @@ class Agent(HookPoints):
         except BaseException as exc:
             interrupted = interruption(exc)
             if interrupted is None and isinstance(exc, Exception):
-                session.record("error", message=f"{type(exc).__name__}: {exc}")
+                # A provider's fault is its own sentence; anything else keeps its type for the record.
+                failed = str(exc) if isinstance(exc, ModelError) else f"{type(exc).__name__}: {exc}"
+                session.record("error", message=failed)
                 if hooks is not None:
                     await self._stop_failure(exc, turn_id)
             raise
         finally:
-            extra = {"interrupted": interrupted} if interrupted else {}
+            extra: dict[str, Any] = {"interrupted": interrupted} if interrupted else {}
+            if failed is not None:
+                extra["failed"] = failed
             self._close_turn(turn_id, result, blocked=result.blocked, **extra)
 
     async def run_tool_turn(self, call: ToolCall, source: str = "exec") -> ToolResult:
@@ -294,7 +310,9 @@ class Agent(HookPoints):
         tools = self.ctx.get(TOOLS)
         tool = None if tools is None else tools.get(call.name)
         hooks = self._hooks()
-        if tool is None:
+        if call.error is not None:
+            result = ToolResult(call.error, is_error=True)  # the model's own fault: it is told, nothing runs
+        elif tool is None:
             known = ", ".join(s.name for s in self._tool_specs()) or "none"
             result = ToolResult(f"no tool named '{call.name}'; tools: {known}", is_error=True)
         else:

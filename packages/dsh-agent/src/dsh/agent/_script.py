@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from dsh.core import Context, Plugin
 from dsh.core.validation import format_validation_error
 from dsh.paths import read_regular_text
 
@@ -49,3 +51,20 @@ def load_script(path: str | os.PathLike[str]) -> Script:
         return Script.model_validate(raw or {})
     except ValidationError as exc:
         raise ScriptError(f"{source}: {format_validation_error(exc)}", path=source) from None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScriptedConfig:
+    """The ``scripted`` provider's config: the script its model replays (YAML or JSON)."""
+
+    script: str
+
+
+def _apply_scripted(ctx: Context, config: ScriptedConfig) -> None:
+    from ._model import MODEL, ScriptedModel
+
+    ctx.provide(MODEL, ScriptedModel.from_script(load_script(config.script)))
+
+
+scripted_plugin = Plugin(name="scripted", apply=_apply_scripted, Config=ScriptedConfig)
+"""The ``scripted`` entry of the ``dsh.models`` group: the keyless model replaying ``config.script``."""

@@ -17,12 +17,19 @@ from ._model import ToolCall
 
 @dataclass(frozen=True, kw_only=True)
 class ModelStep:
-    """One model response: text, and the tool calls to run (none ends the turn)."""
+    """One model response: text, and the tool calls to run (none ends the turn).
+
+    ``reasoning`` is the model's reasoning text where the provider returns it (DeepSeek's
+    ``reasoning_content``); ``usage`` its token counts (``input_tokens``, ``output_tokens``, and
+    what else the provider reports). Both are recorded in the ``message/assistant`` event when set.
+    """
 
     __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}  # read when a script is validated
 
     text: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
+    reasoning: str = ""
+    usage: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass

@@ -9,11 +9,29 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._deployment import Deployment, PersistenceChoice, PluginEntry, load_deployment, parse_deployment, resolve_home
+from ._deployment import (
+    Deployment,
+    ModelChoice,
+    PersistenceChoice,
+    PluginEntry,
+    load_deployment,
+    parse_deployment,
+    resolve_home,
+)
 from ._discovery import PLUGINS_GROUP, Catalog, EntryPointItem, Lost
 from ._errors import BootError, DeploymentError, DiscoveryError
 from ._follow import follow_group
-from ._runtime import CATALOG, TURN_REFRESH, Runtime, boot, compose, discovery_cache, validated_cache
+from ._runtime import (
+    CATALOG,
+    MODEL_ENTRY,
+    MODELS_GROUP,
+    TURN_REFRESH,
+    Runtime,
+    boot,
+    compose,
+    discovery_cache,
+    validated_cache,
+)
 from ._validated import ValidatedCache
 
 if TYPE_CHECKING:
@@ -21,6 +39,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CATALOG",
+    "MODELS_GROUP",
+    "MODEL_ENTRY",
     "PLUGINS_GROUP",
     "TURN_REFRESH",
     "BootError",
@@ -31,6 +51,7 @@ __all__ = [
     "EntryPointItem",
     "GroupDiff",
     "Lost",
+    "ModelChoice",
     "PersistenceChoice",
     "PluginEntry",
     "Runtime",

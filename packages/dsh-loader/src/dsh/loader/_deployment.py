@@ -1,4 +1,4 @@
-"""Deployments: which backend and plugins to load, validated from files, and the one harness home.
+"""Deployments: which backend, model and plugins to load, validated from files, and the one harness home.
 
 The classes are stdlib dataclasses so that a deployment built in code (the default one) needs no
 pydantic; a file or a mapping is validated by pydantic, imported by :func:`parse_deployment`.
@@ -66,6 +66,24 @@ class PersistenceChoice:
 
 
 @dataclass(kw_only=True)
+class ModelChoice:
+    """The model the deployment's agents run on: a name in the ``dsh.models`` group and its config.
+
+    Only a model-driven command loads it (:meth:`~dsh.loader.Runtime.load_model`); ``dsh exec``
+    and the other verbs never import a provider.
+    """
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _FORBID_EXTRA
+
+    provider: str
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.provider.strip():
+            raise FieldError("provider", "must not be empty")
+
+
+@dataclass(kw_only=True)
 class Deployment:
     """A composed harness: home, persistence backend and plugins (YAML or Python).
 
@@ -78,6 +96,8 @@ class Deployment:
     dsh_home: str | None = None
     persistence: PersistenceChoice = field(default_factory=PersistenceChoice)
     plugins: list[PluginEntry] | None = None
+    model: ModelChoice | None = None
+    """The model provider, when the deployment names one (``dsh run`` also takes ``--model``)."""
     refresh_per_turn: bool = True
     """Re-read installed distributions before each turn (cheap when nothing changed)."""
 

@@ -24,7 +24,7 @@ from dsh.core import (
 from dsh.paths import ensure_private_dir
 from dsh.session.persistence import PERSISTENCE_GROUP
 
-from ._deployment import Deployment, resolve_home
+from ._deployment import Deployment, ModelChoice, resolve_home
 from ._discovery import PLUGINS_GROUP, Catalog, EntryPointItem, import_ref
 from ._errors import BootError, DiscoveryError
 from ._validated import VALIDATED_CACHE, ValidatedCache
@@ -34,6 +34,14 @@ if TYPE_CHECKING:
 
 CATALOG: ServiceKey[Catalog] = ServiceKey("catalog")
 """The entry-point catalog of the running deployment."""
+
+MODELS_GROUP = "dsh.models"
+"""Entry points naming model provider plugins; a deployment's ``model.provider`` (or ``dsh run --model``)
+picks one. The loader names the group because it loads the deployment's choice; the ``Model``
+protocol a provider produces is dsh-agent's."""
+
+MODEL_ENTRY = "model"
+"""The entry id a deployment's model provider loads under (what boot reports and ``dsh plugins`` show)."""
 
 TURN_REFRESH: ServiceKey[Callable[[], object]] = ServiceKey("turn_refresh")
 """What a host calls at each turn start: the catalog's ``refresh``, provided only when the
@@ -118,6 +126,40 @@ class Runtime:
         """Unload everything, in reverse order of loading."""
         with containment():  # one signal watch for every disposer
             self.ctx.fiber.dispose()
+
+    def load_model(self, choice: ModelChoice | None = None) -> Fiber:
+        """Load the model provider (``choice``, else the deployment's ``model``) as entry ``model``.
+
+        A provider is loaded only when a command drives a model, never at composition: the other
+        verbs import no provider. Raises :class:`BootError` naming the provider when it is not
+        installed, fails to import or fails its config; a second call returns the loaded fiber.
+        """
+        loaded = self.entries.get(MODEL_ENTRY)
+        if loaded is not None:
+            return loaded
+        choice = choice or self.deployment.model
+        if choice is None:
+            raise BootError(
+                f"{self.source}: no model provider is chosen; set `model: {{provider: NAME}}` in the deployment "
+                f"or pass --model NAME (installed: {', '.join(self.catalog.names(MODELS_GROUP)) or 'none'})",
+                source=self.source,
+                problems=["no model provider"],
+            )
+        with containment():
+            self._load_entry(MODEL_ENTRY, MODELS_GROUP, choice.provider, choice.config)
+        fiber = self.entries.get(MODEL_ENTRY)
+        problem = self.failures.pop(MODEL_ENTRY, None)
+        if fiber is not None and fiber.state is FiberState.FAILED:
+            problem = f"model provider '{choice.provider}' failed: {fiber.error}"
+        elif fiber is not None and fiber.state is FiberState.PENDING:
+            problem = f"model provider '{choice.provider}' waits for service(s): {', '.join(fiber.missing)}"
+        if problem is not None or fiber is None:
+            self.entries.pop(MODEL_ENTRY, None)
+            if fiber is not None:
+                fiber.dispose()
+            problem = problem or f"model provider '{choice.provider}' did not load"
+            raise BootError(f"{self.source}: {problem}", source=self.source, problems=[problem])
+        return fiber
 
     def _load_entry(
         self, entry_id: str, group: str, name: str, config: object, validated: ValidatedCache | None = None
@@ -227,6 +269,7 @@ def _compose(
         root.provide(TURN_REFRESH, runtime.refresh)
     root.effect(lambda: runtime.catalog.watch(PLUGINS_GROUP, runtime._on_diff), label="watch dsh.plugins")
     root.effect(lambda: runtime.catalog.watch(PERSISTENCE_GROUP, runtime._on_diff), label="watch dsh.persistence")
+    root.effect(lambda: runtime.catalog.watch(MODELS_GROUP, runtime._on_diff), label="watch dsh.models")
     for plugin in builtins:
         runtime.builtins.append(root.plugin(plugin))
     persistence = deployment.persistence

@@ -3,17 +3,22 @@
 Installing this distribution registers a pytest plugin (``dsh.testing._fixtures``): every test
 starts without ambient ``DSH_*`` variables, and ``postgres_server``/``pg_schema`` give a throw-away
 PostgreSQL server when one can be started, and ``sticky_tmp`` a fresh folder like ``/tmp`` (root's,
-mode 1777) where :data:`OTHER_UID` (see :func:`as_other_uid`) can plant files.
+mode 1777) where :data:`OTHER_UID` (see :func:`as_other_uid`) can plant files. :class:`Endpoint` is
+a loopback HTTP server replaying recorded replies, for model providers' tests.
 """
 
 from ._dists import dsh, make_dist, remove_dist, touch_dir
+from ._endpoint import Endpoint, Seen, load_exchanges
 from ._uid import OTHER_UID, as_other_uid, fork_as_other_uid, needs_root
 
 __all__ = [
     "OTHER_UID",
+    "Endpoint",
+    "Seen",
     "as_other_uid",
     "dsh",
     "fork_as_other_uid",
+    "load_exchanges",
     "make_dist",
     "needs_root",
     "remove_dist",
