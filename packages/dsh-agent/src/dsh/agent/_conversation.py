@@ -100,7 +100,10 @@ def conversation(events: Iterable[SessionEvent]) -> list[Item]:
                     Outcome(str(call.get("id")), str(call.get("name")), MISSING_RESULT, True)
                     if found is None
                     else Outcome(
-                        str(call.get("id")), str(call.get("name")), str(found.get("output", "")), bool(found.get("is_error"))
+                        str(call.get("id")),
+                        str(call.get("name")),
+                        str(found.get("output", "")),
+                        bool(found.get("is_error")),
                     )
                 )
             reasoning = str(data.get("reasoning") or "")

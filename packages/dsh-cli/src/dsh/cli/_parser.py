@@ -168,9 +168,13 @@ def _build() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
 
     p = verb(
         "run",
-        "Drive the agent loop with the keyless scripted model.\n"
-        "Each scripted turn is a user prompt and the model's steps (text and tool calls);\n"
+        "Drive the agent loop: real turns with a model provider (--model, or the deployment's model),\n"
+        "or the keyless scripted model (--script). With a provider the prompt is --prompt, else stdin,\n"
+        "else (on a terminal) one prompt per turn until Ctrl-D; the assistant's text goes to stdout and\n"
+        "one line per tool call to stderr. Each scripted turn is a user prompt and the model's steps;\n"
         "the script format is in packages/dsh-agent/README.md, section 'The scripted model'.",
+        "dsh run --model openai --prompt 'where is my transcript?'",
+        "dsh run --model openai --session ID        continue a stored session, prompts from the terminal",
         "dsh run --script demo.yaml",
         "dsh run --script demo.yaml --session ID --json     continue a stored session",
         "",
@@ -182,7 +186,9 @@ def _build() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         "        - text: done",
     )
     common(p, session="continue this stored session instead of creating one")
-    p.add_argument("--script", required=True, metavar="FILE", help="YAML (or .json) script of turns")
+    p.add_argument("--script", metavar="FILE", help="YAML (or .json) script of turns for the scripted model")
+    p.add_argument("--model", metavar="PROVIDER", help="the dsh.models provider (openai, anthropic ...)")
+    p.add_argument("--prompt", metavar="TEXT", help="the one turn's prompt (default: stdin, or a terminal loop)")
 
     p = verb(
         "env",

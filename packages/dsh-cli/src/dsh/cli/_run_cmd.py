@@ -1,4 +1,4 @@
-"""The ``dsh run`` verb: a scripted model driving the agent loop, turn by turn."""
+"""The ``dsh run`` verb: a model provider (or the scripted model) driving the agent loop, turn by turn."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from dsh.agent import Agent, ScriptedModel, load_script
 from dsh.session import SESSIONS, Session, SessionStore
 
+from ._errors import UsageError
 from ._exec import location_json, notice_line
 from ._output import print_json
 from ._runtime import open_runtime
@@ -26,7 +27,17 @@ def _open_session(store: SessionStore, session_id: str | None, cwd: str | None) 
 
 
 async def run_verb(args: argparse.Namespace) -> int:
-    """``dsh run --script FILE``: the whole agent loop with the scripted model."""
+    """``dsh run``: with ``--script FILE`` the scripted model's turns, else real turns with a provider."""
+    if args.script is None:
+        from ._model_run import model_run
+
+        return await model_run(args)
+    for option in ("model", "prompt"):
+        if getattr(args, option) is not None:
+            raise UsageError(
+                f"--{option} cannot be used with --script: a script holds its own turns and model",
+                option=f"--{option}",
+            )
     script = load_script(args.script)
     with open_runtime(choice=args.choice) as runtime:
         session, source = _open_session(runtime.ctx.require(SESSIONS), args.session, None)

@@ -79,8 +79,7 @@ class Endpoint:
     @property
     def url(self) -> str:
         """``http://127.0.0.1:PORT``."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._server.server_port}"
 
     def queue(self, *replies: dict[str, Any]) -> None:
         """Answer the next requests with ``replies``, in order."""

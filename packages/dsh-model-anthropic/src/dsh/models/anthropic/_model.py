@@ -143,7 +143,9 @@ class AnthropicModel:
                             "not an object; call it again with a JSON object",
                         )
                     )
-        return ModelStep(text="".join(text), tool_calls=calls, reasoning="".join(thinking), usage=usage_figures(reply.usage))
+        return ModelStep(
+            text="".join(text), tool_calls=calls, reasoning="".join(thinking), usage=usage_figures(reply.usage)
+        )
 
     def _fault(self, exc: anthropic.APIError, key: str) -> ModelError:
         """One sentence naming the provider and base URL, never the key."""

@@ -17,13 +17,14 @@ from typing import Any
 
 import pytest
 
-from dsh.agent import Agent, ModelError, load_model, open_runtime
+from dsh.agent import Agent, ModelError, load_model
+from dsh.cli import open_runtime
 from dsh.loader import BootError, ModelChoice, Runtime
-from dsh.models.openai import OpenAIConfig, OpenAIModel, chat_messages, drop_nulls, function_tools, strict_schema
+from dsh.models.openai import OpenAIConfig, OpenAIModel, drop_nulls, function_tools, strict_schema
 from dsh.session import SESSIONS, TOOLS, Session
 from dsh.testing import Endpoint, load_exchanges
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "data" / "models" / "openai"
 KEY = "sk-test-secret"
 FAULTS: dict[str, dict[str, Any]] = json.loads((FIXTURES / "faults.json").read_text())["replies"]
 
@@ -194,7 +195,9 @@ def test_a_refused_connection_and_a_missing_key_are_one_line_each(tmp_path: Path
         port = probe.getsockname()[1]
     with runtime(tmp_path) as rt:
         session = rt.ctx.require(SESSIONS).create(str(tmp_path))
-        llm = OpenAIModel(OpenAIConfig(base_url=f"http://127.0.0.1:{port}/v1", max_retries=0), env={"OPENAI_API_KEY": KEY})
+        llm = OpenAIModel(
+            OpenAIConfig(base_url=f"http://127.0.0.1:{port}/v1", max_retries=0), env={"OPENAI_API_KEY": KEY}
+        )
         with pytest.raises(ModelError, match=rf"^model provider openai at http://127.0.0.1:{port}/v1: cannot connect"):
             turn(rt, session, llm, "hello")
         keyless = OpenAIModel(OpenAIConfig(base_url="http://127.0.0.1:9/v1", api_key_env="DEEPSEEK_API_KEY"), env={})
@@ -251,33 +254,3 @@ def test_the_entry_point_loads_with_the_sdk_environment_defaults_and_refuses_unk
         assert endpoint.seen[0].body["model"] == "local-model"
     with runtime(tmp_path) as rt, pytest.raises(BootError, match=r"field 'config.base' is not a known field"):
         load_model(rt, ModelChoice(provider="openai", config={"base": "x"}))
-
-
-def test_chat_messages_answer_every_call_and_place_hook_context_after_the_answers() -> None:
-    from dsh.session import SessionEvent
-
-    events = [
-        SessionEvent(type="message/user", data={"text": "go"}),
-        SessionEvent(
-            type="message/assistant",
-            data={"text": "", "tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": "x"}}]},
-        ),
-        SessionEvent(type="tool/call", data={"call_id": "a", "name": "bash", "arguments": {}}),
-        SessionEvent(type="message/context", data={"text": "hook says hi", "source": "hook"}),
-        SessionEvent(type="turn/end", data={"interrupted": "SIGINT"}),
-        SessionEvent(type="message/user", data={"text": "next"}),
-    ]
-    assert chat_messages(events, system="be brief") == [
-        {"role": "system", "content": "be brief"},
-        {"role": "user", "content": "go"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {"id": "a", "type": "function", "function": {"name": "bash", "arguments": '{"command":"x"}'}}
-            ],
-        },
-        {"role": "tool", "tool_call_id": "a", "content": "no result: the turn ended before this call finished"},
-        {"role": "user", "content": "hook says hi"},
-        {"role": "user", "content": "next"},
-    ]

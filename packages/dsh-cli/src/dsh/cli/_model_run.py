@@ -1,0 +1,143 @@
+"""``dsh run`` with a model provider: prompts in, the assistant's text out, one stderr line per tool call.
+
+The provider is ``--model NAME`` (with the deployment's config for it when the deployment names the
+same provider), else the deployment's ``model``. The prompt is ``--prompt``, else standard input
+when it is not a terminal, else one prompt per turn read from the terminal until end of file.
+A provider's fault is one ``dsh:`` line; the turn is recorded as failed and the session stays
+resumable (``--session ID``). Ctrl-C interrupts the running turn as it does ``dsh exec``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+from dsh.agent import Agent, ModelError, ToolCall, load_model
+from dsh.loader import ModelChoice, Runtime
+from dsh.session import SESSIONS, Session, ToolResult
+
+from ._exec import location_json, notice_line
+from ._output import print_json
+from ._runtime import open_runtime
+
+if TYPE_CHECKING:
+    from dsh.hooks import Notice
+
+
+class _Reporting(Agent):
+    """An agent that says each tool call on stderr as it ends: ``bash: COMMAND (exit N)``."""
+
+    async def call_tool(self, call: ToolCall, turn_id: str | None = None) -> ToolResult:
+        result = await super().call_tool(call, turn_id)
+        print(f"{call.name}: {_call_text(call)} ({_status(result)})", file=sys.stderr, flush=True)
+        return result
+
+
+def _call_text(call: ToolCall) -> str:
+    command = call.arguments.get("command")
+    text = command if isinstance(command, str) else " ".join(f"{k}={v!r}" for k, v in call.arguments.items())
+    return " ".join(text.split())[:200]
+
+
+def _status(result: ToolResult) -> str:
+    code = result.data.get("exit_code") if isinstance(result.data, dict) else None
+    if isinstance(code, int):
+        return f"exit {code}"
+    return "error: " + " ".join(result.output.split())[:200] if result.is_error else "ok"
+
+
+def choose_model(runtime: Runtime, flag: str | None) -> ModelChoice | None:
+    """``--model NAME`` (with the deployment's config when it names the same provider), else the deployment's."""
+    configured = runtime.deployment.model
+    if flag is None:
+        return configured
+    if configured is not None and configured.provider == flag:
+        return configured
+    return ModelChoice(provider=flag)
+
+
+def _prompts(args: argparse.Namespace) -> Any:
+    if args.prompt is not None:
+        yield args.prompt
+        return
+    if not sys.stdin.isatty():
+        text = sys.stdin.read()
+        if text.strip():
+            yield text
+        return
+    while True:
+        try:
+            line = input("> ")
+        except EOFError:
+            print(file=sys.stderr)
+            return
+        if line.strip():
+            yield line
+
+
+async def model_run(args: argparse.Namespace) -> int:
+    """Real turns with a provider; exit 0, or 1 when a turn failed (each failure one ``dsh:`` line)."""
+    with open_runtime(choice=args.choice) as runtime:
+        model = load_model(runtime, choose_model(runtime, args.model))
+        store = runtime.ctx.require(SESSIONS)
+        session: Session = store.resume(args.session, lock=True) if args.session else store.create(None, lock=True)
+        source = "resume" if args.session else "startup"
+
+        def notify(notice: Notice) -> None:
+            print(notice_line(notice) if notice.kind == "warning" else f"dsh: hook: {notice.text}", file=sys.stderr)
+
+        print(f"dsh: session {session.id}", file=sys.stderr, flush=True)
+        try:
+            agent = _Reporting(runtime.ctx, session, model, notify=notify)
+            stopped = await agent.start(source)
+        except BaseException:
+            session.release()
+            raise
+        turns: list[dict[str, Any]] = []
+        failed = False
+        for prompt in [] if stopped is not None else _prompts(args):
+            try:
+                result = await agent.run_turn(prompt)
+            except ModelError as exc:
+                failed = True
+                print(f"dsh: {exc}", file=sys.stderr, flush=True)
+                turns.append({"prompt": prompt, "error": str(exc), "text": "", "tool_calls": []})
+                continue
+            turns.append(
+                {
+                    "turn_id": result.turn_id,
+                    "prompt": prompt,
+                    "text": result.text,
+                    "blocked": result.blocked,
+                    "stopped": result.stopped,
+                    "error": None,
+                    "tool_calls": [
+                        {
+                            "id": c.id,
+                            "name": c.name,
+                            "arguments": c.arguments,
+                            "output": r.output,
+                            "is_error": r.is_error,
+                        }
+                        for c, r in result.tool_results
+                    ],
+                }
+            )
+            if not args.json and result.text:
+                print(result.text, flush=True)
+            if result.stopped is not None:
+                break
+        await agent.end()
+        session.release()
+        if args.json:
+            print_json(
+                {
+                    "session_id": session.id,
+                    "location": location_json(session),
+                    "model": model.name,
+                    "turns": turns,
+                    "stopped": stopped,
+                }
+            )
+        return 1 if failed else 0
