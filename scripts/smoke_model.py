@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
@@ -45,7 +46,8 @@ def main() -> int:
     second = run(provider, home, "--session", session_id, "--prompt", "What did the command print? One line.")
     if second.returncode != 0:
         return 1
-    transcript = open(document["location"]["path"]).read() if document["location"] else ""
+    location = document["location"]
+    transcript = Path(location["path"]).read_text() if location else ""
     checks = {
         "the call printed its own session id": any(re.search(re.escape(session_id), o) for o in outputs),
         "the key is not in the transcript": key not in transcript,

@@ -12,7 +12,7 @@ from dsh.agent import ScriptError, TranscriptNotSaved, _errors, load_script
 
 def test_the_errors_docstring_draws_every_error_class() -> None:
     classes = [getattr(_errors, name) for name in _errors.__all__]
-    assert {c.__name__ for c in classes} == {"ScriptError", "TranscriptNotSaved", "TurnError"}
+    assert {c.__name__ for c in classes} == {"ModelError", "ScriptError", "TranscriptNotSaved", "TurnError"}
     for cls in classes:
         assert f"{cls.__name__} " in (_errors.__doc__ or ""), cls
     assert dsh.agent.TranscriptNotSaved is TranscriptNotSaved
