@@ -147,10 +147,10 @@ defined = sorted(
 print(json.dumps({"code": code, "defined": defined}), file=sys.stderr)
 """
 
-MAX_COLD_DATACLASSES = 9
+MAX_COLD_DATACLASSES = 10
 """Dataclasses a cold ``dsh exec`` may define: each costs about half a millisecond (one ``exec`` per
-generated method). They are the default plugins' five ``Config`` classes and the four records
-pydantic validates from files (``Deployment``, ``PersistenceChoice``, ``PluginEntry``, ``ToolCall``);
+generated method). They are the default plugins' five ``Config`` classes and the five records
+pydantic validates from files (``Deployment``, ``PersistenceChoice``, ``ModelChoice``, ``PluginEntry``, ``ToolCall``);
 any other record on the path is a ``NamedTuple`` or a plain class, or lives in a module imported
 when its feature is first used."""
 
