@@ -253,3 +253,27 @@ def test_a_startup_file_in_the_ambient_environment_cannot_restore_stale_values(
         )
     )
     assert result.stdout == "inner unset none\n"  # type: ignore[attr-defined]
+
+
+SHELL_CODE_AMBIENT = {
+    "PATH": os.environ["PATH"],
+    "SHELLOPTS": "xtrace",
+    "BASHOPTS": "extdebug",
+    "PS4": "$((DSH_SHELL=0,DSH_SESSION_ID=666))",
+    "BASH_FUNC_printenv%%": "() { echo faked; }",
+    "BASH_FUNC_env()": "() { echo faked; }",
+}
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["child", "grandchild"])
+def test_ambient_shell_options_trace_prompt_and_functions_cannot_rewrite_the_snapshot(nested: bool) -> None:
+    command = "printenv DSH_SHELL DSH_SESSION_ID; env | grep -c -e '^BASH_FUNC_' -e '^SHELLOPTS=' -e '^PS4=' -e '^BASHOPTS='"
+    if nested:
+        command = f"bash -c {command!r}"
+    result = run(
+        BashExecRequest(command, dsh_env={"DSH_SHELL": "1", "DSH_SESSION_ID": "inner"}),
+        ambient=SHELL_CODE_AMBIENT,
+    )
+    # Unscrubbed, the trace prompt set DSH_SHELL=0 (and traced every command to stderr), and the
+    # exported printenv printed "faked".
+    assert (result.stdout, result.stderr) == ("1\ninner\n0\n", "")  # type: ignore[attr-defined]

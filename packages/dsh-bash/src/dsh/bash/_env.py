@@ -16,10 +16,15 @@ Shell = Literal["bash", "pwsh"]
 DEFAULT_CREDENTIAL_PATTERN: Final = r"KEY|SECRET|TOKEN|PASSWORD"
 """Ambient variable names matching this (case-insensitively) never reach a child."""
 
-STARTUP_FILE_KEYS: Final = frozenset({"BASH_ENV", "ENV"})
-"""Ambient names that make a non-interactive shell source a file first (bash's ``BASH_ENV``, sh's
-``ENV``): such a file could export stale ``DSH_*`` values after the snapshot is set, so they never
-pass from the ambient environment."""
+SHELL_CODE_KEYS: Final = frozenset({"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4"})
+"""Ambient names that make a non-interactive shell run code of the environment's choosing before or
+around the command: a start-up file (bash's ``BASH_ENV``, sh's ``ENV``), options bash imports at
+start-up (``SHELLOPTS=xtrace``, ``BASHOPTS``) and the trace prompt they expand (``PS4`` may hold
+``$((DSH_SHELL=0))``). Any of them could rewrite ``DSH_*`` after the snapshot is set, in the child
+and in every bash it starts, so they never pass from the ambient environment."""
+EXPORTED_FUNCTION_PREFIX: Final = "BASH_FUNC_"
+"""Ambient names bash imports as functions (``BASH_FUNC_printenv%%``): one could stand in for any
+command the child runs (``printenv``, ``env``), so none passes from the ambient environment."""
 
 TERMINAL_ENV: Final[Mapping[str, str]] = {"NO_COLOR": "1", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
 """Settings for a non-interactive child; pwsh gets them without ``TERM``."""
@@ -73,10 +78,11 @@ def _verdicts(credentials: re.Pattern[str] | None) -> dict[str, bool]:
 
 
 def _passes(name: str, credentials: re.Pattern[str] | None) -> bool:
-    """Whether an ambient ``name`` reaches a child: not managed, not a start-up file, not credential-shaped."""
+    """Whether an ambient ``name`` reaches a child: not managed, not shell code, not credential-shaped."""
     return (
         not is_managed_key(name)
-        and name not in STARTUP_FILE_KEYS
+        and name not in SHELL_CODE_KEYS
+        and not name.startswith(EXPORTED_FUNCTION_PREFIX)
         and (credentials is None or not credentials.search(name))
     )
 
@@ -91,8 +97,9 @@ def build_child_env(
 ) -> dict[str, str]:
     """Build a child's environment, in order:
 
-    1. ``ambient`` minus every managed key (any case), credential-shaped names and the shell
-       start-up file variables (:data:`STARTUP_FILE_KEYS`);
+    1. ``ambient`` minus every managed key (any case), credential-shaped names, the variables that
+       make bash run code of their choosing (:data:`SHELL_CODE_KEYS`) and exported functions
+       (:data:`EXPORTED_FUNCTION_PREFIX`);
     2. non-interactive terminal settings (no ``TERM`` for pwsh);
     3. the ordinary ``env`` entries;
     4. the managed ``dsh_env`` snapshot, last, so the child's ``DSH_*`` are exactly the snapshot.
