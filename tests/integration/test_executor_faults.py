@@ -4,6 +4,9 @@ in-process and served: ambient shell code, live spills, stalls across the deadli
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,3 +43,52 @@ def test_ambient_xtrace_and_its_prompt_do_not_reach_the_command(tmp_path: Path, 
     }
     outcome = _exec(tmp_path / "home", "printenv DSH_SHELL; bash -c 'printenv DSH_SHELL'", env=env)
     assert (outcome["exit_code"], outcome["stdout"], outcome["stderr"]) == (0, "1\n1\n", "")
+
+
+BOTH_140MB = "head -c 140000000 /dev/zero | tr '\\0' o; head -c 140000000 /dev/zero | tr '\\0' e >&2"
+
+
+def test_a_140_mb_stdout_and_stderr_command_keeps_its_status_and_both_spills(tmp_path: Path) -> None:
+    # The issue's own command, at its size (about 3 s): each stream alone is over the folder's budget.
+    outcome = _exec(tmp_path / "home", BOTH_140MB)
+    assert outcome["exit_code"] == 0, outcome["stderr"]
+    for stream, letter in (("stdout", "o"), ("stderr", "e")):
+        text = str(outcome[stream])
+        note, tail = text.split("\n", 1)
+        assert note.startswith(f"[{stream} truncated: showing the last 30000 of 140000000 characters; full text in ")
+        assert tail == letter * 30000
+        spill = Path(note.removesuffix("]").rsplit(" ", 1)[1])
+        assert spill.parent == tmp_path / "home" / "output" and spill.stat().st_size == 140_000_000
+
+
+def test_concurrent_big_commands_all_keep_their_spills(tmp_path: Path, served: ServeProcess | None) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700, exist_ok=True)
+    (home / "deployment.yaml").write_text(
+        "plugins:\n  - {id: bash-local, name: bash-local, config: {max_output: 100, spill_budget: 100000}}\n"
+    )
+    if served is not None:  # the server booted before the file existed: start it again on it
+        served.stop()
+        served = ServeProcess(home)
+    try:
+        command = "for i in 1 2 3; do seq 1 20000; seq 1 20000 >&2; sleep 0.2; done"
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "dsh.agent", "exec", "--json", "--", command],
+                env={**os.environ, "DSH_HOME": str(home)},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(3)
+        ]
+        outcomes = [json.loads(proc.communicate(timeout=120)[0]) for proc in procs]
+    finally:
+        if served is not None:
+            served.stop()
+    for outcome in outcomes:
+        assert outcome["exit_code"] == 0, outcome["stderr"]
+        for stream in ("stdout", "stderr"):
+            note = str(outcome[stream]).split("\n", 1)[0]
+            spill = Path(note.removesuffix("]").rsplit(" ", 1)[1])
+            assert spill.read_text().count("\n") == 60000, note

@@ -267,7 +267,7 @@ SHELL_CODE_AMBIENT = {
 
 @pytest.mark.parametrize("nested", [False, True], ids=["child", "grandchild"])
 def test_ambient_shell_options_trace_prompt_and_functions_cannot_rewrite_the_snapshot(nested: bool) -> None:
-    command = "printenv DSH_SHELL DSH_SESSION_ID; env | grep -c -e '^BASH_FUNC_' -e '^SHELLOPTS=' -e '^PS4=' -e '^BASHOPTS='"
+    command = "printenv DSH_SHELL DSH_SESSION_ID; env | grep -c -e ^BASH_FUNC_ -e ^SHELLOPTS= -e ^PS4= -e ^BASHOPTS="
     if nested:
         command = f"bash -c {command!r}"
     result = run(

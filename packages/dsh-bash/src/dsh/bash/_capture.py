@@ -11,6 +11,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import os
+import time
 from pathlib import Path
 
 from dsh.core import DshError
@@ -22,11 +23,23 @@ from ._spill import create_spill, prune
 class Capture:
     """A stream's output: its tail in memory, the whole (up to ``max_spill`` bytes) in a spill file."""
 
-    def __init__(self, stream: str, *, max_output: int, spill_dir: Path, max_spill: int | None = None) -> None:
+    def __init__(
+        self,
+        stream: str,
+        *,
+        max_output: int,
+        spill_dir: Path,
+        max_spill: int | None = None,
+        spill_budget: int | None = None,
+    ) -> None:
         self.stream = stream
         self.max_output = max_output
         self.spill_dir = spill_dir
         self.max_spill = _spill.SPILL_MAX_BYTES if max_spill is None else max_spill
+        self.spill_budget = spill_budget
+        """Bytes the output folder may hold before retention removes the oldest spills (None: the default)."""
+        self.started = time.time()
+        """When the command began (the ``time.time()`` clock): retention spares every spill written since."""
         # Any max_output characters take at most 4 bytes each, plus a character cut at the front.
         self._keep = 4 * max_output + 3
         self._buf = bytearray()
@@ -100,7 +113,7 @@ class Capture:
         shown = f"[{self.stream} truncated: showing the last {self.max_output} of {self.chars} characters"
         if self.path is None:
             return f"{shown}; the full text was not kept: {self._failed}]\n" + tail, None
-        prune(self.spill_dir, keep=self.path)
+        prune(self.spill_dir, keep=self.path, since=self.started, budget=self.spill_budget)
         if self._failed is not None:
             note = f"the first {self.spilled} of {self.total} bytes in {self.path} ({self._failed})"
         elif self.spilled < self.total:

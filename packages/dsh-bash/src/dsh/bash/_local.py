@@ -78,11 +78,14 @@ class LocalExecutor:
         spill_dir: str | os.PathLike[str] | None = None,
         max_spill: int | None = None,
         ambient: Mapping[str, str] | None = None,
+        spill_budget: int | None = None,
     ) -> None:
         self.credentials = compile_credential_pattern(credential_pattern)
         self.max_output = max_output
         self.max_spill = max_spill
         """Bytes of one stream kept in its spill file; the rest is counted and dropped. None: ``SPILL_MAX_BYTES``."""
+        self.spill_budget = spill_budget
+        """Bytes the spill folder may hold before the oldest finished spills are removed. None: ``SPILL_MAX_BYTES``."""
         # Never a shared temporary directory: another user could pre-create or read it.
         self.spill_dir = (
             Path(os.path.expanduser(spill_dir)).absolute() if spill_dir is not None else resolve_dsh_home() / "output"
@@ -170,7 +173,13 @@ class LocalExecutor:
     def captures(self) -> tuple[Capture, Capture]:
         """Fresh bounded captures of stdout and stderr with this executor's output limit and spill settings."""
         return tuple(  # type: ignore[return-value]
-            Capture(stream, max_output=self.max_output, spill_dir=self.spill_dir, max_spill=self.max_spill)
+            Capture(
+                stream,
+                max_output=self.max_output,
+                spill_dir=self.spill_dir,
+                max_spill=self.max_spill,
+                spill_budget=self.spill_budget,
+            )
             for stream in ("stdout", "stderr")
         )
 
@@ -215,6 +224,8 @@ class LocalExecutorConfig:
     """Where truncated output is spilled; default ``<DSH_HOME>/output``."""
     max_spill: int | None = None
     """Bytes of one stream's output kept in its spill file (default 256 MiB); the rest is counted and dropped."""
+    spill_budget: int | None = None
+    """Bytes the spill folder may hold (default 256 MiB) before the oldest finished spills are removed."""
 
 
 def executor_options(ctx: Context, config: LocalExecutorConfig) -> dict[str, Any]:
@@ -226,6 +237,7 @@ def executor_options(ctx: Context, config: LocalExecutorConfig) -> dict[str, Any
         "max_output": config.max_output,
         "spill_dir": config.spill_dir or (str(home / "output") if home is not None else None),
         "max_spill": config.max_spill,
+        "spill_budget": config.spill_budget,
     }
 
 
