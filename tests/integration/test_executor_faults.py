@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from dsh.testing import STALLED_TIMEOUT, stall, stalled_command
 from tests.helpers import dsh
 from tests.integration.serve_support import ServeProcess
 
@@ -92,3 +93,32 @@ def test_concurrent_big_commands_all_keep_their_spills(tmp_path: Path, served: S
             note = str(outcome[stream]).split("\n", 1)[0]
             spill = Path(note.removesuffix("]").rsplit(" ", 1)[1])
             assert spill.read_text().count("\n") == 60000, note
+
+
+def test_a_command_that_ended_while_dsh_was_stopped_past_its_timeout_reports_its_own_status(
+    tmp_path: Path, served: ServeProcess | None
+) -> None:
+    # Ctrl-Z then `fg` of a `dsh exec` (or a stalled server): the command ended in time, unwatched.
+    marker = tmp_path / "started"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "dsh.agent",
+            "exec",
+            "--json",
+            "--timeout",
+            str(STALLED_TIMEOUT),
+            "--",
+            stalled_command(marker),
+        ],
+        env={**os.environ, "DSH_HOME": str(tmp_path / "home")},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    stall(proc.pid if served is None else served.pid, marker)
+    outcome = json.loads(proc.communicate(timeout=60)[0])
+    assert (outcome["exit_code"], outcome["timed_out"], outcome["stderr"]) == (3, False, "done\n")
+    note, tail = str(outcome["stdout"]).split("\n", 1)
+    assert note.startswith("[stdout truncated: showing the last 30000 of 500000 characters; full text in ")
+    assert Path(note.removesuffix("]").rsplit(" ", 1)[1]).read_bytes() == b"x" * 500000

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from dsh.bash import BashExecRequest, ExecError, ExecResult, LocalExecutor
+from dsh.testing import STALLED_TIMEOUT, stall, stalled_command
 
 
 def _sync(request: BashExecRequest, **kwargs: object) -> ExecResult:
@@ -153,3 +155,32 @@ def test_a_signal_before_any_command_stops_at_once_or_when_its_protected_section
         0,
         "at once: SIGTERM\nsection finished\nafter the section: SIGTERM\nnot started: SIGTERM\n",
     ), done.stderr
+
+
+STALLED_RUN = """
+import asyncio, json, sys
+from dsh.bash import BashExecRequest, LocalExecutor
+
+request = BashExecRequest(sys.argv[2], timeout=float(sys.argv[3]))
+executor = LocalExecutor(max_output=10**7)
+result = executor.run_sync(request) if sys.argv[1] == "run_sync" else asyncio.run(executor.run(request))
+print(json.dumps([result.exit_code, result.timed_out, len(result.stdout), result.stderr]))
+"""
+
+
+@pytest.mark.parametrize("how", ["run_sync", "run"])
+def test_a_command_that_ended_while_dsh_was_stopped_past_its_deadline_keeps_its_status_and_output(
+    tmp_path: Path, how: str
+) -> None:
+    # Before: dsh woke past the deadline, read one chunk of each pipe, saw the shell had exited and
+    # stopped reading there (run_sync: exit 3 with 64 KiB of the 500 KB), or had not yet seen the
+    # exit and called it a timeout (run: 124).
+    marker = tmp_path / "started"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STALLED_RUN, how, stalled_command(marker), str(STALLED_TIMEOUT)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    stall(proc.pid, marker)
+    stdout, _ = proc.communicate(timeout=60)
+    assert json.loads(stdout) == [3, False, 500000, "done\n"]

@@ -12,7 +12,7 @@ import subprocess
 import threading
 from typing import TYPE_CHECKING
 
-from ._child import DRAIN_GRACE, EXIT_GRACE, Ended, kill_group, reap, shell_status, spawn
+from ._child import DRAIN_GRACE, EXIT_GRACE, Ended, kill_group, pipe_capacity, reap, shell_status, spawn
 from ._errors import ExecError
 
 if TYPE_CHECKING:
@@ -126,14 +126,25 @@ class _Watch:
                     timer.cancel()
         return self.ended
 
-    def stop(self) -> None:
-        """Stop reading (what the pipes still hold is lost); the watch ends once the shell is reaped."""
+    def stop(self, *, sweep: bool = True) -> None:
+        """Stop reading; the watch ends once the shell is reaped.
+
+        With ``sweep``, what the pipes hold at this moment is read first (at most a pipe's capacity
+        each: a writer left behind may keep filling them); what comes later is lost.
+        """
         try:
             for fd in list(self._readers):
-                del self._readers[fd]
+                sink = self._readers.pop(fd)
                 self.loop.remove_reader(fd)
+                if sweep and self.failure is None:
+                    _sweep(fd, sink)
         finally:
             self._settle()
+
+    def check_exit(self) -> None:
+        """Look now whether the shell has exited (the loop may not have run its pidfd's callback yet)."""
+        if self._pidfd is not None:  # without one, only the reaping thread may wait for the shell
+            self._exited()
 
     def release(self, *, block: bool = False) -> None:
         """Make sure the shell is reaped though nobody awaits it any more (it was killed, so it ends soon).
@@ -202,7 +213,7 @@ class _Watch:
         except BaseException as exc:  # never leave a reader that fails at every wake-up
             self.failure = exc
             kill_group(self.proc.pid)
-            self.stop()
+            self.stop(sweep=False)
 
     def _write(self) -> None:
         assert self._stdin_fd is not None
@@ -243,6 +254,20 @@ class _Watch:
         if self._readers and self._grace_timer is None:
             self._grace_timer = self.loop.call_later(self.grace, self.stop)
         self._settle()
+
+
+def _sweep(fd: int, sink: Capture) -> None:
+    """Read what the pipe ``fd`` holds now, without waiting, at most its capacity."""
+    left = pipe_capacity(fd)
+    while left > 0:
+        try:
+            chunk = os.read(fd, min(_CHUNK, left))
+        except OSError:  # BlockingIOError: empty for now
+            return
+        if not chunk:
+            return
+        sink.feed(chunk)
+        left -= len(chunk)
 
 
 async def _kill_and_drain(watch: _Watch) -> None:
@@ -293,8 +318,12 @@ async def wait_async(spec: BashExecSpec, out: Capture, err: Capture) -> Ended:
                 await _kill_and_drain(watch)
             raise watch.failure
         if not finished:
-            if proc.returncode is not None:  # it exited; only its pipes were held: stop reading
-                watch.stop()
+            # The deadline is for killing a command that still runs. One found exited (this process
+            # was stopped or starved across the deadline, and the loop has not yet seen the exit) is
+            # no timeout: its output is read whole, for the exit grace at most, and its status kept.
+            watch.check_exit()
+            if proc.returncode is not None:
+                await watch.wait(None)
             else:
                 timed_out = True
                 await _kill_and_drain(watch)

@@ -9,7 +9,6 @@ reaped, and reading stopped a short grace after the shell itself exited. A signa
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import select
 import selectors
@@ -17,7 +16,7 @@ import subprocess
 import time
 from typing import TYPE_CHECKING
 
-from ._child import DRAIN_GRACE, EXIT_GRACE, POLL, Ended, kill_group, reap, spawn
+from ._child import DRAIN_GRACE, EXIT_GRACE, POLL, Ended, kill_group, pipe_capacity, reap, spawn
 from ._interrupt import Interrupts
 
 if TYPE_CHECKING:
@@ -39,8 +38,11 @@ def _read(
 ) -> bool:
     """Feed ``stdin`` and read both pipes into ``out``/``err`` until they close: True, or False at ``deadline``.
 
-    Once the shell itself has exited, read for ``after_exit`` seconds at most, then stop (True): a
-    process it left behind may hold the pipes for ever.
+    Once the shell itself has exited, read for ``after_exit`` seconds at most, then take what the
+    pipes hold at that moment and stop (True): a process it left behind may hold the pipes for
+    ever. A shell found exited is never a timeout, and its output is read whole, however late
+    this process looked (it was stopped, or starved of the CPU, across the deadline): the
+    deadline is for killing a command that still runs.
     """
     sel = selectors.DefaultSelector()
     try:
@@ -60,9 +62,12 @@ def _read(
             now = time.monotonic()
             if exited_at is None and reap(proc):
                 exited_at = now
-            limit = deadline if exited_at is None else min(deadline or math.inf, exited_at + after_exit)
+            limit = deadline if exited_at is None else exited_at + after_exit
             if limit is not None and now >= limit:
-                return exited_at is not None
+                if exited_at is None:
+                    return False
+                _sweep(sel)
+                return True
             for key, _ in sel.select(POLL if limit is None else min(POLL, limit - now)):
                 if key.data is None:  # the shell's stdin can take PIPE_BUF bytes without blocking
                     try:
@@ -81,6 +86,21 @@ def _read(
         return True
     finally:
         sel.close()
+
+
+def _sweep(sel: selectors.BaseSelector) -> None:
+    """Read what the pipes hold now, without waiting: at most a pipe's capacity each (a writer left
+    behind may keep filling them)."""
+    for key in list(sel.get_map().values()):
+        if key.data is None:
+            continue
+        left = pipe_capacity(key.fd)
+        while left > 0 and select.select([key.fd], [], [], 0)[0]:
+            chunk = os.read(key.fd, min(_CHUNK, left))
+            if not chunk:
+                break
+            key.data.feed(chunk)
+            left -= len(chunk)
 
 
 def _close(stream: IO[bytes]) -> None:

@@ -24,6 +24,20 @@ POLL = 0.1
 """While the pipes are open, how often to check whether the shell itself has exited."""
 
 
+_PIPE_CAPACITY = 1 << 20
+"""What a pipe can hold where its size cannot be asked: Linux's default ``pipe-max-size``."""
+
+
+def pipe_capacity(fd: int) -> int:
+    """Bytes the pipe ``fd`` can hold (``F_GETPIPE_SZ`` on Linux): all a finished writer can have left in it."""
+    import fcntl
+
+    try:
+        return fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)  # type: ignore[attr-defined,no-any-return]
+    except (AttributeError, OSError):
+        return _PIPE_CAPACITY
+
+
 def kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
     """Send ``sig`` to the process group led by ``pid``; a group already gone is no error."""
     with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -9,10 +9,12 @@ a loopback HTTP server replaying recorded replies, for model providers' tests.
 
 from ._dists import dsh, make_dist, remove_dist, touch_dir
 from ._endpoint import Endpoint, Seen, load_exchanges
+from ._stall import STALLED_TIMEOUT, stall, stalled_command
 from ._uid import OTHER_UID, as_other_uid, fork_as_other_uid, needs_root
 
 __all__ = [
     "OTHER_UID",
+    "STALLED_TIMEOUT",
     "Endpoint",
     "Seen",
     "as_other_uid",
@@ -22,5 +24,7 @@ __all__ = [
     "make_dist",
     "needs_root",
     "remove_dist",
+    "stall",
+    "stalled_command",
     "touch_dir",
 ]

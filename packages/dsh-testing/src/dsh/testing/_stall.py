@@ -1,0 +1,40 @@
+"""A dsh process stopped (as Ctrl-Z stops it) while its command finishes, until past the command's deadline."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import sys
+import time
+from pathlib import Path
+
+STALLED_TIMEOUT = 2.0
+"""The timeout to give the command of :func:`stalled_command` (seconds); :func:`stall` outlasts it."""
+
+_BIG_PIPE_WRITER = """
+import fcntl, os, sys, time
+fcntl.fcntl(1, fcntl.F_SETPIPE_SZ, 1 << 20)
+open(sys.argv[1], "w").close()
+time.sleep(0.3)
+os.write(1, b"x" * 500000)
+"""
+
+
+def stalled_command(marker: Path) -> str:
+    """A command that creates ``marker``, then, 0.3 s later, writes 500,000 ``x`` into its stdout
+    (a pipe it grew to 1 MiB, so all of it is still there when it exits), ``done`` to stderr, and
+    exits 3: all well before :data:`STALLED_TIMEOUT`, while :func:`stall` keeps dsh stopped."""
+    return f"{sys.executable} -c {shlex.quote(_BIG_PIPE_WRITER)} {marker}; echo done >&2; exit 3"
+
+
+def stall(pid: int, marker: Path) -> None:
+    """Stop ``pid`` (SIGSTOP) once ``marker`` exists, keep it stopped past :data:`STALLED_TIMEOUT`, continue it."""
+    deadline = time.monotonic() + 60
+    while not marker.exists():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the stalled command never started: {marker} is still missing after 60 s")
+        time.sleep(0.01)
+    os.kill(pid, signal.SIGSTOP)
+    time.sleep(STALLED_TIMEOUT + 0.2)
+    os.kill(pid, signal.SIGCONT)
