@@ -33,7 +33,7 @@ def pipe_capacity(fd: int) -> int:
     import fcntl
 
     try:
-        return fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)  # type: ignore[attr-defined,no-any-return]
+        return fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
     except (AttributeError, OSError):
         return _PIPE_CAPACITY
 
