@@ -250,6 +250,11 @@ def test_signal_statuses_and_timeout_validation(tmp_path: Path) -> None:
         over.stderr
         == "dsh: --timeout 601 is over the bash tool's limit of 600 s (max_timeout of tool-bash in the deployment)\n"
     )
+    barely = dsh("exec", "--timeout", "600.0000001", "--", f"touch {tmp_path}/marker", home=home)
+    assert (barely.returncode, barely.stderr.split(" (")[0]) == (
+        125,
+        "dsh: --timeout 600.0000001 is over the bash tool's limit of 600 s",  # not "600 is over 600"
+    )
     empty = dsh("exec", "--session", "", "--", f"touch {tmp_path}/marker", home=home)
     assert empty.returncode == 125 and empty.stderr == "dsh: session id is empty\n"
     assert not (tmp_path / "marker").exists()

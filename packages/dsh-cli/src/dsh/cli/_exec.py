@@ -48,6 +48,11 @@ class ExecOutcome(NamedTuple):
         return document
 
 
+def _exact(seconds: float) -> str:
+    """``seconds`` as given (``600.0000001``, not ``:g``'s ``600``), without a trailing ``.0``."""
+    return repr(seconds).removesuffix(".0")
+
+
 def _timeout(runtime: Runtime, requested: float | None) -> float | None:
     """The timeout the command gets: ``requested`` checked against the bash tool's limit, else its default."""
     tools = runtime.ctx.get(TOOLS)
@@ -62,7 +67,7 @@ def _timeout(runtime: Runtime, requested: float | None) -> float | None:
         )
     if isinstance(maximum, int | float) and requested > maximum:
         raise UsageError(
-            f"--timeout {requested:g} is over the bash tool's limit of {maximum:g} s "
+            f"--timeout {_exact(requested)} is over the bash tool's limit of {_exact(maximum)} s "
             "(max_timeout of tool-bash in the deployment)",
             option="--timeout",
             value=requested,
