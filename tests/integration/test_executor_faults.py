@@ -122,3 +122,13 @@ def test_a_command_that_ended_while_dsh_was_stopped_past_its_timeout_reports_its
     note, tail = str(outcome["stdout"]).split("\n", 1)
     assert note.startswith("[stdout truncated: showing the last 30000 of 500000 characters; full text in ")
     assert Path(note.removesuffix("]").rsplit(" ", 1)[1]).read_bytes() == b"x" * 500000
+
+
+def test_a_command_over_the_kernels_argument_limit_is_one_clear_line(
+    tmp_path: Path, served: ServeProcess | None
+) -> None:
+    # Words under the limit each, which dsh exec joins into one command line over it.
+    proc = dsh("exec", "--", "echo", "x" * 100_000, "y" * 100_000, home=tmp_path / "home")
+    assert (proc.returncode, proc.stdout) == (125, "")
+    assert proc.stderr.startswith("the command is 200007 bytes, over the kernel's limit of 131072 bytes"), proc.stderr
+    assert proc.stderr.count("\n") == 1

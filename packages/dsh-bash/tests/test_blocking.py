@@ -184,3 +184,31 @@ def test_a_command_that_ended_while_dsh_was_stopped_past_its_deadline_keeps_its_
     stall(proc.pid, marker)
     stdout, _ = proc.communicate(timeout=60)
     assert json.loads(stdout) == [3, False, 500000, "done\n"]
+
+
+ONE_WORD = "echo " + "x" * 200_000
+"""A command line over the kernel's 128 KiB limit for one argument."""
+
+
+@pytest.mark.parametrize("how", ["run_sync", "run", "start"])
+def test_a_command_over_the_kernels_argument_limit_fails_with_one_line_naming_it(how: str) -> None:
+    # Before: OSError "[Errno 7] Argument list too long: 'bash'" escaped the executor.
+    executor = LocalExecutor()
+    request = BashExecRequest(ONE_WORD)
+    with pytest.raises(ExecError) as caught:
+        if how == "run_sync":
+            executor.run_sync(request)
+        else:
+            asyncio.run(executor.run(request) if how == "run" else executor.start(request))  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        "the command is 200006 bytes, over the kernel's limit of 131072 bytes for one argument (MAX_ARG_STRLEN); "
+        "split it into smaller commands (a long here-document appended in parts) or run it from a file"
+    )
+
+
+def test_an_environment_over_the_limits_is_named() -> None:
+    with pytest.raises(ExecError, match=r"^environment variable BIG is over the kernel's limit of 131072 bytes"):
+        LocalExecutor(ambient={"PATH": os.environ["PATH"], "BIG": "y" * 140_000}).run_sync(BashExecRequest("true"))
+    many = {"PATH": os.environ["PATH"], **{f"V{i}": "y" * 100_000 for i in range(30)}}
+    with pytest.raises(ExecError, match=r"^the command and its environment are \d+ bytes, over the system's limit"):
+        LocalExecutor(ambient=many).run_sync(BashExecRequest("true"))

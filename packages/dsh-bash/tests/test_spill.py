@@ -123,7 +123,8 @@ def test_another_processs_open_spill_is_live_however_old(tmp_path: Path) -> None
     writer = subprocess.Popen(
         [sys.executable, "-c", SLOW_WRITER, str(out), str(marker)], stdout=subprocess.PIPE, text=True
     )
-    while not marker.exists():
+    while not (marker.exists() and out.is_dir() and any(out.iterdir())):  # dsh read the output: it spills
+        assert writer.poll() is None, writer.communicate()
         time.sleep(0.02)
     (live,) = out.iterdir()
     os.utime(live, (time.time() - local.SPILL_MAX_AGE - 60,) * 2)

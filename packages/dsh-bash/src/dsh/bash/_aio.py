@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import itertools
 import os
 import select
@@ -12,7 +13,7 @@ import subprocess
 import threading
 from typing import TYPE_CHECKING
 
-from ._child import DRAIN_GRACE, EXIT_GRACE, Ended, kill_group, pipe_capacity, reap, shell_status, spawn
+from ._child import DRAIN_GRACE, EXIT_GRACE, Ended, kill_group, pipe_capacity, reap, shell_status, spawn, too_big
 from ._errors import ExecError
 
 if TYPE_CHECKING:
@@ -38,6 +39,10 @@ async def spawn_async(spec: BashExecSpec) -> asyncio.subprocess.Process:
         )
     except FileNotFoundError:
         raise ExecError(f"shell '{spec.argv[0]}' was not found on PATH", shell=spec.argv[0]) from None
+    except OSError as exc:
+        if exc.errno == errno.E2BIG:
+            raise too_big(spec) from None
+        raise
 
 
 class _Watch:

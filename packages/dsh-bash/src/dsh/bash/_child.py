@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 from typing import TYPE_CHECKING
@@ -141,3 +142,43 @@ def spawn(spec: BashExecSpec) -> subprocess.Popen[bytes]:
         )
     except FileNotFoundError:
         raise ExecError(f"shell '{spec.argv[0]}' was not found on PATH", shell=spec.argv[0]) from None
+    except OSError as exc:
+        if exc.errno == errno.E2BIG:
+            raise too_big(spec) from None
+        raise
+
+
+MAX_ARG_STRLEN = 32 * 4096
+"""Linux's limit on one argument or one ``NAME=value`` of the environment (bytes, with its NUL)."""
+
+
+def too_big(spec: BashExecSpec) -> ExecError:
+    """The error for a command the kernel refused with ``E2BIG``, naming the limit it passed.
+
+    A decision: the command is not handed over some other way (a script file, a descriptor), which
+    would change ``$0``, ``BASH_SOURCE`` and its error messages; the fix is the caller's, one line.
+    """
+    command = spec.argv[-1]
+    size = len(os.fsencode(command)) + 1
+    if size > MAX_ARG_STRLEN:
+        return ExecError(
+            f"the command is {size} bytes, over the kernel's limit of {MAX_ARG_STRLEN} bytes for one "
+            "argument (MAX_ARG_STRLEN); split it into smaller commands (a long here-document appended in parts) "
+            "or run it from a file",
+            shell=spec.argv[0],
+        )
+    for key, value in spec.env.items():
+        if len(os.fsencode(key)) + len(os.fsencode(value)) + 2 > MAX_ARG_STRLEN:
+            return ExecError(
+                f"environment variable {key} is over the kernel's limit of {MAX_ARG_STRLEN} bytes for one "
+                "variable (MAX_ARG_STRLEN); unset or shorten it",
+                shell=spec.argv[0],
+            )
+    total = sum(len(os.fsencode(a)) + 1 for a in spec.argv)
+    total += sum(len(os.fsencode(k)) + len(os.fsencode(v)) + 2 for k, v in spec.env.items())
+    return ExecError(
+        f"the command and its environment are {total} bytes, over the system's limit of "
+        f"{os.sysconf('SC_ARG_MAX')} bytes for them together (ARG_MAX); shorten the command (run a file instead) "
+        "or the environment",
+        shell=spec.argv[0],
+    )
