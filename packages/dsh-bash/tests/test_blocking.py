@@ -195,11 +195,14 @@ def test_a_command_over_the_kernels_argument_limit_fails_with_one_line_naming_it
     # Before: OSError "[Errno 7] Argument list too long: 'bash'" escaped the executor.
     executor = LocalExecutor()
     request = BashExecRequest(ONE_WORD)
-    with pytest.raises(ExecError) as caught:
+
+    def run() -> object:
         if how == "run_sync":
-            executor.run_sync(request)
-        else:
-            asyncio.run(executor.run(request) if how == "run" else executor.start(request))  # type: ignore[arg-type]
+            return executor.run_sync(request)
+        return asyncio.run(executor.run(request) if how == "run" else executor.start(request))  # type: ignore[arg-type]
+
+    with pytest.raises(ExecError) as caught:
+        run()
     assert str(caught.value) == (
         "the command is 200006 bytes, over the kernel's limit of 131072 bytes for one argument (MAX_ARG_STRLEN); "
         "split it into smaller commands (a long here-document appended in parts) or run it from a file"
