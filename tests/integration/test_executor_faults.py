@@ -75,7 +75,7 @@ def test_concurrent_big_commands_all_keep_their_spills(tmp_path: Path, served: S
         command = "for i in 1 2 3; do seq 1 20000; seq 1 20000 >&2; sleep 0.2; done"
         procs = [
             subprocess.Popen(
-                [sys.executable, "-m", "dsh.agent", "exec", "--json", "--", command],
+                [sys.executable, "-m", "dsh.cli", "exec", "--json", "--", command],
                 env={**os.environ, "DSH_HOME": str(home)},
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -104,7 +104,7 @@ def test_a_command_that_ended_while_dsh_was_stopped_past_its_timeout_reports_its
         [
             sys.executable,
             "-m",
-            "dsh.agent",
+            "dsh.cli",
             "exec",
             "--json",
             "--timeout",
