@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from dsh.testing import STALLED_TIMEOUT, stall, stalled_command
+from dsh.testing import STALLED_TIMEOUT, group_members, stall, stalled_command, wait_for_group_end
 from tests.helpers import dsh
 from tests.integration.serve_support import ServeProcess
 
@@ -132,3 +134,30 @@ def test_a_command_over_the_kernels_argument_limit_is_one_clear_line(
     assert (proc.returncode, proc.stdout) == (125, "")
     assert proc.stderr.startswith("the command is 200007 bytes, over the kernel's limit of 131072 bytes"), proc.stderr
     assert proc.stderr.count("\n") == 1
+
+
+def test_sigkill_of_dsh_ends_the_commands_whole_group(tmp_path: Path, served: ServeProcess | None) -> None:
+    # SIGKILL cannot be caught: dsh's supervisor kills the group once dsh is gone (before: orphans for 300 s).
+    marker = tmp_path / "pgid"
+    command = f"sleep 300 & sleep 300 & echo $$ > {marker}.tmp && mv {marker}.tmp {marker}; wait"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dsh.cli", "exec", "--", command],
+        env={**os.environ, "DSH_HOME": str(tmp_path / "home")},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "the command never started"
+            time.sleep(0.01)
+        pgid = int(marker.read_text())
+        assert len(group_members(pgid)) == 3
+        os.kill(proc.pid if served is None else served.pid, signal.SIGKILL)
+        left = wait_for_group_end(pgid)
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        assert left == [], f"process group {pgid} outlived a SIGKILL of dsh"
+    finally:
+        proc.kill()
+        proc.wait()

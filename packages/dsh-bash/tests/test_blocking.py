@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from dsh.bash import BashExecRequest, ExecError, ExecResult, LocalExecutor
-from dsh.testing import STALLED_TIMEOUT, stall, stalled_command
+from dsh.testing import STALLED_TIMEOUT, group_members, stall, stalled_command
 
 
 def _sync(request: BashExecRequest, **kwargs: object) -> ExecResult:
@@ -103,26 +103,11 @@ def test_a_signal_interrupts_a_blocking_run_killing_and_reaping_the_group(tmp_pa
         proc.kill()
     assert (proc.returncode, out) == (0, "interrupted by SIGTERM\n")
     for _ in range(100):  # the backgrounded sleep, reparented, may linger as a zombie a moment
-        if not _live_members(pgid):
+        if not group_members(pgid):
             break
         time.sleep(0.05)
     else:
-        pytest.fail(f"process group {pgid} outlived the interruption: {_live_members(pgid)}")
-
-
-def _live_members(pgid: int) -> list[int]:
-    """Processes of group ``pgid`` that are not zombies."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(")") + 2 :].split()
-            if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-                members.append(int(entry))
-    return members
+        pytest.fail(f"process group {pgid} outlived the interruption: {group_members(pgid)}")
 
 
 LATE_SIGNAL = """

@@ -25,19 +25,31 @@ _CHILD = textwrap.dedent(
 
     executor = LocalExecutor(max_output=1000, spill_dir=sys.argv[2], max_spill=int(sys.argv[3]))
     request = BashExecRequest(f"head -c {sys.argv[4]} /dev/zero | tr '\\\\0' x; echo; echo done >&2")
+
+    async def background():
+        task = await executor.start(request)
+        code = await task.wait()
+        stdout, stderr = task.read()
+        assert task.read() == ("", ""), "a second read returned the output again"
+        return code, stdout, stderr, task.stdout_spill
+
     if sys.argv[1] == "sync":
         result = executor.run_sync(request)
-    else:
+        code, stdout, stderr, spill = result.exit_code, result.stdout, result.stderr, result.stdout_spill
+    elif sys.argv[1] == "async":
         result = asyncio.run(executor.run(request))
+        code, stdout, stderr, spill = result.exit_code, result.stdout, result.stderr, result.stdout_spill
+    else:
+        code, stdout, stderr, spill = asyncio.run(background())
     with open("/proc/self/status") as fh:
         peak = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:")) * 1024
-    print(json.dumps({"peak": peak, "stdout": result.stdout[:300], "tail": result.stdout[-20:],
-                      "spill": result.stdout_spill, "stderr": result.stderr, "exit": result.exit_code}))
+    print(json.dumps({"peak": peak, "stdout": stdout[:300], "tail": stdout[-20:], "length": len(stdout),
+                      "spill": spill, "stderr": stderr, "exit": code}))
     """
 )
 
 
-@pytest.mark.parametrize("how", ["sync", "async"])
+@pytest.mark.parametrize("how", ["sync", "async", "background"])
 def test_output_far_past_the_caps_keeps_memory_and_the_spill_bounded(tmp_path: Path, how: str) -> None:
     out = tmp_path / "output"
     proc = subprocess.run(
@@ -54,8 +66,10 @@ def test_output_far_past_the_caps_keeps_memory_and_the_spill_bounded(tmp_path: P
     # 200 MB went through; the process never held more than a small fraction of it.
     assert got["peak"] < 80 * 1024 * 1024, f"peak RSS {got['peak']} bytes for {_PRODUCED} bytes of output"
     assert got["spill"] is not None and os.path.getsize(got["spill"]) == _CAP
+    # A background task's output is cut and spilled as the foreground's (before: all 200 MB in memory and returned).
+    new = " new" if how == "background" else ""
     assert got["stdout"].startswith(
-        f"[stdout truncated: showing the last 1000 of {_PRODUCED + 1} characters; the first {_CAP} of "
+        f"[stdout truncated: showing the last 1000 of {_PRODUCED + 1}{new} characters; the first {_CAP} of "
         f"{_PRODUCED + 1} bytes in {got['spill']}; the remaining {_PRODUCED + 1 - _CAP} bytes were dropped "
         f"(the spill cap is {_CAP} bytes)]\n"
     )

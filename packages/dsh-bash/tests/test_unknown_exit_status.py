@@ -13,6 +13,7 @@ from types import FrameType
 import pytest
 
 from dsh.bash import BashExecRequest, ExecError, ExecResult, LocalExecutor
+from dsh.bash._supervisor import ensure as ensure_supervisor
 
 NOTE = "dsh: the exit status of this command is unknown: another waitpid() in this process reaped the shell first"
 
@@ -118,6 +119,7 @@ def test_a_loop_without_add_reader_is_a_clear_error_and_leaves_no_zombie_or_fd(
 ) -> None:
     executor = LocalExecutor(spill_dir=tmp_path)
     loop = _NoFdWatching()
+    ensure_supervisor()  # this process's one supervisor (and its pipe) is no leak of the call
     try:
         children, fds = _children(), _fds()
         with pytest.raises(ExecError) as caught:
@@ -142,6 +144,7 @@ def test_a_second_cancel_during_the_kill_leaves_no_zombie(tmp_path: Path) -> Non
         with pytest.raises(asyncio.CancelledError):
             await task
 
+    ensure_supervisor()
     children = _children()
     for _ in range(3):
         asyncio.run(scenario())

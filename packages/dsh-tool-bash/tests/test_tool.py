@@ -229,3 +229,35 @@ def test_a_plugin_without_the_registry_waits_for_it(tmp_path: Path) -> None:
     root.plugin(bash_env_plugin, {"entry_points": False})
     assert fiber.state is FiberState.ACTIVE
     assert isinstance(root.require(TOOLS).get("bash"), ShellTool)
+
+
+def test_background_output_is_cut_and_spilled_as_the_foregrounds(harness: Harness, tmp_path: Path) -> None:
+    # Before: bash_output returned a task's whole output (400 MB in the issue) into the transcript.
+    async def scenario() -> tuple[ToolResult, ToolResult, ToolResult]:
+        started = await harness.tool()(
+            {"command": "echo first; sleep 0.5; seq 1 20000", "run_in_background": True},
+            harness.execution(),
+        )
+        task_id = started.data["task_id"]
+        for _ in range(100):
+            first = await harness.tool("bash_output")({"task_id": task_id}, harness.execution())
+            if "first" in first.output:
+                break
+            await asyncio.sleep(0.02)
+        tool: ShellTool = harness.tool()
+        await tool.tasks.tasks[task_id].wait()
+        rest = await harness.tool("bash_output")({"task_id": task_id}, harness.execution())
+        again = await harness.tool("bash_output")({"task_id": task_id}, harness.execution())
+        return first, rest, again
+
+    first, rest, again = asyncio.run(scenario())
+    assert first.data["stdout"] == "first\n" and "stdout_spill" not in first.data
+    spill = rest.data["stdout_spill"]
+    assert Path(spill).parent == tmp_path / "output"
+    assert Path(spill).read_text() == "first\n" + "".join(f"{i}\n" for i in range(1, 20001))  # the whole stream
+    note = f"[stdout truncated: showing the last 30000 of 108894 new characters; full text in {spill}]\n"
+    assert rest.data["stdout"] == note + "".join(f"{i}\n" for i in range(1, 20001))[-30000:]
+    assert rest.output.startswith(note) and rest.output.endswith(
+        f"\n19999\n20000\n[{rest.data['task_id']} exited with code 0]"
+    )
+    assert again.data["stdout"] == "" and again.data["exit_code"] == 0

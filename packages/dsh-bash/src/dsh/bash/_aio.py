@@ -13,7 +13,19 @@ import subprocess
 import threading
 from typing import TYPE_CHECKING
 
-from ._child import DRAIN_GRACE, EXIT_GRACE, Ended, kill_group, pipe_capacity, reap, shell_status, spawn, too_big
+from . import _supervisor
+from ._child import (
+    DRAIN_GRACE,
+    EXIT_GRACE,
+    Ended,
+    kill_group,
+    pipe_capacity,
+    reap,
+    shell_status,
+    spawn,
+    supervised,
+    too_big,
+)
 from ._errors import ExecError
 
 if TYPE_CHECKING:
@@ -27,8 +39,9 @@ async def spawn_async(spec: BashExecSpec) -> asyncio.subprocess.Process:
     """Start ``spec`` in its own process group, its output on asyncio's pipes (a background task reads them)."""
     if spec.cwd is not None and not os.path.isdir(spec.cwd):
         raise ExecError(f"working directory {spec.cwd} does not exist", path=spec.cwd)
+    _supervisor.ensure()
     try:
-        return await asyncio.create_subprocess_exec(
+        proc = await asyncio.create_subprocess_exec(
             *spec.argv,
             stdin=asyncio.subprocess.PIPE if spec.stdin is not None else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
@@ -43,6 +56,8 @@ async def spawn_async(spec: BashExecSpec) -> asyncio.subprocess.Process:
         if exc.errno == errno.E2BIG:
             raise too_big(spec) from None
         raise
+    supervised(proc.pid, lambda: None)  # asyncio's child watcher reaps it
+    return proc
 
 
 class _Watch:
@@ -341,29 +356,51 @@ async def wait_async(spec: BashExecSpec, out: Capture, err: Capture) -> Ended:
 
 
 class BackgroundProcess:
-    """A command running in the background; its output accumulates until read."""
+    """A command running in the background; its output is read as it comes, into bounded captures.
+
+    Each stream goes into a :class:`~._capture.Capture`, as a foreground command's does: memory
+    keeps at most the last ``max_output`` characters, and once the output is certain to pass
+    them the whole stream is spilled (up to ``max_spill`` bytes) to a file under the spill
+    folder. :meth:`read` returns what came since the previous read, cut as a foreground result is.
+    """
 
     _ids = itertools.count(1)
 
-    def __init__(self, proc: asyncio.subprocess.Process, request: BashExecRequest) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, request: BashExecRequest, out: Capture, err: Capture) -> None:
         self.id = f"task-{next(self._ids)}"
         self.request = request
         self.proc = proc
-        self._out: list[bytes] = []
-        self._err: list[bytes] = []
-        self._read_out = 0
-        self._read_err = 0
+        self._out = out
+        self._err = err
         self._pumps = [
-            asyncio.ensure_future(self._pump(proc.stdout, self._out)),
-            asyncio.ensure_future(self._pump(proc.stderr, self._err)),
+            asyncio.ensure_future(self._pump(proc.stdout, out)),
+            asyncio.ensure_future(self._pump(proc.stderr, err)),
         ]
+        self._reaped = asyncio.ensure_future(self._release(proc))
 
     @staticmethod
-    async def _pump(stream: asyncio.StreamReader | None, sink: list[bytes]) -> None:
-        if stream is None:
-            return
-        while chunk := await stream.read(65536):
-            sink.append(chunk)
+    async def _release(proc: asyncio.subprocess.Process) -> None:
+        await proc.wait()
+        _supervisor.release(proc.pid)  # reaped: what the task left running is no longer killed with dsh
+
+    @staticmethod
+    async def _pump(stream: asyncio.StreamReader | None, sink: Capture) -> None:
+        try:
+            if stream is not None:
+                while chunk := await stream.read(_CHUNK):
+                    sink.feed(chunk)
+        finally:
+            sink.finish()
+
+    @property
+    def stdout_spill(self) -> str | None:
+        """The file holding the whole stdout, once it passed ``max_output`` characters (else None)."""
+        return self._out.spilled_to
+
+    @property
+    def stderr_spill(self) -> str | None:
+        """The file holding the whole stderr, once it passed ``max_output`` characters (else None)."""
+        return self._err.spilled_to
 
     @property
     def exit_code(self) -> int | None:
@@ -373,11 +410,9 @@ class BackgroundProcess:
         return shell_status(self.proc.returncode)
 
     def read(self) -> tuple[str, str]:
-        """Output (stdout, stderr) produced since the previous read."""
-        out = b"".join(self._out[self._read_out :])
-        err = b"".join(self._err[self._read_err :])
-        self._read_out, self._read_err = len(self._out), len(self._err)
-        return out.decode(errors="replace"), err.decode(errors="replace")
+        """Output (stdout, stderr) produced since the previous read: each at most ``max_output``
+        characters, its tail after a note naming the spill file, when more came."""
+        return self._out.take(), self._err.take()
 
     async def wait(self) -> int:
         """Wait for the command and its output to end; return the exit status (``128+N`` for signal N)."""
@@ -401,10 +436,12 @@ class BackgroundProcess:
         return await self.wait()
 
 
-async def start_background(spec: BashExecSpec, request: BashExecRequest) -> BackgroundProcess:
-    """Start ``spec`` without waiting; see :class:`BackgroundProcess`."""
+async def start_background(
+    spec: BashExecSpec, request: BashExecRequest, out: Capture, err: Capture
+) -> BackgroundProcess:
+    """Start ``spec`` without waiting, its output into ``out`` and ``err``; see :class:`BackgroundProcess`."""
     proc = await spawn_async(spec)
     if spec.stdin is not None and proc.stdin is not None:
         proc.stdin.write(spec.stdin)
         proc.stdin.close()
-    return BackgroundProcess(proc, request)
+    return BackgroundProcess(proc, request, out, err)

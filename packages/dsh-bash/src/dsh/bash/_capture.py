@@ -53,6 +53,10 @@ class Capture:
         self.path: Path | None = None
         self._fd: int | None = None
         self._failed: str | None = None
+        self._taken = 0
+        """Bytes :meth:`take` has returned (or skipped) so far."""
+        self._taken_chars = 0
+        self._take_decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def feed(self, chunk: bytes) -> None:
         """Take the next chunk of output."""
@@ -105,22 +109,57 @@ class Capture:
         text = self._buf.decode(errors="replace")
         if self.chars <= self.max_output:
             return text, None
-        if self._fd is None and self._failed is None:  # short in bytes, long in characters: spill it now
+        self._spill_now()
+        self.finish()
+        shown = f"[{self.stream} truncated: showing the last {self.max_output} of {self.chars} characters"
+        return f"{shown}; {self._kept()}]\n" + text[-self.max_output :], self.spilled_to
+
+    def take(self) -> str:
+        """The output that came since the previous take, as :meth:`result` shows a whole stream.
+
+        For output read while it is produced (a background task): at most ``max_output``
+        characters, the tail, after a note naming the spill that holds the whole stream (see
+        :attr:`spilled_to`); the same spill and cap as a foreground command's.
+        """
+        new = self.total - self._taken
+        skipped = new > len(self._buf)  # more came than memory keeps: only the last of it is here
+        if skipped:
+            self._take_decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        text = self._take_decoder.decode(bytes(self._buf[len(self._buf) - min(new, len(self._buf)) :]))
+        self._taken = self.total
+        count = len(text) if not skipped else self.chars - self._taken_chars
+        self._taken_chars += count
+        if count <= self.max_output and not skipped:
+            return text
+        self._spill_now()
+        shown = f"[{self.stream} truncated: showing the last {self.max_output} of {count} new characters"
+        return f"{shown}; {self._kept()}]\n" + text[-self.max_output :]
+
+    def finish(self) -> None:
+        """The stream has ended: close the spill, then apply the retention rule (:func:`~._spill.prune`)."""
+        self._close()
+        if self.path is not None:
+            prune(self.spill_dir, keep=self.path, since=self.started, budget=self.spill_budget)
+
+    @property
+    def spilled_to(self) -> str | None:
+        """The spill file's path, once the output was certain to pass ``max_output`` and it could be written."""
+        return None if self.path is None else str(self.path)
+
+    def _spill_now(self) -> None:
+        if self._fd is None and self._failed is None and self.path is None:  # long in characters only
             self._open()
             self._write(bytes(self._buf))
-        self._close()
-        tail = text[-self.max_output :]
-        shown = f"[{self.stream} truncated: showing the last {self.max_output} of {self.chars} characters"
+
+    def _kept(self) -> str:
+        """Where the whole stream is, for the truncation note."""
         if self.path is None:
-            return f"{shown}; the full text was not kept: {self._failed}]\n" + tail, None
-        prune(self.spill_dir, keep=self.path, since=self.started, budget=self.spill_budget)
+            return f"the full text was not kept: {self._failed}"
         if self._failed is not None:
-            note = f"the first {self.spilled} of {self.total} bytes in {self.path} ({self._failed})"
-        elif self.spilled < self.total:
-            note = (
+            return f"the first {self.spilled} of {self.total} bytes in {self.path} ({self._failed})"
+        if self.spilled < self.total:
+            return (
                 f"the first {self.spilled} of {self.total} bytes in {self.path}; the remaining "
                 f"{self.total - self.spilled} bytes were dropped (the spill cap is {self.max_spill} bytes)"
             )
-        else:
-            note = f"full text in {self.path}"
-        return f"{shown}; {note}]\n" + tail, str(self.path)
+        return f"full text in {self.path}"

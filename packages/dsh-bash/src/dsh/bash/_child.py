@@ -8,10 +8,12 @@ import os
 import signal
 from typing import TYPE_CHECKING
 
+from . import _supervisor
 from ._errors import ExecError
 
 if TYPE_CHECKING:
     import subprocess
+    from collections.abc import Callable
 
     from ._request import BashExecSpec
 
@@ -85,6 +87,7 @@ def reap(proc: subprocess.Popen[bytes], pidfd: int | None = None, *, block: bool
     except ChildProcessError:
         code = UNKNOWN_STATUS
     proc.returncode = code
+    _supervisor.release(proc.pid)
     return True
 
 
@@ -130,8 +133,9 @@ def spawn(spec: BashExecSpec) -> subprocess.Popen[bytes]:
 
     if spec.cwd is not None and not os.path.isdir(spec.cwd):
         raise ExecError(f"working directory {spec.cwd} does not exist", path=spec.cwd)
+    _supervisor.ensure()
     try:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             spec.argv,
             stdin=subprocess.PIPE if spec.stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -146,6 +150,22 @@ def spawn(spec: BashExecSpec) -> subprocess.Popen[bytes]:
         if exc.errno == errno.E2BIG:
             raise too_big(spec) from None
         raise
+    supervised(proc.pid, lambda: reap(proc, block=True))
+    return proc
+
+
+def supervised(pgid: int, reap_shell: Callable[[], object]) -> None:
+    """Register the group of a shell just started with the supervisor; if that fails, kill and reap it, and raise."""
+    try:
+        _supervisor.supervise(pgid)
+    except OSError as exc:
+        kill_group(pgid)
+        reap_shell()
+        raise ExecError(
+            f"the supervisor ({_supervisor.SUPERVISOR_SHELL}) that kills a command's process group when dsh dies "
+            f"could not be reached: {exc.strerror or exc}; the command was killed",
+            shell=_supervisor.SUPERVISOR_SHELL,
+        ) from None
 
 
 MAX_ARG_STRLEN = 32 * 4096

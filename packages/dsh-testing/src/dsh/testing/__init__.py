@@ -9,7 +9,7 @@ a loopback HTTP server replaying recorded replies, for model providers' tests.
 
 from ._dists import dsh, make_dist, remove_dist, touch_dir
 from ._endpoint import Endpoint, Seen, load_exchanges
-from ._stall import STALLED_TIMEOUT, stall, stalled_command
+from ._processes import STALLED_TIMEOUT, group_members, stall, stalled_command, wait_for_group_end
 from ._uid import OTHER_UID, as_other_uid, fork_as_other_uid, needs_root
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "as_other_uid",
     "dsh",
     "fork_as_other_uid",
+    "group_members",
     "load_exchanges",
     "make_dist",
     "needs_root",
@@ -27,4 +28,5 @@ __all__ = [
     "stall",
     "stalled_command",
     "touch_dir",
+    "wait_for_group_end",
 ]

@@ -244,10 +244,12 @@ class _TaskTool:
         out, err = task.read()
         status = "running" if code is None else f"exited with code {code}"
         text = "\n".join(p for p in (out.rstrip("\n"), ("[stderr]\n" + err.rstrip("\n")) if err else "") if p)
-        return ToolResult(
-            f"{text}\n[{task.id} {status}]".lstrip("\n"),
-            data={"task_id": task.id, "exit_code": code, "stdout": out, "stderr": err},
-        )
+        data = {"task_id": task.id, "exit_code": code, "stdout": out, "stderr": err}
+        # Both cut to their last max_output characters, as a foreground call's; the spills hold it all.
+        for stream in ("stdout_spill", "stderr_spill"):
+            if (spill := getattr(task, stream, None)) is not None:
+                data[stream] = spill
+        return ToolResult(f"{text}\n[{task.id} {status}]".lstrip("\n"), data=data)
 
 
 def install_shell_tools(

@@ -1,4 +1,4 @@
-"""A dsh process stopped (as Ctrl-Z stops it) while its command finishes, until past the command's deadline."""
+"""Processes in awkward states for executor tests: a dsh stopped past a deadline, the members of a group."""
 
 from __future__ import annotations
 
@@ -38,3 +38,26 @@ def stall(pid: int, marker: Path) -> None:
     os.kill(pid, signal.SIGSTOP)
     time.sleep(STALLED_TIMEOUT + 0.2)
     os.kill(pid, signal.SIGCONT)
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live (not zombie) processes of process group ``pgid``, read from ``/proc``."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+                members.append(int(entry))
+    return members
+
+
+def wait_for_group_end(pgid: int, timeout: float = 10) -> list[int]:
+    """Wait until group ``pgid`` has no live member, at most ``timeout`` seconds; the members left."""
+    deadline = time.monotonic() + timeout
+    while (members := group_members(pgid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return members
