@@ -132,7 +132,9 @@ def test_a_command_over_the_kernels_argument_limit_is_one_clear_line(
     # Words under the limit each, which dsh exec joins into one command line over it.
     proc = dsh("exec", "--", "echo", "x" * 100_000, "y" * 100_000, home=tmp_path / "home")
     assert (proc.returncode, proc.stdout) == (125, "")
-    assert proc.stderr.startswith("the command is 200007 bytes, over the kernel's limit of 131072 bytes"), proc.stderr
+    assert proc.stderr.startswith("dsh: the command is 200007 bytes, over the kernel's limit of 131072 bytes"), (
+        proc.stderr
+    )
     assert proc.stderr.count("\n") == 1
 
 
