@@ -168,7 +168,7 @@ class LocalExecutor:
         """Start without waiting; see :class:`~dsh.bash.BackgroundProcess`."""
         from ._aio import start_background
 
-        return await start_background(self.spec(request), request, *self._captures())
+        return await start_background(self.spec(request), request, *self.captures())
 
     def captures(self) -> tuple[Capture, Capture]:
         """Fresh bounded captures of stdout and stderr with this executor's output limit and spill settings."""
