@@ -38,13 +38,16 @@ plugin = sys.modules[__name__]
 PROBE = """
 import json, sys
 from pathlib import Path
-from dsh.loader import Catalog, boot, discovery_cache, load_deployment, validated_cache
+from dsh.loader import Catalog, compose, discovery_cache, load_deployment, validated_cache
 
 home, path = Path(sys.argv[1]), sys.argv[2]
 catalog = Catalog(cache=discovery_cache(home))
 cache = validated_cache(home, catalog)
 deployment = load_deployment(path, validated=cache)
-with boot(deployment, catalog=catalog, validated=cache, env={"DSH_HOME": str(home)}):
+# compose, not boot: this distribution's tests have no persistence backend installed to boot with
+with compose(deployment, catalog=catalog, validated=cache, env={"DSH_HOME": str(home)}) as runtime:
+    if runtime.entries["acme"].error:
+        sys.exit(runtime.entries["acme"].error)
     import acme_plugin
     config = acme_plugin.seen[-1]
 print(json.dumps({
