@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from typing import TYPE_CHECKING
 
 from ._errors import ExecError
 
@@ -50,7 +51,6 @@ _owner: int | None = None
 _writer: int | None = None
 _proc: subprocess.Popen[bytes] | None = None
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
 
