@@ -39,6 +39,8 @@ def test_benchmark_command_runs_and_reports_every_figure(tmp_path: Path) -> None
         "dsh_exec_true",
         "dsh_exec_true_served",
         *(f"cold_{verb}" for verb in ("exec", "env", "plugins", "sessions_list", "sessions_locate")),
+        "cold_exec_deployment_file",
+        "cold_deployment_file_cost",
         "resume_by_events",
         "resume_by_events_memory",
         "resume_by_events_sqlite",

@@ -69,7 +69,7 @@ def _tiny_dist(tmp_path: Path, name: str, group: str, entry: str) -> Path:
     (src / module).mkdir(parents=True)
     (src / module / "__init__.py").write_text(
         "from dsh.bash_env import FunctionContributor\n"
-        "contributor = FunctionContributor('rival', {'DSH_RIVAL': 'r'}, lambda e: {'DSH_RIVAL': 'x'})\n"
+        f"contributor = FunctionContributor('rival', {{'DSH_RIVAL': 'r'}}, lambda e: {{'DSH_RIVAL': '{name}'}})\n"
     )
     (src / "pyproject.toml").write_text(
         f'[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n'
@@ -155,17 +155,22 @@ def test_two_distributions_claiming_one_name(env: Path, tmp_path: Path) -> None:
     home = tmp_path / "home"
     first = _tiny_dist(tmp_path, "dsh-rival-one", "dsh.bash_env", "rival")
     second = _tiny_dist(tmp_path, "dsh-rival-two", "dsh.bash_env", "rival")
-    _pip(env, "install", "--no-deps", "--no-build-isolation", str(first), str(second))
+    # Two pip runs, so "installed first" is a fact, not a race between two dist-info directories.
+    _pip(env, "install", "--no-deps", "--no-build-isolation", str(second))
+    _pip(env, "install", "--no-deps", "--no-build-isolation", str(first))
     try:
         out = json.loads(dsh("plugins", "--json", home=home, python=str(env)).stdout)
-        (row,) = [r for r in out["plugins"] if r["name"] == "rival"]
-        assert row["state"] == "failed"
-        assert "dsh-rival-one 0.3.0" in row["error"] and "dsh-rival-two 0.3.0" in row["error"]
-        # The conflict fails only that contributor: the rest of the harness still runs, and says so.
-        run = dsh("exec", "--", "echo ${DSH_RIVAL-absent}", home=home, python=str(env))
-        assert run.returncode == 0 and run.stdout == "absent\n"
-        assert run.stderr.startswith("dsh: warning: plugin 'bash-env:rival' failed: entry point 'rival'")
-        assert "dsh-rival-one 0.3.0 and dsh-rival-two 0.3.0" in run.stderr
+        rows = {r["distribution"]: r for r in out["plugins"] if r["name"] == "rival"}
+        assert set(rows) == {"dsh-rival-one", "dsh-rival-two"}
+        # The first installed keeps the name; the other is a failed row naming both and the fix.
+        assert rows["dsh-rival-two"]["state"] == "active"
+        assert rows["dsh-rival-one"]["state"] == "failed"
+        error = rows["dsh-rival-one"]["error"]
+        assert "dsh-rival-two 0.3.0 (installed first) keeps it" in error
+        assert "dsh-rival-one 0.3.0 is left out" in error and "uninstall one of them" in error
+        run = dsh("exec", "--", "echo $DSH_RIVAL", home=home, python=str(env))
+        assert run.returncode == 0 and run.stdout == "dsh-rival-two\n", run.stderr
+        assert "dsh-rival-one 0.3.0 is left out" in run.stderr
     finally:
         _pip(env, "uninstall", "-y", "dsh-rival-one", "dsh-rival-two")
 

@@ -68,6 +68,7 @@ def test_records_in_data_are_objects_of_their_fields_and_read_back_as_recorded(t
             "stdout_spill": None,
             "stderr_spill": None,
             "status_known": True,
+            "sandbox": None,
         },
         "points": [{"x": 1, "y": 2}, [3, 4]],
         "nested": {"at": {"x": 5, "y": 6}, "plain": ["a", 1, None, 2.5, True]},
