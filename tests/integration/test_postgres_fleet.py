@@ -129,7 +129,9 @@ def test_sessions_migrate_applies_once_and_refuses_a_newer_schema(
 ) -> None:
     deployment = _deployment(tmp_path / "d.yaml", {"dsn": postgres_server.dsn, "schema": pg_schema})
     first = dsh("sessions", "migrate", "--deployment", str(deployment), home=tmp_path / "h")
-    assert first.returncode == 0 and first.stdout.strip().endswith(f"schema version {SCHEMA_VERSION} (was 0)"), first.stderr
+    assert first.returncode == 0 and first.stdout.strip().endswith(f"schema version {SCHEMA_VERSION} (was 0)"), (
+        first.stderr
+    )
     again = dsh("sessions", "migrate", "--deployment", str(deployment), home=tmp_path / "h")
     assert again.stdout.strip().endswith(f"schema version {SCHEMA_VERSION} (up to date)")
     with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
