@@ -50,7 +50,11 @@ def test_sigkill_of_the_dsh_process_kills_its_commands_whole_group(tmp_path: Pat
     marker = tmp_path / "pgid"
     proc = subprocess.Popen([sys.executable, "-c", KILLED_RUN, how, str(marker)])
     pgid = _started(proc, marker)
-    assert len(group_members(pgid)) == 3  # the shell and its two sleeps
+    # The shell and its two sleeps (the `mv` that published the marker may still be exiting).
+    deadline = time.monotonic() + 10
+    while len(group_members(pgid)) != 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(group_members(pgid)) == 3
     proc.kill()
     proc.wait()
     left = wait_for_group_end(pgid)
