@@ -6,6 +6,7 @@ hooks; each test lays them out where a project or plugin keeps them and runs ``d
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -91,17 +92,17 @@ def test_hooks_get_the_peers_session_variables_and_tool_input_placeholders(tmp_p
     assert arg_out.read_text() == "echo 'a b'"  # one argument, never re-read by a shell
 
 
-def _plugin(tmp_path: Path) -> Path:
-    folder = tmp_path / "plugins" / "plugin-guard"
-    shutil.copytree(CORPUS / "plugin-guard", folder)
+def _plugin(tmp_path: Path, name: str = "plugin-guard") -> Path:
+    folder = tmp_path / "plugins" / name
+    shutil.copytree(CORPUS / name, folder)
     for path in [folder, *folder.rglob("*")]:
         path.chmod(0o755 if path.is_dir() or path.suffix == ".sh" else 0o644)
     return folder
 
 
-def _deployment(tmp_path: Path, plugin: Path) -> Path:
+def _deployment(tmp_path: Path, plugin: Path, **config: Any) -> Path:
     path = tmp_path / "deployment.yaml"
-    hooks = {"id": "hooks", "name": "hooks", "config": {"claude_plugins": [str(plugin)]}}
+    hooks = {"id": "hooks", "name": "hooks", "config": {"claude_plugins": [str(plugin)], **config}}
     path.write_text(json.dumps({"plugins": [hooks]}))  # JSON is YAML
     return path
 
@@ -178,3 +179,91 @@ def test_a_permission_request_hook_answers_a_pretooluse_ask(tmp_path: Path, dial
         assert rewritten.returncode == 0 and rewritten.stdout == "rewritten\n", rewritten.stderr
     else:  # Codex reserves updatedInput and fails closed on it
         assert rewritten.returncode == 126 and "fails closed" in rewritten.stderr
+
+
+# Logs, at each hook it runs for, the transcript it was handed: path, inode, mode and line count.
+VIEW_LOG = (
+    'p=$(jq -r .transcript_path); [ -f "$p" ] || {{ echo "$p - - 0" >> {log}; exit 0; }}; '
+    'printf "%s %s %s %s\\n" "$p" "$(stat -c %i "$p")" "$(stat -c %a "$p")" "$(wc -l < "$p")" >> {log}'
+)
+
+
+@pytest.mark.skipif(shutil.which("jq") is None, reason="the loop plugin's Stop hook reads the transcript with jq")
+def test_a_loop_plugin_reads_the_last_assistant_message_from_a_claude_code_transcript(tmp_path: Path) -> None:
+    plugin = _plugin(tmp_path, "plugin-loop")
+    log = tmp_path / "view.log"
+    watcher = {"type": "command", "command": VIEW_LOG.format(log=log)}
+    home = _home(tmp_path, claude={"hooks": {"PreToolUse": [{"hooks": [watcher]}], "Stop": [{"hooks": [watcher]}]}})
+    deployment = tmp_path / "deployment.yaml"
+    hooks = {
+        "id": "hooks",
+        "name": "hooks",
+        "config": {"claude": str(home / "hooks" / "claude.json"), "claude_plugins": [str(plugin)]},
+    }
+    deployment.write_text(json.dumps({"plugins": [hooks]}))
+    steps = [
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "echo one"}}]},
+        {"text": "I ran it."},
+        {"text": "All of it ran. <done/>"},
+    ]
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"turns": [{"user": "run the task", "steps": steps}]}))
+
+    proc = dsh("run", "--script", str(script), "--deployment", str(deployment), "--json", home=home, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (turn,) = json.loads(proc.stdout)["turns"]
+    assert turn["text"] == "All of it ran. <done/>"  # the plugin blocked the first stop, allowed the second
+    session = json.loads(proc.stdout)["session_id"]
+    view = home / "transcripts" / "claude-code" / f"{session}.jsonl"
+    assert view.stat().st_mode & 0o777 == 0o600 and view.parent.stat().st_mode & 0o777 == 0o700
+    lines = [json.loads(line) for line in view.read_text().splitlines()]
+    roles = [(line["type"], line["message"]["role"]) for line in lines]
+    assert roles == [
+        ("user", "user"),
+        ("assistant", "assistant"),
+        ("user", "user"),
+        ("assistant", "assistant"),
+        ("user", "user"),
+        ("assistant", "assistant"),
+    ]
+    prompt, call, result, first, steer, last = lines
+    assert prompt["message"]["content"] == "run the task" and prompt["parentUuid"] is None
+    assert all(b["parentUuid"] == a["uuid"] for a, b in itertools.pairwise(lines))
+    assert {line["sessionId"] for line in lines} == {session} and {line["cwd"] for line in lines} == {str(tmp_path)}
+    (use,) = call["message"]["content"]
+    assert use["type"] == "tool_use" and use["name"] == "Bash" and use["input"] == {"command": "echo one"}
+    (answer,) = result["message"]["content"]
+    assert answer == {"type": "tool_result", "tool_use_id": use["id"], "content": answer["content"], "is_error": False}
+    assert answer["content"].startswith("one") and result["toolUseResult"]["stdout"].startswith("one")
+    assert first["message"]["content"] == [{"type": "text", "text": "I ran it."}]
+    assert steer["isMeta"] is True and "<done/>" in steer["message"]["content"]
+    assert last["message"]["content"] == [{"type": "text", "text": "All of it ran. <done/>"}]
+    # The user's own hooks get the view only when asked (claude_transcript: all): here they got the
+    # persistence's own transcript path; run again with the opt-in.
+    (handed,) = {line.split()[0] for line in log.read_text().splitlines()}
+    assert handed.startswith(f"{home / 'sessions'}/") and handed.endswith(".jsonl")
+
+    log.unlink()
+    hooks["config"]["claude_transcript"] = "all"
+    deployment.write_text(json.dumps({"plugins": [hooks]}))
+    again = dsh(
+        "run",
+        "--script",
+        str(script),
+        "--deployment",
+        str(deployment),
+        "--session",
+        session,
+        "--json",
+        home=home,
+        cwd=tmp_path,
+    )
+    assert again.returncode == 0, again.stderr
+    seen = [line.split() for line in log.read_text().splitlines()]
+    assert len(seen) == 3  # PreToolUse, then the blocked and the allowed Stop
+    assert {path for path, _, _, _ in seen} == {str(view)}
+    assert {inode for _, inode, _, _ in seen} == {str(view.stat().st_ino)}  # rebuilt once, then appended to
+    assert {mode for _, _, mode, _ in seen} == {"600"}
+    counts = [int(count) for _, _, _, count in seen]
+    assert counts == sorted(counts) and counts[0] > 6 and len(set(counts)) == 3
+    assert len(view.read_text().splitlines()) == 12  # both turns, each line once

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from dsh.core import Context
 from dsh.hooks import HOOKS
-from dsh.session import Session, ToolResult
+from dsh.session import Session, SessionEvent, ToolResult
 
 from ._model import ToolCall
 from ._turns import recorded
@@ -37,9 +37,13 @@ class HookPoints:
         from dsh.hooks import HookScope
 
         if self.parent is None:
-            return HookScope(self.session.header, turn_id)
+            return HookScope(self.session.header, turn_id, events=self._events)
         parent = self.parent._scope(self.parent_turn_id)
-        return HookScope(self.session.header, turn_id, self.session.id, self.agent_type, parent)
+        return HookScope(self.session.header, turn_id, self.session.id, self.agent_type, parent, events=self._events)
+
+    def _events(self) -> list[SessionEvent]:
+        """The session's events so far, flushed or not: a hook handed the Claude-Code-format transcript reads them."""
+        return self.session.history
 
     def _settle(self, event: str, outcome: HookOutcome, context_for: Session | None = None) -> HookOutcome:
         """Record what the hooks of ``event`` did, hand their context to the model, tell the user.

@@ -139,7 +139,9 @@ class Agent(HookPoints):
         hooks = self._hooks()
         if hooks is None:
             return None
-        outcome = self._settle("SessionStart", await hooks.session_start(self.session.header, source))
+        outcome = self._settle(
+            "SessionStart", await hooks.session_start(self.session.header, source, events=self._events)
+        )
         return outcome.stop_reason if outcome.stop else None
 
     async def end(self, reason: str = "other") -> None:
@@ -151,7 +153,7 @@ class Agent(HookPoints):
         hooks = self._hooks()
         if hooks is None:
             return
-        outcome = await hooks.session_end(self.session.header, reason)
+        outcome = await hooks.session_end(self.session.header, reason, events=self._events)
         if not outcome.reports and not outcome.warnings:
             return
         turn_id = self._open_turn(source="session-end")

@@ -26,6 +26,11 @@ class HooksConfig:
     claude_plugins: list[str] = field(default_factory=list)
     """Claude Code plugin folders to load by path (``~/.claude/plugins/x``): their ``hooks/hooks.json``
     (and manifest hooks) join the Claude Code hooks, with ``CLAUDE_PLUGIN_ROOT`` and ``CLAUDE_PLUGIN_DATA``."""
+    claude_transcript: Literal["plugins", "all", "off"] = "plugins"
+    """Which Claude Code hooks get, as ``transcript_path``, a view of the session in Claude Code's own
+    ``.jsonl`` format (under ``<DSH_HOME>/transcripts/claude-code/``, current when the hook runs):
+    those of ``claude_plugins`` folders (the default), every Claude Code hook, or none. The others get
+    the persistence's ``locate()``."""
     model: str = "dsh-scripted"
     """The model name Codex payloads carry."""
     permission_mode: Literal["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"] = "default"
@@ -71,6 +76,7 @@ def _apply(ctx: Context, config: HooksConfig) -> None:
         model=config.model,
         permission_mode=config.permission_mode,
         ask=config.ask,
+        claude_transcript=config.claude_transcript,
         # Long hook output spills under the home, never into a shared temporary directory.
         executor=hook_executor(
             credential_pattern=config.credential_pattern,

@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dsh.session import SessionHeader
+    from collections.abc import Callable, Sequence
+
+    from dsh.session import SessionEvent, SessionHeader
 
 
 @dataclass(frozen=True)
@@ -20,6 +22,10 @@ class HookScope:
     agent_type: str | None = None
     parent: HookScope | None = None
     """The spawning agent's scope, inside a subagent: ``SubagentStop`` carries its identity."""
+    events: Callable[[], Sequence[SessionEvent]] | None = None
+    """The session's events known so far (flushed or not), asked for only when a hook is handed
+    the Claude-Code-format transcript; None when the host cannot say (``transcript_path`` is then
+    the persistence's ``locate()``)."""
 
     def agent_fields(self) -> dict[str, Any]:
         """``agent_id`` and ``agent_type`` when inside a subagent, else nothing."""

@@ -38,9 +38,16 @@ from ._table import Dialect, HookCommand, HookTable
 if TYPE_CHECKING:
     import asyncio
 
+    from dsh.session import SessionEvent
+
     from ._detached import DetachedHook
+    from ._transcript import ClaudeTranscripts
 
 DIALECTS: tuple[Dialect, ...] = ("claude", "codex")
+
+TranscriptView = Literal["plugins", "all", "off"]
+"""Which Claude Code hooks get the Claude-Code-format transcript as ``transcript_path``: those of
+plugin folders (the default), every one, or none (all get the persistence's ``locate()``)."""
 
 
 _ERROR_KINDS = (
@@ -88,6 +95,7 @@ class HookRunner:
         permission_mode: str = "default",
         ask: Literal["deny", "allow"] = "deny",
         executor: Executor | None = None,
+        claude_transcript: TranscriptView = "plugins",
     ) -> None:
         self._ctx = ctx
         self.tables = dict(tables)
@@ -103,6 +111,8 @@ class HookRunner:
         self._failed_async: list[HookReport] = []
         self._home = ctx.get(DSH_HOME)
         self._order = itertools.count(1)
+        self.claude_transcript: TranscriptView = claude_transcript if self._home is not None else "off"
+        self._views: ClaudeTranscripts | None = None
 
     # -- configuration ------------------------------------------------------------------------
 
@@ -135,30 +145,66 @@ class HookRunner:
         location = None if backend is None else backend.locate(header)
         return None if location is None else location.path
 
+    def _wants_view(self, dialect: Dialect, hook: HookCommand) -> bool:
+        """Whether ``hook`` is handed the Claude-Code-format transcript (see :data:`TranscriptView`)."""
+        if dialect != "claude" or self.claude_transcript == "off":
+            return False
+        return self.claude_transcript == "all" or hook.plugin_root is not None
+
+    def _view_path(self, scope: HookScope, warnings: list[str]) -> str | None:
+        """The Claude-Code-format view of ``scope``'s session, brought up to date (see :mod:`._transcript`).
+
+        Without the session's events, or when the view cannot be written (one warning naming it), the
+        hook gets the persistence's ``locate()`` instead, as every other hook does.
+        """
+        if scope.events is None or self._home is None:
+            return self._transcript_path(scope.header)
+        if self._views is None:
+            from ._transcript import ClaudeTranscripts
+
+            self._views = ClaudeTranscripts(self._home, self.model)
+        try:
+            return self._views.update(scope.header, scope.events)
+        except OSError as exc:
+            path = self._views.path_for(scope.header)
+            warnings.append(
+                f"could not write the Claude Code transcript view {path} ({exc}); its hooks got the session's "
+                "own transcript path instead; make the folder writable"
+            )
+            return self._transcript_path(scope.header)
+
     def session_env(self, header: SessionHeader) -> Mapping[str, str]:
         """What SessionStart hooks exported through their env file for this session (or its parent)."""
         return self._env_files.exports(header.id, header.parent_session)
 
     # -- machinery ----------------------------------------------------------------------------
 
-    def _facts(self, event: str, scope: HookScope, fields: Mapping[str, Any] | None = None) -> HookFacts:
+    def _facts(self, event: str, scope: HookScope, fields: Mapping[str, Any], transcript_path: str | None) -> HookFacts:
         """The dialect-neutral facts of an event in ``scope``'s session."""
         header = scope.header
         return HookFacts(
             event=event,
             session_id=header.id,
             cwd=header.cwd,
-            transcript_path=self._transcript_path(header),
+            transcript_path=transcript_path,
             model=self.model,
             permission_mode=self.permission_mode,
             turn_id=scope.turn_id,
-            fields=dict(fields or {}),
+            fields=dict(fields),
         )
 
     # -- lifecycle points the agent loop calls ------------------------------------------------
 
-    async def session_start(self, header: SessionHeader, source: str) -> HookOutcome:
+    async def session_start(
+        self,
+        header: SessionHeader,
+        source: str,
+        *,
+        events: Callable[[], Sequence[SessionEvent]] | None = None,
+    ) -> HookOutcome:
         """``SessionStart`` (``startup``, ``resume``, ``fork``) with an env file for each hook.
+
+        ``events`` gives the session's events (see :attr:`HookScope.events`).
 
         Claude Code hooks get ``CLAUDE_ENV_FILE``; Codex hooks get ``CODEX_ENV_FILE`` and, as Codex
         does, the ``CLAUDE_ENV_FILE`` alias. Each hook writes its own file; they are sourced in order.
@@ -173,7 +219,7 @@ class HookRunner:
 
         outcome = await self._fire(
             {"claude": "SessionStart", "codex": "SessionStart"},
-            HookScope(header),
+            HookScope(header, events=events),
             {"source": source},
             subject=lambda d: source,
             extra_env=env_for,
@@ -297,6 +343,7 @@ class HookRunner:
             scope.parent,
             fields,
             subject=lambda d: scope.agent_type or "",
+            subagent=scope,
         )
 
     async def subagent_start(self, scope: HookScope, agent_id: str, agent_type: str) -> HookOutcome:
@@ -308,9 +355,16 @@ class HookRunner:
             subject=lambda d: agent_type,
         )
 
-    async def session_end(self, header: SessionHeader, reason: str = "other") -> HookOutcome:
+    async def session_end(
+        self,
+        header: SessionHeader,
+        reason: str = "other",
+        *,
+        events: Callable[[], Sequence[SessionEvent]] | None = None,
+    ) -> HookOutcome:
         """``SessionEnd`` when a session's run ends, with the reports of ``async`` hooks that finished
         (those still running are not waited for: they go on detached, see :mod:`._detached`).
+        ``events`` gives the session's events (see :attr:`HookScope.events`).
 
         The session's exports, env files and ``once`` marks are dropped afterwards, so a long-lived
         runner (``dsh serve``) does not grow with the sessions it has seen; a resumed session starts
@@ -319,7 +373,7 @@ class HookRunner:
         finished = await self.background()
         outcome = await self._fire(
             {"claude": "SessionEnd", "codex": "SessionEnd"},
-            HookScope(header),
+            HookScope(header, events=events),
             {"reason": reason},
             subject=lambda d: reason,
         )
@@ -329,6 +383,8 @@ class HookRunner:
     def _forget(self, session_id: str) -> None:
         self._done_once = {key for key in self._done_once if key[0] != session_id}
         self._env_files.forget(session_id)
+        if self._views is not None:
+            self._views.forget(session_id)
 
     async def background(self) -> HookOutcome:
         """Reports of the ``async`` hooks that finished since the last call; never waits for one."""
@@ -355,8 +411,15 @@ class HookRunner:
         tool: str | None = None,
         tool_input: Mapping[str, Any] | None = None,
         extra_env: Callable[[Dialect, int], dict[str, str]] | None = None,
+        subagent: HookScope | None = None,
     ) -> HookOutcome:
+        """Run the hooks of ``events`` (each dialect's name for it) in ``scope`` and merge what they decided.
+
+        ``subagent`` is the scope of the subagent a ``SubagentStop`` is about (its transcript is
+        ``agent_transcript_path``).
+        """
         jobs: list[Coroutine[Any, Any, HookReport]] = []
+        warnings: list[str] = []
         for dialect in DIALECTS:
             event = events.get(dialect)
             if event is None:
@@ -374,9 +437,13 @@ class HookRunner:
             )
             if not hooks:
                 continue
-            payload = json.dumps(build_payload(dialect, self._facts(event, scope, fields)))
+            payloads: dict[bool, str] = {}  # one per kind of transcript_path: the view, or locate()
             peer_input = None if tool is None else peer_tool_input(dialect, tool, tool_input or {})
             for index, hook in enumerate(hooks):
+                view = self._wants_view(dialect, hook)
+                if view not in payloads:
+                    payloads[view] = self._payload(dialect, event, scope, fields, view, subagent, warnings)
+                payload = payloads[view]
                 if hook.once:
                     self._done_once.add((scope.header.id, dialect, event, hook))
                 env = hook_env(dialect, hook, scope.header)
@@ -387,7 +454,7 @@ class HookRunner:
                 else:
                     jobs.append(self._run(dialect, event, hook, payload, scope.header.cwd, env, tool, peer_input))
         if not jobs:
-            return HookOutcome(ask=self.ask)
+            return HookOutcome(ask=self.ask, warnings=tuple(warnings))
         import asyncio
 
         reports = tuple(await asyncio.gather(*jobs))
@@ -396,7 +463,24 @@ class HookRunner:
                 logger("dsh.hooks").warning(
                     "%s %s hook (%s) failed: %s", report.dialect, report.event, report.command, report.error
                 )
-        return HookOutcome(reports, self.ask)
+        return HookOutcome(reports, self.ask, warnings=tuple(warnings))
+
+    def _payload(
+        self,
+        dialect: Dialect,
+        event: str,
+        scope: HookScope,
+        fields: Mapping[str, Any],
+        view: bool,
+        subagent: HookScope | None,
+        warnings: list[str],
+    ) -> str:
+        """The JSON payload of ``event`` for ``dialect``; ``view``: with the Claude-Code-format transcript."""
+        given = dict(fields)
+        if view and subagent is not None:
+            given["agent_transcript_path"] = self._view_path(subagent, warnings)
+        path = self._view_path(scope, warnings) if view else self._transcript_path(scope.header)
+        return json.dumps(build_payload(dialect, self._facts(event, scope, given, path)))
 
     def _detach(
         self,
