@@ -277,3 +277,15 @@ def test_ambient_shell_options_trace_prompt_and_functions_cannot_rewrite_the_sna
     # Unscrubbed, the trace prompt set DSH_SHELL=0 (and traced every command to stderr), and the
     # exported printenv printed "faked".
     assert (result.stdout, result.stderr) == ("1\ninner\n0\n", "")  # type: ignore[attr-defined]
+
+
+def test_a_request_s_ambient_environment_replaces_this_process_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A served call's client environment travels in the request (``ambient``), not in process state."""
+    monkeypatch.setenv("SERVER_ONLY", "server")
+    request = BashExecRequest(
+        'echo "${CLIENT_ONLY-none} ${SERVER_ONLY-none}"', ambient={"CLIENT_ONLY": "client", "PATH": os.defpath}
+    )
+    assert run(request).stdout == "client none\n"  # type: ignore[attr-defined]
+    assert run(request._replace(ambient=None)).stdout == "none server\n"  # type: ignore[attr-defined]
+    # An executor's own ambient (the SSH executor's empty one) still wins over the request's.
+    assert run(request, ambient={"PATH": os.defpath}).stdout == "none none\n"  # type: ignore[attr-defined]

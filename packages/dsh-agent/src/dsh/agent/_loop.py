@@ -113,6 +113,7 @@ class Agent(HookPoints):
         parent: Agent | None = None,
         parent_turn_id: str | None = None,
         notify: Callable[[Notice], None] | None = None,
+        ambient: Mapping[str, str] | None = None,
     ) -> None:
         self.ctx = ctx
         self.session = session
@@ -124,6 +125,8 @@ class Agent(HookPoints):
         self.parent_turn_id = parent_turn_id
         self.notify = notify or (parent.notify if parent is not None else None)
         """Where hooks' ``systemMessage`` lines and hook failure warnings go (default: the log)."""
+        self.ambient: Mapping[str, str] | None = ambient if ambient is not None or parent is None else parent.ambient
+        """The environment its tool calls' children start from when not this process's (``ToolExecution.ambient``)."""
         self.ref = AgentRef(name=name, header=session.header, agent_type=agent_type)
         self._stopping: str | None = None
 
@@ -343,7 +346,13 @@ class Agent(HookPoints):
         hooks = self._hooks()
         env = {} if hooks is None else hooks.session_env(self.session.header)
         execution = ToolExecution(
-            tool=call.name, call_id=call_id, arguments=arguments, agent=self.ref, turn_id=turn_id, env=env
+            tool=call.name,
+            call_id=call_id,
+            arguments=arguments,
+            agent=self.ref,
+            turn_id=turn_id,
+            env=env,
+            ambient=self.ambient,
         )
         token = current_agent.set(self)
         try:

@@ -12,7 +12,6 @@ from ._env import DSH_ENV_PREFIX, Shell, is_managed_key
 from ._errors import ChannelError, ExecError
 from ._interrupt import Interrupted, Interrupts, interrupted_result, interrupted_status, interruption
 from ._local import (
-    AMBIENT_ENV,
     SHELL_EXECUTOR,
     Executor,
     LocalExecutor,
@@ -27,7 +26,6 @@ if TYPE_CHECKING:
     from ._aio import BackgroundProcess, CommandCancelled
 
 __all__ = [
-    "AMBIENT_ENV",
     "DSH_ENV_PREFIX",
     "LOCAL_WORLD",
     "SHELL_EXECUTOR",

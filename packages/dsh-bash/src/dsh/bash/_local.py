@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -52,13 +51,6 @@ class Executor(Protocol):
         ...
 
 
-AMBIENT_ENV: ContextVar[Mapping[str, str] | None] = ContextVar("dsh_ambient_env", default=None)
-"""The caller's environment, when it is not this process's (a ``dsh exec`` served by ``dsh serve``).
-
-Executors without an explicit ``ambient`` build children from it when set, else from ``os.environ``.
-"""
-
-
 class LocalExecutor:
     """Runs commands as local child processes, each in its own process group.
 
@@ -94,7 +86,9 @@ class LocalExecutor:
 
     def spec(self, request: BashExecRequest) -> BashExecSpec:
         """The exact argv, environment, cwd and input a request turns into."""
-        ambient = self._ambient if self._ambient is not None else (AMBIENT_ENV.get() or os.environ)
+        ambient = self._ambient if self._ambient is not None else request.ambient
+        if ambient is None:
+            ambient = os.environ
         env = build_child_env(
             ambient,
             request.env,

@@ -31,6 +31,9 @@ class BashExecRequest(NamedTuple):
     shell: Shell = "bash"
     stdin: str | None = None
     """Text fed to the child's stdin (hook payloads); None gives it no input."""
+    ambient: Mapping[str, str] | None = None
+    """The environment the child starts from when it is not this process's (the client's, for a
+    ``dsh exec`` served by ``dsh serve``: ``ToolExecution.ambient``); None: ``os.environ``."""
 
 
 class BashExecSpec(NamedTuple):

@@ -94,8 +94,12 @@ async def exec_command(
     session_id: str | None = None,
     cwd: str | None = None,
     timeout: float | None = None,
+    ambient: Mapping[str, str] | None = None,
 ) -> ExecOutcome:
     """Run ``command`` through the bash tool in a new session (or ``session_id``'s), as one turn.
+
+    ``ambient``: the environment the command starts from when not this process's (a served
+    client's), carried by the call's ``ToolExecution``.
 
     Everything that can fail before the command runs is checked first: the command, ``cwd``,
     the timeout, the backend, the session, and its write lock (held until the turn's flush).
@@ -137,7 +141,9 @@ async def exec_command(
                 option="--session",
                 value=session_id,
             )
-        agent = Agent(runtime.ctx, session, ScriptedModel([]), notify=lambda n: notices.append(notice_line(n)))
+        agent = Agent(
+            runtime.ctx, session, ScriptedModel([]), notify=lambda n: notices.append(notice_line(n)), ambient=ambient
+        )
         stopped = await agent.start("resume" if session_id is not None else "startup")
         if stopped is not None:
             # A SessionStart hook said "continue": false: the command does not run.

@@ -27,7 +27,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dsh.bash import AMBIENT_ENV
 from dsh.core import DshError, EscapedError, describe
 from dsh.loader import Runtime
 from dsh.paths import ensure_private_dir
@@ -134,12 +133,7 @@ class Server:
         if self.stopping:
             await self._send(writer, {"ok": False, "error": "this dsh server is stopping", "exit_code": 1})
             return
-        token = AMBIENT_ENV.set(request.env)
-        try:
-            # The task copies this context, so the command sees the client's environment.
-            work = asyncio.ensure_future(self._run(request))
-        finally:
-            AMBIENT_ENV.reset(token)
+        work = asyncio.ensure_future(self._run(request))
         self.work.add(work)
         work.add_done_callback(self.work.discard)
         watch = asyncio.ensure_future(watch_client(reader, writer.get_extra_info("socket"), self.idle_timeout))
@@ -183,7 +177,12 @@ class Server:
         runtime = self.runtime
         try:
             outcome = await exec_command(
-                runtime, request.command, session_id=request.session, cwd=request.cwd, timeout=request.timeout
+                runtime,
+                request.command,
+                session_id=request.session,
+                cwd=request.cwd,
+                timeout=request.timeout,
+                ambient=request.env,  # the client's environment: its command starts from it
             )
         except (Exception, asyncio.CancelledError):
             raise

@@ -44,9 +44,11 @@ class ToolExecution(Frozen):
 
     ``env`` is ordinary environment in-process plugins add for this call (exports of SessionStart
     hooks, say). Shell tools pass it in the ``env`` channel, so it never displaces a managed ``DSH_*``.
+    ``ambient`` is the environment the call's children start from when it is not this process's
+    (the client's, for a ``dsh exec`` served by ``dsh serve``); None: this process's ``os.environ``.
     """
 
-    _order = ("tool", "call_id", "arguments", "agent", "turn_id", "env")
+    _order = ("tool", "call_id", "arguments", "agent", "turn_id", "env", "ambient")
     __slots__ = ()
     _what = "tool execution"
 
@@ -56,6 +58,7 @@ class ToolExecution(Frozen):
     agent: AgentRef | None
     turn_id: str | None
     env: Mapping[str, str]
+    ambient: Mapping[str, str] | None
 
     def __init__(
         self,
@@ -65,12 +68,10 @@ class ToolExecution(Frozen):
         agent: AgentRef | None = None,
         turn_id: str | None = None,
         env: Mapping[str, str] | None = None,
+        ambient: Mapping[str, str] | None = None,
     ) -> None:
-        store(
-            self,
-            "_v",
-            (tool, call_id, {} if arguments is None else arguments, agent, turn_id, {} if env is None else env),
-        )
+        arguments = {} if arguments is None else arguments
+        store(self, "_v", (tool, call_id, arguments, agent, turn_id, {} if env is None else env, ambient))
 
     @property
     def session(self) -> SessionHeader | None:

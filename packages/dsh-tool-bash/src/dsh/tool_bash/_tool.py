@@ -177,6 +177,7 @@ class ShellTool:
             env=dict(execution.env),
             dsh_env=dsh_env,
             shell=self.shell,
+            ambient=execution.ambient,
         )
 
     async def __call__(self, arguments: Mapping[str, Any], execution: ToolExecution) -> ToolResult:
