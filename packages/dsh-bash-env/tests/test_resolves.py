@@ -341,7 +341,9 @@ def test_the_first_failure_by_name_wins_over_the_first_in_time(waiting: str) -> 
 
 def _running(registry: BashEnvRegistry, name: str) -> int:
     """How many of ``name``'s resolves run now (internal, for the bounds these tests check)."""
-    return registry._state.entries[name].stuck(float("inf"))
+    entry = registry._state.entries.get(name)
+    assert entry is not None
+    return entry.stuck(float("inf"))
 
 
 def _drains(registry: BashEnvRegistry) -> bool:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dsh.bash import LOCAL_WORLD, Interrupts, World
-from dsh.core import Disposer, Fiber, FiberState, FieldError, Service, ServiceKey
+from dsh.core import Disposer, Fiber, FiberState, FieldError, RegistrationConflictError, Registry, Service, ServiceKey
 from dsh.loader import EntryPointItem
 from dsh.session import ToolExecution
 
@@ -83,8 +83,10 @@ class _State:
         self.timeout = timeout
         self.optional = optional
         self.world = world
-        self.entries: dict[str, Entry] = {}
-        self.owners: dict[str, str] = {}
+        self.entries: Registry[Entry] = Registry("bash_env contributor")
+        """The contributors by name."""
+        self.owners: Registry[Entry] = Registry("managed key")
+        """Per declared ``DSH_*`` key, the contributor that owns it."""
         # Per key, the contributors refused it (by name: who, and the fiber whose load failed).
         # Kept outside any effect, as the failing registration rolls its own back; a loser's
         # record counts while its fiber is not disposed (uninstalled, or loaded again).
@@ -109,8 +111,7 @@ class _State:
             with self._lock:
                 ordered = self._ordered
                 if ordered is None:
-                    entries = self.entries.copy()  # one step: a registration may go on meanwhile
-                    ordered = self._ordered = tuple(entries[n] for n in sorted(entries))
+                    ordered = self._ordered = tuple(self.entries.values())  # name order
         return ordered
 
 
@@ -174,41 +175,51 @@ class BashEnvRegistry(Service):
         state = self._state
         if origin is None and not builtin:
             origin = self._caller_origin()
+        claimant = self.claimant()
 
         def setup() -> Disposer:
-            if name in state.entries:
-                raise ContributorError(f"a contributor named '{name}' is already registered", contributor=name)
+            # Both tables are dsh-core registries, the one owner of "a key is held once": the name and
+            # every declared key are claimed in this one effect, so unloading removes them all.
             entry = Entry(name, contributor, resolve, descriptions, origin, builtin)
+            claims: builtins.list[Disposer] = []
+            try:
+                claims.append(state.entries.claim(name, entry, claimant))
+                for key in descriptions:
+                    claims.append(state.owners.claim(key, entry, claimant))
+            except RegistrationConflictError as exc:
+                for release in reversed(claims):
+                    release()
+                raise self._refused(entry, exc.key, exc.kind == state.entries.kind) from None
             for key in descriptions:
-                owner = state.owners.get(key)
-                if owner is not None:
-                    held = state.entries[owner]
-                    fiber = None if self.caller is None else self.caller.fiber
-                    state.lost.setdefault(key, {})[name] = (entry.who(), fiber)
-                    rule = " (the first installed keeps a key)" if held.origin and origin else ""
-                    raise ContributorError(
-                        f"key '{key}' is already owned by contributor {held.who()}; "
-                        f"contributor {entry.who()} cannot declare it{rule}",
-                        contributor=name,
-                        key=key,
-                    )
-            state.entries[name] = entry
-            for key in descriptions:
-                state.owners[key] = name
                 state.lost.get(key, {}).pop(name, None)  # it has the key now
             state.reorder()
 
             def remove() -> None:
-                if state.entries.get(name) is entry:
-                    del state.entries[name]
-                    for key in descriptions:
-                        state.owners.pop(key, None)
-                    state.reorder()
+                for release in reversed(claims):
+                    release()
+                state.reorder()
                 entry.close()
 
             return remove
 
         return self.effect(setup, label=f"bash_env contributor {name}")
+
+    def _refused(self, entry: Entry, key: str, by_name: bool) -> ContributorError:
+        """The error for a contributor whose name or one of whose keys another holds (a loser is recorded)."""
+        if by_name:
+            return ContributorError(f"a contributor named '{key}' is already registered", contributor=key)
+        state = self._state
+        held = state.owners.get(key)
+        assert held is not None
+        fiber = None if self.caller is None else self.caller.fiber
+        state.lost.setdefault(key, {})[entry.name] = (entry.who(), fiber)
+        rule = " (the first installed keeps a key)" if held.origin and entry.origin else ""
+        return ContributorError(
+            f"key '{key}' is already owned by contributor {held.who()}; "
+            f"contributor {entry.who()} cannot declare it{rule}",
+            contributor=entry.name,
+            key=key,
+        )
 
     def _caller_origin(self) -> EntryPointItem | None:
         """The entry point the registering plugin (or the nearest plugin above it) was loaded from:
@@ -314,7 +325,7 @@ class BashEnvRegistry(Service):
             VariableInfo(key, desc, BUILTIN_OWNER, BUILTIN_DISTRIBUTION, version, True)
             for key, desc in BUILTIN_DESCRIPTIONS.items()
         ]
-        for entry in self._state.entries.values():
+        for entry in self._state.ordered:
             dist = entry.origin.distribution if entry.origin else (BUILTIN_DISTRIBUTION if entry.builtin else None)
             ver = entry.origin.version if entry.origin else (version if entry.builtin else None)
             rows.extend(
@@ -329,7 +340,7 @@ class BashEnvRegistry(Service):
 
     def contributors(self) -> builtins.list[str]:
         """Names of the registered contributors, sorted."""
-        return sorted(self._state.entries)
+        return list(self._state.entries)
 
 
 def _waker(loop: asyncio.AbstractEventLoop, waiter: asyncio.Future[None]) -> Callable[[Future[Any]], None]:

@@ -77,13 +77,12 @@ class Service:
         A key another registration holds raises :class:`RegistrationConflictError` naming both
         plugins; unloading the caller (or the returned disposer) removes the entry.
         """
-        claimant = None if self.caller is None else self.caller.fiber.label
+        claimant = self.claimant()
+        return self.effect(lambda: registry.claim(key, value, claimant), label=f"{registry.kind} {key}")
 
-        def setup() -> Disposer:
-            entry = registry._add(key, value, claimant)
-            return lambda: registry._discard(key, entry)
-
-        return self.effect(setup, label=f"{registry.kind} {key}")
+    def claimant(self) -> str | None:
+        """Label of the calling plugin, as a :class:`Registry` records its owner (None: the host)."""
+        return None if self.caller is None else self.caller.fiber.label
 
 
 class _Entry(Generic[V]):
@@ -98,7 +97,9 @@ class Registry(Generic[V]):
     """Values under unique keys, each remembering the plugin that registered it.
 
     A service keeps one in an attribute (its caller-bound views share it) and adds to it only
-    through :meth:`Service.register_keyed`, so every entry is an effect of its plugin's fiber.
+    through :meth:`Service.register_keyed`, or, to claim several keys in one effect (a bash-env
+    contributor and the ``DSH_*`` keys it declares), through :meth:`claim` inside its own
+    :meth:`Service.effect`; either way every entry is an effect of its plugin's fiber.
     Iteration and :meth:`values` go in key order.
     """
 
@@ -132,8 +133,18 @@ class Registry(Generic[V]):
         return None if entry is None else entry.owner
 
     def values(self) -> list[V]:
-        """Every value, in key order."""
-        return [self._entries[key].value for key in sorted(self._entries)]
+        """Every value, in key order (a copy taken in one step: a registration may go on meanwhile)."""
+        entries = self._entries.copy()
+        return [entries[key].value for key in sorted(entries)]
+
+    def claim(self, key: str, value: V, owner: str | None) -> Disposer:
+        """Add ``value`` under ``key`` for ``owner`` (a plugin label, None: the host); the disposer removes it.
+
+        Call it only inside an effect (:meth:`Service.effect`), so the entry goes when its plugin
+        unloads; a key already held raises :class:`RegistrationConflictError` naming both owners.
+        """
+        entry = self._add(key, value, owner)
+        return lambda: self._discard(key, entry)
 
     def _add(self, key: str, value: V, owner: str | None) -> _Entry[V]:
         held = self._entries.get(key)
