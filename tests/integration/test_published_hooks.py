@@ -130,6 +130,44 @@ def test_a_plugin_folder_others_can_write_is_refused(tmp_path: Path) -> None:
     assert str(plugin) in proc.stderr and "writable by group or others" in proc.stderr
 
 
+def test_a_plugin_folders_skills_reach_the_model(tmp_path: Path) -> None:
+    plugin = _plugin(tmp_path)
+    home = _home(tmp_path)
+    deployment = _deployment(tmp_path, plugin)
+    listed = dsh("skills", "--deployment", str(deployment), "--json", home=home)
+    assert listed.returncode == 0, listed.stderr
+    (skill,) = json.loads(listed.stdout)["skills"]
+    assert skill["name"] == "safe-cleanup" and skill["source"] == "claude-plugin:plugin-guard"
+    assert skill["path"] == str(plugin / "skills" / "safe-cleanup" / "SKILL.md")
+    script = tmp_path / "script.json"
+    call = {"tool_calls": [{"name": "skill", "arguments": {"name": "safe-cleanup"}}]}
+    script.write_text(json.dumps({"turns": [{"user": "clean up", "steps": [call, {"text": "ok"}]}]}))
+    run = dsh("run", "--script", str(script), "--deployment", str(deployment), "--json", home=home)
+    assert run.returncode == 0, run.stderr
+    (result,) = json.loads(run.stdout)["turns"][0]["tool_calls"]
+    assert "remove the files by name" in result["output"] and str(plugin / "skills") in result["output"]
+
+
+def test_a_plugin_skills_folder_others_can_write_fails_the_boot(tmp_path: Path) -> None:
+    plugin = _plugin(tmp_path)
+    (plugin / "skills").chmod(0o777)
+    proc = dsh("skills", "--deployment", str(_deployment(tmp_path, plugin)), home=_home(tmp_path))
+    assert proc.returncode == 1 and "safe-cleanup" not in proc.stdout
+    assert str(plugin / "skills") in proc.stderr and "writable by group or others" in proc.stderr
+
+
+def test_without_the_skills_plugin_a_plugin_folder_still_loads_its_hooks(tmp_path: Path) -> None:
+    plugin = _plugin(tmp_path)
+    deployment = tmp_path / "deployment.yaml"
+    hooks = {"id": "hooks", "name": "hooks", "config": {"claude_plugins": [str(plugin)]}}
+    deployment.write_text(json.dumps({"plugins": [{"id": "skills", "enabled": False}, hooks]}))
+    (tmp_path / "build").mkdir()
+    proc = dsh(
+        "exec", "--deployment", str(deployment), "--cwd", str(tmp_path), "--", "rm -rf build", home=_home(tmp_path)
+    )
+    assert proc.returncode == 126 and "Blocked by guard.sh" in proc.stderr, proc.stderr
+
+
 ASK = {
     "type": "command",
     "command": 'cat >/dev/null; echo \'{"hookSpecificOutput": {"hookEventName": "PreToolUse", '

@@ -1,4 +1,4 @@
-"""Claude Code plugin folders loaded by path: their hooks, with ``CLAUDE_PLUGIN_ROOT`` and ``CLAUDE_PLUGIN_DATA``.
+"""Claude Code plugin folders loaded by path: hooks (with ``CLAUDE_PLUGIN_ROOT``, ``CLAUDE_PLUGIN_DATA``) and skills.
 
 A plugin folder holds ``.claude-plugin/plugin.json`` (its manifest: ``name``, and optionally
 ``hooks``: a path or list of paths of further hook files, relative to the folder, or an inline
@@ -6,6 +6,11 @@ hooks object) and ``hooks/hooks.json`` (a hooks file in the Claude Code format, 
 ``description``). Each hook of the plugin runs with ``CLAUDE_PLUGIN_ROOT`` (the folder) and
 ``CLAUDE_PLUGIN_DATA`` (``<DSH_HOME>/plugins/data/<name>``: private, created 0700, kept across runs).
 The folder is trusted as a hook file is: owned by you (or root), writable by nobody else.
+
+A plugin's ``skills/`` folder (``<skill>/SKILL.md`` entries) becomes a source of the ``skills``
+service, ``claude-plugin:<name>``, registered by a child fiber that starts once that service exists:
+this package cannot import dsh-skills (a layer above it), so it names the service and the one
+method it calls (:class:`SkillSources`), as service keys compare by name.
 """
 
 from __future__ import annotations
@@ -15,8 +20,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from dsh.core import Context, Disposer, Plugin, ServiceKey
 from dsh.paths import UntrustedPathError, check_trusted, ensure_private_dir
 
 from ._errors import HookConfigError
@@ -24,6 +30,21 @@ from ._load import load_hook_table, read_hook_file
 from ._table import Dialect, HookTable, MatcherGroup
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+class SkillSources(Protocol):
+    """What this package asks of the ``skills`` service (dsh-skills' ``SkillRegistry``)."""
+
+    def register(self, name: str, root: str | os.PathLike[str]) -> Disposer:
+        """Add a folder of skills under a unique source name; an effect of the caller's fiber."""
+        ...
+
+
+SKILL_SOURCES: ServiceKey[SkillSources] = ServiceKey("skills")
+"""The ``skills`` service, by name."""
+
+SKILL_SOURCE_PREFIX = "claude-plugin:"
+"""A plugin's skills are the source ``claude-plugin:<name>``."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +56,8 @@ class ClaudePlugin:
     data: Path | None
     """``CLAUDE_PLUGIN_DATA``; None without a home."""
     table: HookTable
+    skills: Path | None = None
+    """The plugin's ``skills/`` folder, when it has one (checked as the folder is)."""
 
 
 def load_claude_plugin(path: str, base: Path | None, home: Path | None) -> ClaudePlugin:
@@ -62,7 +85,13 @@ def load_claude_plugin(path: str, base: Path | None, home: Path | None) -> Claud
     tables = [_hook_file(root / "hooks" / "hooks.json", name)] if (root / "hooks" / "hooks.json").exists() else []
     tables.extend(_manifest_hooks(manifest.get("hooks"), root, name, where))
     table = merge_tables("claude", tables, where)
-    return ClaudePlugin(name, root, data, with_plugin(table, root, data))
+    skills = root / "skills"
+    if skills.is_dir():
+        try:
+            check_trusted(skills, "Claude Code plugin skills folder")
+        except UntrustedPathError as exc:
+            raise HookConfigError(str(exc), source=where, path=str(skills)) from None
+    return ClaudePlugin(name, root, data, with_plugin(table, root, data), skills if skills.is_dir() else None)
 
 
 def _manifest(root: Path, where: str) -> Mapping[str, Any]:
@@ -142,3 +171,20 @@ def plugin_names(plugins: Iterable[ClaudePlugin]) -> list[str]:
             )
         seen[plugin.name] = plugin.root
     return list(seen)
+
+
+def load_plugin_skills(ctx: Context, plugin: ClaudePlugin) -> None:
+    """Make ``plugin``'s ``skills/`` a source of the ``skills`` service, once that service exists.
+
+    The source lives in a child fiber of the hooks plugin (non-essential: a deployment without the
+    skills plugin has no skills to offer, so it waits quietly); it goes when the hooks plugin does.
+    """
+    if plugin.skills is None:
+        return
+    folder = plugin.skills
+
+    def apply(child: Context, config: None) -> None:
+        child.require(SKILL_SOURCES).register(SKILL_SOURCE_PREFIX + plugin.name, folder)
+
+    source = SKILL_SOURCE_PREFIX + plugin.name
+    ctx.plugin(Plugin(name=source, apply=apply, inject=(SKILL_SOURCES,)), label=f"hooks:{source}", essential=False)

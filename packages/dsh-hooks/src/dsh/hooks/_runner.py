@@ -25,7 +25,8 @@ class HooksConfig:
     codex: dict[str, Any] | str | None = None
     claude_plugins: list[str] = field(default_factory=list)
     """Claude Code plugin folders to load by path (``~/.claude/plugins/x``): their ``hooks/hooks.json``
-    (and manifest hooks) join the Claude Code hooks, with ``CLAUDE_PLUGIN_ROOT`` and ``CLAUDE_PLUGIN_DATA``."""
+    (and manifest hooks) join the Claude Code hooks, with ``CLAUDE_PLUGIN_ROOT`` and ``CLAUDE_PLUGIN_DATA``;
+    their ``skills/`` become a source of the ``skills`` service."""
     claude_transcript: Literal["plugins", "all", "off"] = "plugins"
     """Which Claude Code hooks get, as ``transcript_path``, a view of the session in Claude Code's own
     ``.jsonl`` format (under ``<DSH_HOME>/transcripts/claude-code/``, current when the hook runs):
@@ -58,10 +59,12 @@ def _apply(ctx: Context, config: HooksConfig) -> None:
         "codex": load_hook_table("codex", config.codex, base),
     }
     if config.claude_plugins:
-        from ._plugins import load_claude_plugin, merge_tables, plugin_names
+        from ._plugins import load_claude_plugin, load_plugin_skills, merge_tables, plugin_names
 
         plugins = [load_claude_plugin(path, base, home) for path in config.claude_plugins]
         plugin_names(plugins)
+        for loaded in plugins:
+            load_plugin_skills(ctx, loaded)
         claude = tables["claude"]
         tables["claude"] = merge_tables("claude", [claude, *(p.table for p in plugins)], claude.source)
     if any(table.warnings for table in tables.values()):

@@ -38,7 +38,8 @@ class Skill:
     path: str
     """Absolute path of the ``SKILL.md`` file."""
     source: str
-    """``home`` for ``<DSH_HOME>/skills``, else the ``dsh.skills`` entry-point name."""
+    """``home`` for ``<DSH_HOME>/skills``, else the registered source's name (a ``dsh.skills`` entry point's,
+    ``claude-plugin:<name>`` for a Claude Code plugin folder's)."""
     distribution: str | None = None
     version: str | None = None
 
