@@ -475,8 +475,23 @@ def test_a_server_killed_mid_command_never_tells_its_client_nothing_ran(tmp_path
 
 def test_containment_watches_every_signal_that_interrupts_a_run() -> None:
     # A signal dsh turns into an interruption must never pass for a plugin's own failure while
-    # plugin code runs: dsh-core's containment watches exactly the signals dsh-cli interrupts on.
-    from dsh.cli._fast._status import INTERRUPTS
-    from dsh.core import WATCHED_SIGNALS
+    # plugin code runs. There is one list (dsh.paths.INTERRUPTS): the served client reads it,
+    # dsh's interrupt handling takes it, and containment wraps the handlers of every one of them.
+    from dsh.cli._fast import _status
+    from dsh.core import containment
+    from dsh.paths import INTERRUPTS, signals
 
-    assert WATCHED_SIGNALS == INTERRUPTS
+    assert _status.INTERRUPTS is signals.INTERRUPTS is INTERRUPTS
+
+    def handler(signum: int, frame: object) -> None:
+        raise AssertionError("no signal is sent")
+
+    saved = signals.take(signals.interrupt_signals(), handler)
+    try:
+        with containment():
+            assert signals.watched()
+            wrapped = [signum for signum in saved if signals.current(signum) is not handler]
+        assert wrapped == list(saved) == list(signals.interrupt_signals())
+        assert all(signals.current(signum) is handler for signum in saved) and not signals.watched()
+    finally:
+        signals.restore(saved)

@@ -18,9 +18,13 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
+from dsh.paths import signals
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
     from types import FrameType
+
+    from dsh.paths.signals import Handler
 
     from ._request import ExecResult
 
@@ -114,22 +118,18 @@ class Interrupts:
         self.started = False
         """Whether a command was started (after which a signal is raised only by a wait)."""
         self._cancel: Callable[[str], object] | None = None
-        self._saved: dict[signal.Signals, object] = {}
+        self._saved: dict[int, Handler] = {}
         self._outer: Interrupts | None = None
 
     def __enter__(self) -> Interrupts:
-        for sig in self.signals:
-            # A signal the caller ignores stays ignored (`nohup dsh exec ...`, a script's `... &`):
-            # it is not ours to interrupt the run with.
-            if signal.getsignal(sig) != signal.SIG_IGN:
-                self._saved[sig] = signal.signal(sig, self._handle)
+        # A signal the caller ignores stays ignored (`nohup dsh exec ...`): `take` leaves it be.
+        self._saved = signals.take(self.signals, self._handle)
         self._outer, Interrupts._active = Interrupts._active, self
         return self
 
     def __exit__(self, *exc: object) -> None:
         Interrupts._active = self._outer
-        for sig, previous in self._saved.items():
-            signal.signal(sig, previous)  # type: ignore[arg-type]
+        signals.restore(self._saved)
 
     def _reassert(self) -> None:
         """Put this one's handlers back where plugin code replaced them (at import or load), saying so.
@@ -140,19 +140,18 @@ class Interrupts:
         """
         if threading.current_thread() is not threading.main_thread():
             return
-        from dsh.core import watching
-
-        if watching():  # plugin code runs: dsh-core's wrappers stand around ours, and must
+        if signals.watched():  # plugin code runs: containment's wrappers stand around ours, and must
             return
         handle = self._handle
         for sig in self._saved:  # the signals this one took, not those its caller ignores
-            if signal.getsignal(sig) != handle:
-                signal.signal(sig, handle)
+            if signals.current(sig) != handle:
+                signals.install(sig, handle)
                 import os
 
+                name = signal.Signals(sig).name
                 os.write(
                     2,
-                    f"dsh: plugin code replaced dsh's {sig.name} handler while dsh loaded; dsh put its own "
+                    f"dsh: plugin code replaced dsh's {name} handler while dsh loaded; dsh put its own "
                     "back (plugins must not install signal handlers)\n".encode(),
                 )
 

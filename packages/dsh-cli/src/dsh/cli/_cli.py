@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from dsh.core import DshError
 from dsh.core.log import configure_command
+from dsh.paths import signals
 from dsh.session import SessionLockedError, SessionNotFoundError
 
 from ._fast._choice import choose_deployment, relative_home
@@ -48,10 +49,10 @@ def dispatch(args: Args) -> int:
     # The command reports failures itself (boot report, warnings); --debug adds the library's log.
     configure_command(debug=args.debug)
     verb = "exec" if isinstance(args, ExecArgs) else args.verb
-    if verb not in ("exec", "run") and signal.getsignal(signal.SIGINT) is _stop_loading:
+    if verb not in ("exec", "run") and signals.current(signal.SIGINT) is _stop_loading:
         # Loaded: from here Ctrl-C unwinds (finally blocks run). exec and run keep the loading
         # handler until their own interrupts take over (see `_drive.interruptible`).
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signals.install(signal.SIGINT, signal.default_int_handler)
     try:
         refused = relative_home()
         if refused is not None:

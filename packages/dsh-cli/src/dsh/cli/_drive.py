@@ -12,20 +12,19 @@ not undo it: its turn is recorded as it ran and dsh exits with the command's sta
 
 from __future__ import annotations
 
-import signal
 import sys
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from dsh.bash import Interrupts, interruption
 from dsh.core import DshError
+from dsh.paths.signals import interrupt_signals
 
-from ._fast._status import INTERRUPTS as INTERRUPT_NAMES
 from ._fast._status import interrupted_early, interrupted_late, interrupted_reason
 
 T = TypeVar("T")
 
-INTERRUPTS = tuple(signal.Signals[name] for name in INTERRUPT_NAMES if hasattr(signal, name))
+INTERRUPTS = interrupt_signals()
 """Signals that interrupt ``dsh exec`` and ``dsh run``: the command's group is killed, the turn flushed."""
 
 

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from dsh.agent import Agent, ScriptedModel, ToolCall, TranscriptNotSaved, unsaved_message
 from dsh.bash import SHELL_EXECUTOR, ExecResult, Executor, interrupted_result, interruption, world_of
 from dsh.loader import Runtime
+from dsh.paths import INTERRUPTS
 from dsh.session import SESSIONS, TOOLS, PersistenceError, Session, ToolResult
 
 from ._errors import UsageError
-from ._fast._status import BLOCKED_EXIT, INTERRUPTS
+from ._fast._status import BLOCKED_EXIT
 
 if TYPE_CHECKING:
     from dsh.hooks import Notice

@@ -29,11 +29,11 @@ from typing import Any
 
 from dsh.core import DshError, EscapedError, describe
 from dsh.loader import Runtime
-from dsh.paths import ensure_private_dir
+from dsh.paths import ensure_private_dir, signals
 
 from ._errors import ServeError
 from ._exec import exec_command
-from ._fast._status import FAILURE_EXIT, INTERRUPTS
+from ._fast._status import FAILURE_EXIT
 from ._fast._wire import HEADER_SIZE, WireError, decode, encode, frame_length, peer_uid, socket_path
 from ._output import json_text
 from ._runtime import warnings
@@ -42,8 +42,8 @@ from ._serve_protocol import CLIENT_GONE, Request, failure_answer, interrupted_a
 DEFAULT_IDLE_TIMEOUT = 10.0
 """Seconds a connection may take to deliver a whole request (or to take its answer)."""
 
-STOP_SIGNALS = tuple(signal.Signals[name] for name in INTERRUPTS if hasattr(signal, name))
-"""Signals that stop the server as SIGTERM does (every one that would otherwise end it: see INTERRUPTS)."""
+STOP_SIGNALS = signals.interrupt_signals()
+"""Signals that stop the server as SIGTERM does (every one that would otherwise end it: ``INTERRUPTS``)."""
 
 
 def _log(message: str) -> None:
@@ -231,7 +231,8 @@ async def serve(runtime: Runtime, deployment: str | None, *, idle_timeout: float
 
     loop = asyncio.get_running_loop()
     # A signal the caller ignores stays ignored: `nohup dsh serve &` outlives the terminal.
-    taken = [sig for sig in STOP_SIGNALS if signal.getsignal(sig) != signal.SIG_IGN]
+    # (asyncio's own handlers: the event loop installs them, through its wakeup fd.)
+    taken = [sig for sig in STOP_SIGNALS if not signals.ignored(sig)]
     for sig in taken:
         loop.add_signal_handler(sig, on_signal, sig)
     _log(f"listening on {path}")

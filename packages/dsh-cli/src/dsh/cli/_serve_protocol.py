@@ -11,8 +11,10 @@ import signal
 from collections.abc import Mapping
 from typing import Any
 
+from dsh.paths import INTERRUPTS
+
 from ._fast._exec_argv import command_line
-from ._fast._status import INTERRUPTS, failure_document, interrupted_reason
+from ._fast._status import failure_document, interrupted_reason
 from ._fast._wire import HEADER_SIZE, PROTOCOL, WireError, decode, frame_length
 from ._output import json_text
 

@@ -5,7 +5,7 @@ loader (entry points, deployments) is the separate ``dsh.loader``. Importing thi
 not import pydantic: :mod:`dsh.core.validation` does, when a config must be validated.
 """
 
-from ._contain import WATCHED_SIGNALS, EscapedError, contained, containment, describe, watching
+from ._contain import EscapedError, contained, containment, describe
 from ._context import Context
 from ._empty import EMPTY_MAPPING, ReadOnlyDict
 from ._errors import DshError, FieldError, PluginError, RegistrationConflictError, ServiceConflictError
@@ -17,7 +17,6 @@ from ._services import Disposer, Registry, Service, ServiceKey
 __all__ = [
     "DSH_HOME",
     "EMPTY_MAPPING",
-    "WATCHED_SIGNALS",
     "Context",
     "Disposer",
     "DshError",
@@ -39,5 +38,4 @@ __all__ = [
     "describe",
     "plugin_config",
     "plugin_home",
-    "watching",
 ]

@@ -4,7 +4,7 @@ Plugin code runs at import, in ``apply``, in disposers and in resolvers. Any exc
 ``BaseException`` subclasses such as ``SystemExit``, ``KeyboardInterrupt`` and ``GeneratorExit``
 included, must fail that plugin and never the command, ``dsh plugins`` or ``dsh serve``. The one
 exception is a real signal (Ctrl-C, or SIGTERM, SIGHUP, SIGQUIT, ... under dsh's own interrupt
-handling): while third-party code runs on the main thread, the handlers of :data:`WATCHED_SIGNALS`
+handling): while third-party code runs on the main thread, the handlers of :data:`~dsh.paths.INTERRUPTS`
 (every signal whose default action ends a process and that another process sends) are wrapped to
 note that a signal really arrived, and only then does what the handler raised propagate.
 
@@ -24,18 +24,19 @@ however often a plugin is reloaded.
 
 from __future__ import annotations
 
-import signal
 import threading
 from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from dsh.paths import signals
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
 T = TypeVar("T")
 
-__all__ = ["EscapedError", "contained", "containment", "describe", "watching"]
+__all__ = ["EscapedError", "contained", "containment", "describe"]
 
 
 class EscapedError(Exception):
@@ -79,25 +80,9 @@ def _unreadable(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
-WATCHED_SIGNALS = (
-    "SIGINT",
-    "SIGTERM",
-    "SIGHUP",
-    "SIGQUIT",
-    "SIGUSR1",
-    "SIGUSR2",
-    "SIGALRM",
-    "SIGVTALRM",
-    "SIGPROF",
-    "SIGXCPU",
-    "SIGPWR",
-    "SIGIO",
-    "SIGSTKFLT",
-)
+_WATCHED = signals.interrupt_signals()
 """The signals whose handlers containment watches: those dsh's interrupt handling turns into an
-interruption of the run (dsh-cli's ``INTERRUPTS``; a test holds the two equal)."""
-
-_WATCHED = tuple(getattr(signal, name) for name in WATCHED_SIGNALS if hasattr(signal, name))
+interruption of the run (``dsh.paths.INTERRUPTS``, the one list)."""
 
 
 _Handler = Callable[[int, FrameType | None], Any]
@@ -130,7 +115,7 @@ def _unwrapped(handler: Any) -> Any:
 
 
 class _Watch:
-    """Counts the real signals of :data:`WATCHED_SIGNALS` that arrive while its handlers are installed (main thread)."""
+    """Counts the real signals of :data:`~dsh.paths.INTERRUPTS` that arrive while its handlers are installed."""
 
     __slots__ = ("fired", "installed", "live")
 
@@ -145,7 +130,7 @@ class _Watch:
         """Wrap every callable handler that is not this watch's (again after plugin code replaced one)."""
         installed = self.installed
         for signum in _WATCHED:
-            current = signal.getsignal(signum)
+            current = signals.current(signum)
             if current is installed.get(signum):
                 continue
             if isinstance(current, _Wrapper):
@@ -158,7 +143,7 @@ class _Watch:
                 # A new wrapper for each wrap (never a shared one): plugin code may chain to the one
                 # it replaced, and a shared one would then chain back to the plugin's, endlessly.
                 handler = installed[signum] = _Wrapper(self, current)
-                signal.signal(signum, handler)
+                signals.install(signum, handler)
             else:
                 installed.pop(signum, None)
 
@@ -166,15 +151,22 @@ class _Watch:
         """End the watch: a wrapper (this watch's or a stale one) gives back what it wraps; a plugin's handler stays."""
         self.live = False
         for signum in _WATCHED:
-            current = signal.getsignal(signum)
+            current = signals.current(signum)
             if isinstance(current, _Wrapper):
                 handler = _unwrapped(current)
                 if handler is not current:  # (a live wrapper is another watch's: left to that one)
-                    signal.signal(signum, handler)
+                    signals.install(signum, handler)
 
 
 _active: _Watch | None = None
 """The main thread's watch while a :func:`contained` call or :func:`containment` block runs."""
+
+
+def _hold(watch: _Watch | None) -> None:
+    """Make ``watch`` the main thread's (None: none), and tell the signal owner (``signals.watched()``)."""
+    global _active
+    _active = watch
+    signals.set_watched(watch is not None)
 
 
 def _armed() -> _Watch:
@@ -195,27 +187,16 @@ class _Containment:
         self._own: _Watch | None = None
 
     def __enter__(self) -> None:
-        global _active
         if _active is None and threading.current_thread() is threading.main_thread():
-            self._own = _active = _armed()
+            self._own = watch = _armed()
+            _hold(watch)
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        global _active
         watch, self._own = self._own, None
         if watch is not None:
             if _active is watch:
-                _active = None
+                _hold(None)
             watch.disarm()
-
-
-def watching() -> bool:
-    """Whether a containment watch holds the main thread's signal handlers now (its wrappers are installed).
-
-    Code that checks its own handlers are in force (dsh-bash's ``Interrupts``) must leave them be
-    meanwhile: the watch's wrapper around them is how a real signal is told from plugin code's own
-    ``KeyboardInterrupt``, and replacing it would turn dsh's interruption into a plugin's failure.
-    """
-    return _active is not None
 
 
 def containment() -> AbstractContextManager[None]:
@@ -234,7 +215,6 @@ def contained(call: Callable[[], T]) -> T:
     Ordinary exceptions propagate unchanged. Outside the main thread no ``KeyboardInterrupt`` can
     come from the terminal (Python delivers signals to the main thread), so every one is contained.
     """
-    global _active
     if threading.current_thread() is not threading.main_thread():
         try:
             return call()
@@ -245,7 +225,8 @@ def contained(call: Callable[[], T]) -> T:
     watch = _active
     outermost = watch is None
     if watch is None:
-        watch = _active = _armed()
+        watch = _armed()
+        _hold(watch)
     mark = watch.fired
     try:
         return call()
@@ -258,7 +239,7 @@ def contained(call: Callable[[], T]) -> T:
     finally:
         if outermost:
             if _active is watch:
-                _active = None
+                _hold(None)
             watch.disarm()
         else:
             watch.arm()

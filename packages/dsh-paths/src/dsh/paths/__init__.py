@@ -7,7 +7,8 @@ always absolute with ``~`` expanded. Resolution is pure: it creates nothing.
 :func:`ensure_private_dir`, :func:`check_trusted`, :func:`open_trusted`, :func:`read_trusted_text` and
 :func:`create_private_file` are the one trust rule every consumer of the home applies (see ``_trust``);
 :func:`open_regular` and :func:`read_regular_text` the one safe way to open a file someone could
-replace by a FIFO (see ``_read``).
+replace by a FIFO (see ``_read``). :data:`INTERRUPTS` and :mod:`dsh.paths.signals` own the process's
+signals (see there).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ if TYPE_CHECKING:  # neither typing nor pathlib at import: a served `dsh exec` r
 __all__ = [
     "DEFAULT_HOME",
     "HOME_ENV",
+    "INTERRUPTS",
     "NotRegularFileError",
     "UntrustedPathError",
     "check_trusted",
@@ -44,6 +46,29 @@ HOME_ENV = "DSH_HOME"
 
 DEFAULT_HOME = "~/.dsh"
 """The home used when neither configuration nor environment names one."""
+
+INTERRUPTS = (
+    "SIGINT",
+    "SIGTERM",
+    "SIGHUP",
+    "SIGQUIT",
+    "SIGUSR1",
+    "SIGUSR2",
+    "SIGALRM",
+    "SIGVTALRM",
+    "SIGPROF",
+    "SIGXCPU",
+    "SIGPWR",
+    "SIGIO",
+    "SIGSTKFLT",
+)
+"""Signals that interrupt ``dsh exec``, ``dsh run`` and ``dsh serve`` (the command's group is killed, the
+turn flushed as interrupted), and whose handlers containment watches: the one list, here because the
+served client (which imports nothing above this package) reads it too, at no cost. Every signal whose
+default action ends a process and that someone else sends, as names (this platform has some of
+them); not SIGKILL (uncatchable), the faults a process raises on itself (SIGSEGV, SIGBUS, SIGFPE,
+SIGILL, SIGABRT, SIGSYS, SIGTRAP: nothing can go on after them), real-time signals, nor SIGPIPE and
+SIGXFSZ, which Python ignores. Handlers are set through :mod:`dsh.paths.signals`."""
 
 
 def resolve_dsh_home(

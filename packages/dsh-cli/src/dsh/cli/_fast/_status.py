@@ -6,6 +6,8 @@ share one owner of each status and sentence.
 
 from __future__ import annotations
 
+from dsh.paths import INTERRUPTS as INTERRUPTS  # the one list, for the served client (`_served`)
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
     from collections.abc import Mapping
@@ -22,28 +24,6 @@ BLOCKED_EXIT = 126
 UNKNOWN_EXIT = 255
 """Exit status of ``dsh exec`` when the command may have run but how it ended is unknown (its status was
 reaped by someone else, or the server running it died or stopped answering), as OpenSSH's 255."""
-
-INTERRUPTS = (
-    "SIGINT",
-    "SIGTERM",
-    "SIGHUP",
-    "SIGQUIT",
-    "SIGUSR1",
-    "SIGUSR2",
-    "SIGALRM",
-    "SIGVTALRM",
-    "SIGPROF",
-    "SIGXCPU",
-    "SIGPWR",
-    "SIGIO",
-    "SIGSTKFLT",
-)
-"""Signals that interrupt ``dsh exec``, ``dsh run`` and ``dsh serve``: the command's group is killed, the
-turn flushed as interrupted. Every signal whose default action ends a process and that someone else
-sends, the names this platform has of them; not SIGKILL (uncatchable), the faults a process raises on
-itself (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGSYS, SIGTRAP: nothing can go on after them),
-real-time signals, nor SIGPIPE and SIGXFSZ, which Python ignores. dsh-core's containment watches the
-same signals (a test holds the two lists equal)."""
 
 
 def exec_status(result: Mapping[str, Any]) -> int:
