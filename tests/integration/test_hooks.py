@@ -664,3 +664,43 @@ def test_post_tool_batch_sees_the_whole_step_and_stop_failure_a_provider_error(t
         assert set(payload) <= {*keys["required"], *keys["optional"]}, event
     contexts = [e.data["text"] for e in agent.session.history if e.type == "message/context"]
     assert "both ran" in contexts
+
+
+class OverloadedError(Exception):
+    """Named as the provider SDKs name theirs."""
+
+
+class _Overloaded(_Capturing):
+    async def step(self, session: Any, tools: Any) -> ModelStep:
+        if not self.steps:
+            raise OverloadedError("529: overloaded")
+        return await super().step(session, tools)
+
+
+def test_stop_failure_fires_in_both_dialects_with_each_peers_category(tmp_path: Path) -> None:
+    folder = tmp_path / "payloads"
+    folder.mkdir()
+    keep = {"type": "command", "command": f'cat > {folder}/"$(date +%s%N)-$$.json"'}
+    runtime = _runtime(
+        tmp_path,
+        claude={"StopFailure": [{"matcher": "server_error", "hooks": [keep]}]},
+        codex={"StopFailure": [{"matcher": "^overloaded$", "hooks": [keep]}]},
+    )
+    try:
+
+        async def scenario() -> None:
+            agent = Agent(runtime.ctx, runtime.ctx.require(SESSIONS).create(tmp_path), _Overloaded([]))
+            with pytest.raises(OverloadedError):
+                await agent.run_turn("go")
+
+        asyncio.run(scenario())
+    finally:
+        runtime.close()
+    payloads = {p["error"]: p for p in (json.loads(f.read_text()) for f in folder.iterdir())}
+    assert set(payloads) == {"server_error", "overloaded"}  # each dialect's name, and each matcher saw it
+    codex = payloads["overloaded"]
+    jsonschema.validate(codex, json.loads((CODEX_SCHEMAS / "stop-failure.command.input.schema.json").read_text()))
+    assert codex["last_assistant_message"] is None and "529: overloaded" in codex["error_details"]
+    claude = payloads["server_error"]
+    keys = CLAUDE_KEYS["StopFailureHookInput"]
+    assert set(claude) <= {*keys["required"], *keys["optional"]} and "last_assistant_message" not in claude

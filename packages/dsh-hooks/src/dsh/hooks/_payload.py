@@ -63,6 +63,7 @@ _CODEX_KEYS: Mapping[str, frozenset[str]] = {
             "PreToolUse": (*_AGENT, "turn_id", "tool_name", "tool_input", "tool_use_id"),
             "PostToolUse": (*_AGENT, "turn_id", "tool_name", "tool_input", "tool_response", "tool_use_id"),
             "PermissionRequest": (*_AGENT, "turn_id", "tool_name", "tool_input"),
+            "StopFailure": ("turn_id", "error", "error_details", "last_assistant_message"),
             "Stop": ("turn_id", "stop_hook_active", "last_assistant_message"),
             "SubagentStart": (*_AGENT, "turn_id"),
             "SubagentStop": (
@@ -98,6 +99,12 @@ EVENT_KEYS: Mapping[Dialect, Mapping[str, frozenset[str]]] = {"claude": _CLAUDE_
 
 EVENTS = frozenset(_CLAUDE_KEYS) | frozenset(_CODEX_KEYS)
 """Every event dsh emits in some dialect."""
+
+
+def peer_stop_error(dialect: Dialect, kind: str) -> str:
+    """A ``StopFailure`` category as ``dialect`` names it: Claude Code has no ``overloaded`` (its
+    ``server_error`` covers it); Codex has every category dsh tells."""
+    return "server_error" if dialect == "claude" and kind == "overloaded" else kind
 
 
 def peer_tool_name(dialect: Dialect, tool: str) -> str:
@@ -194,6 +201,8 @@ def build_payload(dialect: Dialect, facts: HookFacts) -> dict[str, Any]:
             value = peer_tool_input(dialect, tool, value)
         elif key == "tool_response" and isinstance(tool, str) and isinstance(value, Mapping):
             value = peer_tool_response(dialect, tool, value)
+        elif key == "error" and facts.event == "StopFailure" and isinstance(value, str):
+            value = peer_stop_error(dialect, value)
         elif key == "agent_transcript_path" and dialect == "claude" and value is None:
             value = ""
         if value is None and (key in ("agent_id", "agent_type") or dialect == "claude"):

@@ -29,7 +29,15 @@ from dsh.session.persistence import SESSION_PERSISTENCE
 
 from ._envfile import EnvFiles
 from ._outcome import HookOutcome, HookReport
-from ._payload import HookFacts, build_payload, peer_tool_input, peer_tool_name, peer_tool_response, tool_subjects
+from ._payload import (
+    HookFacts,
+    build_payload,
+    peer_stop_error,
+    peer_tool_input,
+    peer_tool_name,
+    peer_tool_response,
+    tool_subjects,
+)
 from ._process import hook_executor, run_hook
 from ._scope import HookScope
 from ._select import select_hooks
@@ -55,13 +63,15 @@ _ERROR_KINDS = (
     (("Authentication", "PermissionDenied", "Unauthorized"), "authentication_failed"),
     (("Billing", "Quota", "PaymentRequired"), "billing_error"),
     (("BadRequest", "InvalidRequest", "UnprocessableEntity", "NotFound"), "invalid_request"),
-    (("InternalServer", "ServiceUnavailable", "Overloaded", "APIConnection", "APITimeout"), "server_error"),
+    (("Overloaded",), "overloaded"),
+    (("InternalServer", "ServiceUnavailable", "APIConnection", "APITimeout"), "server_error"),
 )
 
 
 def error_kind(error: BaseException) -> str:
-    """Claude Code's ``StopFailure`` category for ``error``, told from its class and base class names
-    (the provider SDKs name their errors so); ``unknown`` otherwise."""
+    """The ``StopFailure`` category of ``error``, told from its class and base class names (the
+    provider SDKs name their errors so); ``unknown`` otherwise. ``overloaded`` is Codex's own: Claude
+    Code payloads carry it as ``server_error`` (see :func:`._payload.peer_stop_error`)."""
     names = [cls.__name__ for cls in type(error).__mro__]
     for markers, kind in _ERROR_KINDS:
         if any(marker in name for name in names for marker in markers):
@@ -316,11 +326,13 @@ class HookRunner:
     async def stop_failure(
         self, scope: HookScope, error: BaseException, last_message: str | None = None
     ) -> HookOutcome:
-        """Claude Code's ``StopFailure``: a turn ended by an error of the model or its provider.
+        """``StopFailure``: a turn ended by an error of the model or its provider.
 
         ``error`` is the peer's category, told from the exception's class names (``rate_limit``,
-        ``authentication_failed``, ``invalid_request``, ``server_error``, else ``unknown``); the
-        message is ``error_details``. What the hooks answer is only recorded: the turn has failed.
+        ``overloaded``, ``authentication_failed``, ``billing_error``, ``invalid_request``,
+        ``server_error``, else ``unknown``), and what the matcher sees; the message is
+        ``error_details``. What the hooks answer is only recorded: the turn has failed (a Codex
+        ``recovery`` asking for a retry included: dsh does not retry a turn).
         """
         kind = error_kind(error)
         fields = {
@@ -329,7 +341,12 @@ class HookRunner:
             "error_details": f"{type(error).__name__}: {error}",
             "last_assistant_message": last_message,
         }
-        return await self._fire({"claude": "StopFailure"}, scope, fields, subject=lambda d: kind)
+        return await self._fire(
+            {"claude": "StopFailure", "codex": "StopFailure"},
+            scope,
+            fields,
+            subject=lambda d: peer_stop_error(d, kind),
+        )
 
     async def stop(self, scope: HookScope, *, stop_hook_active: bool, last_message: str | None) -> HookOutcome:
         """``Stop`` for the main agent; inside a subagent ``SubagentStop``, carrying the parent's identity."""
