@@ -92,13 +92,21 @@ def request(command: str, cwd: Path, env: dict[str, str] | None = None, **fields
     }
 
 
+def answer_of(sock: socket.socket) -> dict[str, Any] | None:
+    """The server's answer on ``sock``, past the keep-alives it sends while the command runs."""
+    while True:
+        message = recv_frame(sock)
+        if message is None or "keepalive" not in message:
+            return message
+
+
 def ask(path: Path, message: dict[str, Any] | bytes) -> dict[str, Any] | None:
     """Send one frame (a message, or raw bytes as they are) and read the answer."""
     raw = message if isinstance(message, bytes) else frame(json.dumps(message).encode())
     with connect(path) as sock:
         with contextlib.suppress(BrokenPipeError):  # a refused request: the answer says why
             sock.sendall(raw)
-        answer = recv_frame(sock)
+        answer = answer_of(sock)
         # Wait for the server to close its end, so its descriptor count is settled when we return.
         while sock.recv(65536):
             pass

@@ -15,7 +15,7 @@ import pytest
 
 from dsh.bash_env import BASH_ENV_GROUP
 from tests.helpers import dsh, make_dist
-from tests.integration.serve_support import DSH_FAILED, ServeProcess, ask, connect, frame, request
+from tests.integration.serve_support import DSH_FAILED, ServeProcess, answer_of, ask, connect, frame, request
 
 pytestmark = pytest.mark.integration
 
@@ -137,9 +137,7 @@ def test_served_calls_fail_alone_while_other_clients_go_on(server: ServeProcess,
         assert calm is not None and calm["ok"], calm
         assert calm["result"]["stdout"] == "fine fine\n"
         assert calm["warnings"] == [IMPORT_WARNING.removeprefix("dsh: warning: ")]
-        from dsh.cli._fast._wire import recv_frame
-
-        answer = recv_frame(slow)
+        answer = answer_of(slow)
     assert answer is not None and answer["ok"]
     # Nothing ran: no status, the message in "error" (the 125 contract), not in the command's stderr.
     assert (answer["result"]["exit_code"], answer["result"]["stderr"]) == (None, "")

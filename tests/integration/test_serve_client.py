@@ -18,6 +18,7 @@ import pytest
 from tests.helpers import dsh
 from tests.integration.serve_support import (
     ServeProcess,
+    answer_of,
     ask,
     clean_env,
     connect,
@@ -129,9 +130,7 @@ def test_a_half_closed_request_is_answered(server: ServeProcess, tmp_path: Path)
     with connect(server.path) as sock:
         sock.sendall(frame(json.dumps(request("sleep 0.3; echo answered", tmp_path)).encode()))
         sock.shutdown(socket.SHUT_WR)  # as `nc -N` does: the request is complete, the answer awaited
-        from dsh.cli._fast._wire import recv_frame
-
-        answer = recv_frame(sock)
+        answer = answer_of(sock)
     assert answer is not None and answer["ok"], answer
     assert answer["result"]["stdout"] == "answered\n"
 
@@ -154,9 +153,7 @@ def test_bytes_after_the_request_stop_the_command_and_get_an_error_answer(
         sock.sendall(trailing)
         if trailing == b"ab":
             sock.shutdown(socket.SHUT_WR)  # two bytes of a header, then nothing more
-        from dsh.cli._fast._wire import recv_frame
-
-        answer = recv_frame(sock)
+        answer = answer_of(sock)
     assert answer is not None and answer["ok"] is False, answer
     assert why in answer["error"] and "process group was killed" in answer["error"], answer
     _wait_gone(pgid)

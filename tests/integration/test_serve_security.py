@@ -65,7 +65,7 @@ def test_bad_requests_get_error_answers_and_the_server_stays_up(server: ServePro
         ),
         "'cwd' must be an absolute path": request("true", Path("relative")),
         "'timeout' must be a positive number": request("true", tmp_path, timeout=-1),
-        "speaks protocol 3, the client 2": request("true", tmp_path, protocol=2),
+        "speaks protocol 4, the client 3": request("true", tmp_path, protocol=3),
     }
     for expected, message in cases.items():
         answer = ask(server.path, message)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh.cli._fast._wire import frame, recv_frame, socket_path
+from dsh.cli._fast._wire import MISSED_KEEPALIVES, frame, recv_frame, socket_path
 from tests.helpers import dsh, make_dist
 from tests.integration.serve_support import ServeProcess, ask, clean_env, request
 
@@ -423,40 +423,72 @@ def test_absurd_requests_get_an_error_answer_and_no_traceback(tmp_path: Path, bo
     assert "Traceback" not in log, log
 
 
-def test_a_stopped_server_lets_a_served_exec_return_saying_the_command_may_still_run(tmp_path: Path) -> None:
-    # No signal to the client at all: it looks at its server while it waits, and a stopped one is
-    # given up on within a bound instead of being waited on forever.
-    home = tmp_path / "home"
-    server = ServeProcess(home)
+KEEPALIVE = 0.5
+"""The test servers' ``--keepalive``: their clients give up after ``MISSED_KEEPALIVES`` times this in silence."""
+
+SLACK = 8.0
+"""Seconds a loaded test machine may add to a bound (process start-up, scheduling)."""
+
+
+def _command_started(proc: subprocess.Popen[str], pidfile: Path) -> int:
+    _wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), proc, "the command's start")
+    return int(pidfile.read_text())
+
+
+def test_a_server_stopped_mid_command_lets_its_client_return_within_the_keepalive_bound(tmp_path: Path) -> None:
+    # No --timeout and no signal to the client: only the server's keep-alives bound its wait, and a
+    # stopped server sends none, so the client gives up after MISSED_KEEPALIVES of them.
+    home, pidfile = tmp_path / "home", tmp_path / "pid"
+    server = ServeProcess(home, "--keepalive", str(KEEPALIVE))
+    bound = MISSED_KEEPALIVES * KEEPALIVE
+    pgid = None
     try:
+        proc = _client("exec", "--json", "--", f"echo $$ > {pidfile}; sleep 300", home=home)
+        pgid = _command_started(proc, pidfile)
         os.kill(server.pid, signal.SIGSTOP)
-        started = time.monotonic()
-        proc = _client("exec", "--json", "--timeout", "2", "--", "echo x", home=home)
+        stopped = time.monotonic()
         out, err = proc.communicate(timeout=60)
-        assert time.monotonic() - started < 20, "the client waited on a stopped server"
+        waited = time.monotonic() - stopped
+        assert bound - KEEPALIVE <= waited < bound + SLACK, f"the client gave up after {waited:.2f} s"
         assert proc.returncode == 255, err
         assert err == (
-            f"dsh: the dsh server at {server.path} (pid {server.pid}) is stopped and did not answer for 2 s "
-            f"(resume it with kill -CONT {server.pid}): the command may have started and may still be running "
-            "under it, and its turn may not be recorded; how it ended is unknown\n"
+            f"dsh: the dsh server at {server.path} (pid {server.pid}) is stopped (resume it with kill -CONT "
+            f"{server.pid}) and sent no keep-alive for {bound:g} s: the command may have started and may still "
+            "be running under it, and its turn may not be recorded; how it ended is unknown\n"
         )
         document = json.loads(out)
         assert document["exit_code"] is None and "may still be running" in document["error"]
     finally:
         os.kill(server.pid, signal.SIGCONT)
         server.stop()
+        if pgid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGKILL)
+
+
+def test_a_command_longer_than_many_keepalive_bounds_is_waited_for(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    server = ServeProcess(home, "--keepalive", "0.2")  # the client's bound: 0.6 s of silence
+    try:
+        proc = _client("exec", "--", "sleep 3; echo done", home=home)
+        out, err = proc.communicate(timeout=60)
+        assert (proc.returncode, out, err) == (0, "done\n", "")
+    finally:
+        _, log = server.stop()
+    assert "exited 0" in log, "it was served"
 
 
 def test_a_server_killed_mid_command_never_tells_its_client_nothing_ran(tmp_path: Path) -> None:
     home, pidfile = tmp_path / "home", tmp_path / "pid"
-    server = ServeProcess(home)
+    server = ServeProcess(home, "--keepalive", str(KEEPALIVE))
     pgid = None
     try:
         proc = _client("exec", "--json", "--", f"echo $$ > {pidfile}; sleep 300", home=home)
-        _wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), proc, "the command's start")
-        pgid = int(pidfile.read_text())
+        pgid = _command_started(proc, pidfile)
         os.kill(server.pid, signal.SIGKILL)
+        killed = time.monotonic()
         out, err = proc.communicate(timeout=60)
+        assert time.monotonic() - killed < MISSED_KEEPALIVES * KEEPALIVE + SLACK
         assert proc.returncode == 255, err
         assert err == (
             f"dsh: the dsh server at {server.path} (pid {server.pid}) closed the connection without answering "

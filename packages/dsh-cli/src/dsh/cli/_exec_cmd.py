@@ -76,6 +76,6 @@ def serve_verb(args: argparse.Namespace) -> int:
 
     async def main() -> int:
         with open_runtime(choice=args.choice) as runtime:
-            return await serve(runtime, args.choice.path, idle_timeout=args.idle_timeout)
+            return await serve(runtime, args.choice.path, idle_timeout=args.idle_timeout, keepalive=args.keepalive)
 
     return asyncio.run(main())

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from ._fast._exec_argv import command_line, seconds
 from ._fast._status import BLOCKED_EXIT, FAILURE_EXIT, TIMEOUT_EXIT
+from ._fast._wire import KEEPALIVE, MISSED_KEEPALIVES
 
 DEFAULT_TIMEOUT_TEXT = "120 s"
 MAX_TIMEOUT_TEXT = "600 s"
@@ -222,6 +223,14 @@ def _build() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         default=10.0,
         metavar="SECONDS",
         help="close a connection that has not delivered its whole request after this long (default: 10)",
+    )
+    p.add_argument(
+        "--keepalive",
+        type=positive_seconds,
+        default=KEEPALIVE,
+        metavar="SECONDS",
+        help="tell each client its command still runs this often; a client gives up on a server silent "
+        f"for {MISSED_KEEPALIVES} of these (default: {KEEPALIVE:g})",
     )
 
     p = verb("sessions", "Stored sessions of the deployment's persistence backend.", "dsh sessions list")

@@ -8,10 +8,12 @@ every turn. What it saves is the start-up: interpreter, imports, models, distrib
 Guarantees (see the package README): the socket lives in a private ``run/`` directory and is 0600;
 only clients of the server's own uid are served (``SO_PEERCRED``); messages are framed and bounded
 (:mod:`._wire`); a connection that sends nothing, or stops half-way through a request, is closed
-after the idle timeout; a request without an environment is an error, never the server's own; a
-client's forwarded signal (SIGINT, SIGTERM, SIGQUIT, ...: ``INTERRUPTS``) kills its command's
-process group and records the turn as interrupted by that signal (what it printed is answered and
-recorded); on SIGTERM, SIGINT or any other of those signals to the server it stops accepting,
+after the idle timeout; a request it takes is acknowledged by a keep-alive at once, and another
+follows every ``--keepalive`` seconds until the answer, so a client can tell a long command from
+a server that stopped answering; a request without an environment is an error, never the
+server's own; a client's forwarded signal (SIGINT, SIGTERM, SIGQUIT, ...: ``INTERRUPTS``) kills
+its command's process group and records the turn as interrupted by that signal (what it printed
+is answered and recorded); on SIGTERM, SIGINT or any other of those signals to the server it stops accepting,
 kills the commands in flight (their process groups), lets their turns flush (interrupted by its
 signal), answers their clients, removes its socket and exits.
 """
@@ -34,7 +36,7 @@ from dsh.paths import ensure_private_dir, signals
 from ._errors import ServeError
 from ._exec import exec_command
 from ._fast._status import FAILURE_EXIT
-from ._fast._wire import HEADER_SIZE, WireError, decode, encode, frame_length, peer_uid, socket_path
+from ._fast._wire import HEADER_SIZE, KEEPALIVE, WireError, decode, encode, frame_length, peer_uid, socket_path
 from ._output import json_text
 from ._runtime import warnings
 from ._serve_protocol import CLIENT_GONE, Request, failure_answer, interrupted_answer, request_from, watch_client
@@ -67,11 +69,19 @@ def _claim(path: Path) -> None:
 class Server:
     """The connections of one ``dsh serve`` and the commands they run."""
 
-    def __init__(self, runtime: Runtime, path: Path, idle_timeout: float, deployment: str | None = None) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        path: Path,
+        idle_timeout: float,
+        deployment: str | None = None,
+        keepalive: float = KEEPALIVE,
+    ) -> None:
         self.runtime = runtime
         self.path = path
         self.deployment = deployment
         self.idle_timeout = idle_timeout
+        self.keepalive = keepalive
         self.stopping: str | None = None
         self.connections: set[asyncio.Task[None]] = set()
         self.reading: set[asyncio.Task[None]] = set()
@@ -84,6 +94,17 @@ class Server:
             frame = encode({"ok": False, "error": f"the answer could not be sent: {exc}"})
         writer.write(frame)
         await asyncio.wait_for(writer.drain(), self.idle_timeout)
+
+    async def _keep_alive(self, writer: asyncio.StreamWriter) -> None:
+        """Say "still here" at once (the request is taken) and every ``keepalive`` seconds, until cancelled.
+
+        Not drained: a client that stops reading lets a few bytes a minute pile up in the
+        transport, which the connection's end frees; the answer itself is drained (``_send``).
+        """
+        beat = encode({"keepalive": self.keepalive})
+        while not writer.is_closing():
+            writer.write(beat)
+            await asyncio.sleep(self.keepalive)
 
     async def _read(self, reader: asyncio.StreamReader) -> dict[str, Any]:
         try:
@@ -137,6 +158,18 @@ class Server:
         self.work.add(work)
         work.add_done_callback(self.work.discard)
         watch = asyncio.ensure_future(watch_client(reader, writer.get_extra_info("socket"), self.idle_timeout))
+        beats = asyncio.ensure_future(self._keep_alive(writer))  # until the answer is ready, flush included
+        try:
+            answer = await self._outcome(request, work, watch)
+        finally:
+            beats.cancel()
+        if answer is not None:
+            await self._send(writer, answer)
+
+    async def _outcome(
+        self, request: Request, work: asyncio.Task[dict[str, Any]], watch: asyncio.Task[tuple[str, str]]
+    ) -> dict[str, Any] | None:
+        """The answer to a request once its command ended (or was stopped); None when nobody is left to answer."""
         try:
             await asyncio.wait({work, watch}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -148,20 +181,17 @@ class Server:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await work
             if kind == "gone":
-                return  # nobody is left to answer
+                return None
             if kind == "malformed":
                 why = f"{detail}; the command's process group was killed and the turn recorded as interrupted"
-                await self._send(writer, failure_answer(request, why))
-                return
+                return failure_answer(request, why)
         if work.cancelled():
             interrupt = watch.result() if watch.done() and not watch.cancelled() else None
-            answer = interrupted_answer(interrupt[1]) if interrupt and interrupt[0] == "interrupt" else self._stopped()
-        elif (error := work.exception()) is not None:
+            return interrupted_answer(interrupt[1]) if interrupt and interrupt[0] == "interrupt" else self._stopped()
+        if (error := work.exception()) is not None:
             detail = str(error) if isinstance(error, DshError) else f"the exec failed: {describe(error)}"
-            answer = failure_answer(request, detail)
-        else:
-            answer = work.result()
-        await self._send(writer, answer)
+            return failure_answer(request, detail)
+        return work.result()
 
     def _stopped(self) -> dict[str, Any]:
         """The answer of an exec stopped by this server's own stop (or cancelled for no known reason)."""
@@ -212,13 +242,19 @@ class Server:
             await asyncio.wait(set(self.connections), timeout=self.idle_timeout + 5)
 
 
-async def serve(runtime: Runtime, deployment: str | None, *, idle_timeout: float = DEFAULT_IDLE_TIMEOUT) -> int:
+async def serve(
+    runtime: Runtime,
+    deployment: str | None,
+    *,
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+    keepalive: float = KEEPALIVE,
+) -> int:
     """Listen until SIGTERM, SIGINT or another of ``STOP_SIGNALS`` (one the caller ignores stays ignored); then stop as
     :meth:`Server.stop` says and remove the socket."""
     path = Path(socket_path(deployment))
     _claim(path)
     _watch_children_with_pidfds()
-    server = Server(runtime, path, idle_timeout, deployment)
+    server = Server(runtime, path, idle_timeout, deployment, keepalive)
     listener = await asyncio.start_unix_server(server.handle, path=str(path))
     os.chmod(path, 0o600)
     inode = path.stat().st_ino

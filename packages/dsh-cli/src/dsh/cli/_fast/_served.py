@@ -1,7 +1,7 @@
 """The served ``dsh exec``: a client of a listening ``dsh serve`` that imports almost nothing.
 
 Until it knows a server listens, it uses only the standard library's cheapest modules and dsh's
-own import-free ones (``_exec_argv``, ``_choice``, ``_wire``, ``_json_lite``, ``_status``): no
+own import-free ones (``_exec_argv``, ``_choice``, ``_wire``, ``_status``): no
 argparse, pathlib, hashlib, re, json, enum or typing.
 """
 
@@ -17,7 +17,6 @@ from dsh.paths import UntrustedPathError, check_trusted
 
 from ._choice import choose_deployment, relative_home
 from ._exec_argv import ExecArgs, command_words
-from ._json_lite import dumps
 from ._status import (
     FAILURE_EXIT,
     INTERRUPTS,
@@ -29,7 +28,18 @@ from ._status import (
     interrupted_late,
     interrupted_reason,
 )
-from ._wire import PROTOCOL, WireError, connect, frame, peer_pid, peer_uid, recv_frame, socket_path
+from ._wire import (
+    MISSED_KEEPALIVES,
+    PROTOCOL,
+    WireError,
+    connect,
+    dumps,
+    frame,
+    peer_pid,
+    peer_uid,
+    recv_frame,
+    socket_path,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
@@ -44,20 +54,13 @@ else:
         import signal as signals
 
 CONNECT_TIMEOUT = 10.0
-"""Seconds to connect and hand the request over (and to read an answer once it started coming); the
-answer itself is awaited as long as the command runs, within :data:`DEADLINE_GRACE` past its timeout,
-while the server lives and runs (see :data:`STOPPED_GRACE`)."""
-
-LIVENESS_PERIOD = 0.5
-"""Seconds between two looks at the server (``/proc/PID/stat``) while its answer is awaited."""
-
-STOPPED_GRACE = 2.0
-"""Seconds the server may stay stopped (SIGSTOP, Ctrl-Z, a debugger) before its client gives up on it."""
+"""Seconds to connect and hand the request over, to get the server's first keep-alive (it sends one as
+soon as it has read the request), and to read a frame once it started coming."""
 
 DEADLINE_GRACE = 120.0
 """Seconds past the ``--timeout`` it asked for that a client waits for the answer: the server's hooks
 and its record of the turn. Without ``--timeout`` the deployment's timeout applies, which the client
-does not know: only the liveness checks bound the wait then."""
+does not know: only the server's keep-alives bound the wait then (``MISSED_KEEPALIVES``)."""
 
 ANSWER_GRACE = 2.0
 """Seconds the client waits for the server's answer after forwarding an interrupt (a hung or
@@ -268,24 +271,49 @@ def _exchange(
     if pid is not None:
         server += f" (pid {pid})"
     deadline = None if args.timeout is None else time.monotonic() + float(args.timeout) + DEADLINE_GRACE
-    silent = _answer_coming(sock, interrupts, pid, deadline)
-    if silent is not None:
-        if interrupts.caught is not None:
-            print(
-                f"dsh: interrupted by {interrupts.caught}, but {server} did not answer within "
-                f"{ANSWER_GRACE:g} s: the command may still be running under it (stop that server)",
-                file=sys.stderr,
-            )
-            return _status_of(interrupts.caught)
-        return _lost(args, f"{server} {silent}")
-    sock.settimeout(CONNECT_TIMEOUT)  # the answer is on its way: a server that stalls in it is not waited on
-    try:
-        answer = recv_frame(sock)
-    except (OSError, WireError) as exc:
-        return _lost(args, f"{server} sent no valid answer ({exc})")
-    if answer is None and delivered:
-        return _lost(args, f"{server} closed the connection without answering (it was killed or crashed)")
-    return answer
+    sock.settimeout(CONNECT_TIMEOUT)  # a frame that started coming is read whole, or the server stalled
+    keepalive: float | None = None  # the server's period, from its first keep-alive
+    heard = time.monotonic()
+    while True:
+        bound = CONNECT_TIMEOUT if keepalive is None else MISSED_KEEPALIVES * keepalive
+        if not _frame_coming(sock, interrupts, heard + bound):
+            if interrupts.caught is not None:
+                print(
+                    f"dsh: interrupted by {interrupts.caught}, but {server} did not answer within "
+                    f"{ANSWER_GRACE:g} s: the command may still be running under it (stop that server)",
+                    file=sys.stderr,
+                )
+                return _status_of(interrupts.caught)
+            if deadline is not None and time.monotonic() > deadline:
+                return _lost(args, f"{server} {_OVERDUE}")
+            return _lost(args, f"{server} {_silent(bound, keepalive, pid)}")
+        try:
+            answer = recv_frame(sock)
+        except (OSError, WireError) as exc:
+            return _lost(args, f"{server} sent no valid answer ({exc})")
+        if answer is None and delivered:
+            return _lost(args, f"{server} closed the connection without answering (it was killed or crashed)")
+        if answer is None or "keepalive" not in answer:
+            return answer
+        period = answer["keepalive"]
+        if not isinstance(period, int | float) or isinstance(period, bool) or not 0 < period < float("inf"):
+            return _lost(args, f"{server} sent no valid answer (a keep-alive of {period!r} seconds)")
+        keepalive, heard = float(period), time.monotonic()
+        if deadline is not None and heard > deadline:  # alive, but the command should have ended long ago
+            return _lost(args, f"{server} {_OVERDUE}")
+
+
+_OVERDUE = f"did not answer within the command's timeout and {DEADLINE_GRACE:g} s more"
+
+
+def _silent(bound: float, keepalive: float | None, pid: int | None) -> str:
+    """Why a server silent for ``bound`` seconds was given up on (after "the dsh server at PATH"), and what to do."""
+    said = f"sent no keep-alive for {bound:g} s" if keepalive else f"did not acknowledge the request within {bound:g} s"
+    if pid is not None and _stopped(pid):
+        return f"is stopped (resume it with kill -CONT {pid}) and {said}"
+    if keepalive is None:
+        return f"{said}, and may be hung"
+    return f"{said}, though one is due every {keepalive:g} s while a command runs, and may be hung"
 
 
 def _lost(args: ExecArgs | argparse.Namespace, why: str) -> int:
@@ -298,41 +326,24 @@ def _lost(args: ExecArgs | argparse.Namespace, why: str) -> int:
     )
 
 
-def _answer_coming(sock: Socket, interrupts: _Interrupts, pid: int | None, deadline: float | None) -> str | None:
-    """Wait until the answer starts to come; None when it does, else why the wait was given up.
-
-    Without a signal as long as the command runs and the server lives (the connection closes when
-    it dies): given up once the server stayed stopped :data:`STOPPED_GRACE` (looked at every
-    :data:`LIVENESS_PERIOD`) or ``deadline`` passed; after a forwarded signal :data:`ANSWER_GRACE`
-    at most.
-    """
+def _frame_coming(sock: Socket, interrupts: _Interrupts, silent_after: float) -> bool:
+    """Wait until a frame starts to come (True), or give up (False) at ``silent_after`` (monotonic time),
+    or :data:`ANSWER_GRACE` after a forwarded signal, whichever is first."""
     poller = select.poll()
     poller.register(sock.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
-    stopped_since: float | None = None
     while True:
         try:  # _Forwarded comes at most once (a second signal is ignored), wherever it lands in here
             now = time.monotonic()
-            wait = LIVENESS_PERIOD
+            until = silent_after
             if interrupts.forwarded_at is not None:
-                left = interrupts.forwarded_at + ANSWER_GRACE - now
-                if left <= 0:
-                    return None if poller.poll(0) else "did not answer"
-                wait = min(wait, left)
+                until = min(until, interrupts.forwarded_at + ANSWER_GRACE)
+            if until <= now:
+                return bool(poller.poll(0))
             interrupts.state = "polling"
-            ready = bool(poller.poll(int(wait * 1000) + 1))
+            ready = bool(poller.poll(int((until - now) * 1000) + 1))
             interrupts.state = "sent"
             if ready:
-                return None
-            now = time.monotonic()
-            if deadline is not None and now > deadline:
-                return f"did not answer within the command's timeout and {DEADLINE_GRACE:g} s more"
-            if pid is not None and _stopped(pid):
-                if stopped_since is None:
-                    stopped_since = now
-                elif now - stopped_since >= STOPPED_GRACE:
-                    return f"is stopped and did not answer for {STOPPED_GRACE:g} s (resume it with kill -CONT {pid})"
-            else:
-                stopped_since = None
+                return True
         except _Forwarded:
             interrupts.state = "sent"
 

@@ -8,7 +8,14 @@ environment or argv, as Python holds them) travel as ``\\udcXX`` escapes, so bot
 them byte for byte.
 
 A connection carries one request, then at most one interrupt (``{"interrupt": "SIGINT"}``, sent
-when the client gets SIGINT, SIGTERM or SIGHUP), then the one answer.
+when the client gets SIGINT, SIGTERM or SIGHUP). The server answers a request it takes with a
+keep-alive (``{"keepalive": SECONDS}``) at once and another every SECONDS while the command runs,
+then the one answer (an object with ``"ok"``); a request it refuses gets the answer alone.
+
+Both sides encode and decode with the standard library's JSON codec (:func:`dumps`, :func:`loads`):
+its C core, ``_json``, straight away, because ``import json`` also imports ``re`` and ``enum``, a
+fifth of a served ``dsh exec``'s own start-up (measured); ``json`` itself where ``_json`` is missing,
+and for the error message of a malformed frame.
 """
 
 from __future__ import annotations
@@ -32,14 +39,22 @@ if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
     from collections.abc import Mapping
     from typing import Any
 
-PROTOCOL = 3
-"""Version of the framed protocol; a server answers a client of another version with an error."""
+PROTOCOL = 4
+"""Version of the framed protocol; a server answers a client of another version with an error.
+(4: the server's keep-alives.)"""
 
 MAX_FRAME = 8 * 1024 * 1024
 """Largest frame either side accepts: 8 MiB, four times Linux's limit on a command's argv plus environment."""
 
 HEADER_SIZE = 4
 """Bytes of a frame's length prefix (big-endian)."""
+
+KEEPALIVE = 5.0
+"""Seconds between two keep-alives of a server while a command runs, unless ``dsh serve --keepalive`` says."""
+
+MISSED_KEEPALIVES = 3
+"""Keep-alive periods a client waits in silence before it gives up on its server (as OpenSSH's
+``ServerAliveCountMax``): a long command keeps its client, a stopped or hung server does not."""
 
 
 class WireError(Exception):
@@ -72,11 +87,66 @@ def frame(body: bytes) -> bytes:
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    """One frame holding ``message`` (the server's encoder: :mod:`json`, fast on large outputs)."""
+    """One frame holding ``message``; raise :class:`WireError` when it would pass :data:`MAX_FRAME`."""
+    return frame(dumps(message))
+
+
+def dumps(value: Any) -> bytes:
+    """``value`` as compact UTF-8 JSON, lone surrogates as ``\\udcXX`` escapes (no NaN or infinity)."""
+    if _ENCODER is not None:
+        text = "".join(_ENCODER(value, 0))
+    else:  # pragma: no cover - an interpreter without `_json`
+        import json
+
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    # A lone surrogate can only stand inside a string, where backslashreplace writes its JSON escape.
+    return text.encode("utf-8", "backslashreplace")
+
+
+def loads(text: str) -> Any:
+    """The value of the JSON document ``text``, as :func:`json.loads` reads it; raise :class:`ValueError`."""
+    if _SCANNER is not None:
+        try:
+            value, end = _SCANNER(text, 0)
+        except RecursionError:
+            raise
+        except Exception:
+            # json.loads below reads it again and says what is wrong: the C scanner raises its
+            # errors through `json.decoder`, which is not loaded here (a SystemError, without it).
+            pass
+        else:
+            if end == len(text):
+                return value
     import json
 
-    # A lone surrogate can only stand inside a string, where backslashreplace writes its JSON escape.
-    return frame(json.dumps(message, ensure_ascii=False).encode("utf-8", "backslashreplace"))
+    return json.loads(text)  # surrounding whitespace, trailing data or a malformed document
+
+
+def _no_json_form(value: object) -> None:
+    raise TypeError(f"{type(value).__name__} has no JSON form")
+
+
+class _ScanOptions:
+    """What ``_json.make_scanner`` reads off a ``json.JSONDecoder``: the defaults ``json.loads`` uses."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
+
+
+try:  # the C core of `json`, as json.dumps(ensure_ascii=False, allow_nan=False) and json.loads set it up
+    import _json
+
+    _ENCODER: Any = _json.make_encoder(
+        None, _no_json_form, _json.encode_basestring, None, ":", ",", False, False, False
+    )
+    _OPTIONS: Any = _ScanOptions  # duck-typed as a JSONDecoder (typeshed asks for a scanner)
+    _SCANNER: Any = _json.make_scanner(_OPTIONS)
+except (ImportError, AttributeError, TypeError):  # pragma: no cover - another interpreter, or another `_json`
+    _ENCODER = _SCANNER = None
 
 
 def frame_length(header: bytes) -> int:
@@ -88,11 +158,9 @@ def frame_length(header: bytes) -> int:
 
 
 def decode(body: bytes) -> dict[str, Any]:
-    """The JSON object in a frame's body (the server's strict parser); raise :class:`WireError` naming what is wrong."""
-    import json
-
+    """The JSON object in a frame's body (the server's reader); raise :class:`WireError` naming what is wrong."""
     try:
-        message = json.loads(body.decode("utf-8"))
+        message = loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise WireError(f"malformed request: not UTF-8 JSON ({exc})") from None
     except RecursionError:  # arrays or objects nested thousands deep: no request has them
@@ -154,8 +222,6 @@ def recv_exactly(sock: Socket, size: int) -> bytes:
 
 def recv_frame(sock: Socket) -> dict[str, Any] | None:
     """One message from a blocking socket (the client's reader); None when the peer closed before sending one."""
-    from ._json_lite import loads
-
     first = sock.recv(HEADER_SIZE)
     if not first:
         return None
