@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -300,3 +301,50 @@ def test_every_exported_exception_is_drawn_in_its_package_s_errors_tree() -> Non
                 assert f"{export} " in (errors.__doc__ or ""), f"{name}._errors does not draw {export}"
                 checked.append(export)
     assert {"EscapedError", "TranscriptNotSaved", "UsageError", "ToolError"} <= set(checked)
+
+
+def _readme_commands() -> list[list[str]]:
+    """The commands of the root README's "The two commands" block, each split at ``&&`` into words."""
+    section = (REPO / "README.md").read_text().split("## The two commands", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    lines = [line for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return [[shlex.split(step) for step in line.split(" && ")] for line in lines]
+
+
+def _ci_steps() -> list[list[str]]:
+    """The commands ``.ci/run`` runs outside its package installs, as words, its shell variables expanded."""
+    variables: dict[str, str] = {}
+    steps = []
+    for line in (REPO / ".ci" / "run").read_text().splitlines():
+        if match := re.fullmatch(r"([a-z_]+)=(\S+)", line):
+            variables[match[1]] = match[2]
+            continue
+        if line.startswith(("python3 ", ".venv/", "exec ")):
+            expanded = re.sub(r'"\$([a-z_]+)"', lambda m: variables[m[1]], line)
+            steps.append(shlex.split(expanded.removeprefix("exec ")))
+    return steps
+
+
+def test_the_readmes_two_commands_are_the_ones_ci_and_the_venv_layout_use() -> None:
+    """The README's set-up and test commands cannot drift from ``.ci/run`` (cheap: nothing is run)."""
+    commands = _readme_commands()
+    assert len(commands) == 2, f"the README's block holds {len(commands)} commands, not the set-up and the test"
+    (venv, pip, *setup), (venv_again, pip_again, *test) = commands
+    ci_venv, ci_pip, ci_test = _ci_steps()
+    # Both start as CI starts: the clone's own .venv/ (git-ignored), Hatch installed into it.
+    assert venv == venv_again == ci_venv == ["python3", "-m", "venv", ".venv"]
+    assert ".venv/" in (REPO / ".gitignore").read_text().splitlines()
+    assert pip == pip_again == [word for word in ci_pip if word != "--quiet"]
+    assert pip[0] == ".venv/bin/pip" and pip[1] == "install"
+    # The test command is CI's last step, a script of the Hatch workspace.
+    assert test == [ci_test], f"the README's test command {test} is not what .ci/run runs: {ci_test}"
+    hatch, run, script = ci_test
+    assert (hatch, run) == (".venv/bin/hatch", "run")
+    assert script in tomllib.loads((REPO / "hatch.toml").read_text())["envs"]["default"]["scripts"]
+    # The set-up command runs `dsh exec` through the same Hatch, on the built-in default deployment.
+    ((*launcher, verb, separator, line),) = setup
+    assert launcher == [hatch, run, "dsh"] and (verb, separator) == ("exec", "--")
+    assert _meta(REPO / "packages" / "dsh-cli")["project"]["scripts"]["dsh"] == "dsh.cli._fast._client:run"
+    table = {row.split("`")[1] for row in (REPO / "README.md").read_text().splitlines() if row.startswith("| `DSH_")}
+    assert set(re.findall(r"\$(DSH_[A-Z_]+)", line)) <= table, "it shows only variables the README's table lists"
+    assert "DSH_SESSION_JSONL" in line, "it shows where the default deployment's JSONL transcript is"
