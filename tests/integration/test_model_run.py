@@ -7,7 +7,13 @@ call id, the key reaches neither a child nor the transcript, and a provider's fa
 from __future__ import annotations
 
 import json
+import os
+import pty
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -134,3 +140,83 @@ def test_the_prompt_comes_from_stdin_and_a_missing_provider_is_one_line(tmp_path
     missing = dsh("run", "--model", "nosuch", "--prompt", "x", home=home)
     assert missing.returncode == 1
     assert "no entry point 'nosuch' in group 'dsh.models'; available: anthropic, openai, scripted" in missing.stderr
+
+
+class _Reader:
+    """What a process wrote on one pipe, read as it comes; each wait starts where the last one matched."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.text = ""
+        self._at = 0
+
+    def until(self, wanted: str, timeout: float = 60) -> None:
+        import select
+
+        deadline = time.monotonic() + timeout
+        while wanted not in self.text[self._at :]:
+            left = deadline - time.monotonic()
+            assert left > 0, f"waited for {wanted!r}; read {self.text!r}"
+            if select.select([self.stream], [], [], left)[0]:
+                chunk = os.read(self.stream.fileno(), 65536).decode()
+                assert chunk, f"the stream ended before {wanted!r}; read {self.text!r}"
+                self.text += chunk
+        self._at = self.text.index(wanted, self._at) + len(wanted)
+
+
+def test_from_a_terminal_ctrl_c_interrupts_the_turn_and_the_run_goes_on(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    marker = tmp_path / "started"
+    slow = {"id": "call_slow", "type": "function", "function": {"name": "bash", "arguments": ""}}
+    slow["function"]["arguments"] = json.dumps({"command": f"echo $$ > {marker}; exec sleep 300"})
+    primary, secondary = pty.openpty()  # standard input is a terminal: the interactive loop
+    with Endpoint() as endpoint:
+        endpoint.queue(
+            _reply({"role": "assistant", "content": None, "tool_calls": [slow]}, "tool_calls"),
+            _text("second answered"),
+            _text("third answered"),
+        )
+        env = {**os.environ, "DSH_HOME": str(home), **_env(endpoint)}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "dsh.cli", "run", "--model", "openai"],
+            stdin=secondary, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path,
+        )  # fmt: skip
+        os.close(secondary)
+        assert proc.stdout is not None and proc.stderr is not None
+        out, err = _Reader(proc.stdout), _Reader(proc.stderr)
+        try:
+            out.until("> ")
+            os.write(primary, b"first\n")
+            deadline = time.monotonic() + 60
+            while not marker.exists() or not marker.read_text().strip():
+                assert time.monotonic() < deadline and proc.poll() is None, "the command never started"
+                time.sleep(0.02)
+            command = int(marker.read_text())
+            proc.send_signal(signal.SIGINT)  # what Ctrl-C sends to the terminal's foreground job
+            err.until("the session goes on")
+            out.until("> ")
+            assert not Path(f"/proc/{command}").exists() or "zombie" in Path(f"/proc/{command}/status").read_text()
+            os.write(primary, b"second\n")
+            out.until("second answered")
+            out.until("> ")
+            proc.send_signal(signal.SIGINT)  # at the prompt: the line is discarded, the run goes on
+            time.sleep(0.3)
+            os.write(primary, b"third\n")
+            out.until("third answered")
+            out.until("> ")
+            os.write(primary, b"\x04")  # Ctrl-D ends the run
+            assert proc.wait(timeout=60) == 0, err.text + proc.stderr.read().decode()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            os.close(primary)
+    session_id = re.search(r"dsh: session (\S+)", err.text)[1]  # type: ignore[index]
+    events = [
+        json.loads(line)
+        for line in (home / "sessions").rglob(f"{session_id}.jsonl").__next__().read_text().splitlines()
+    ]
+    ends = [e["data"] for e in events if e.get("type") == "turn/end"]
+    assert [e.get("interrupted") for e in ends] == ["SIGINT", None, None]
+    prompts = [e["data"]["text"] for e in events if e.get("type") == "message/user"]
+    assert prompts == ["first", "second", "third"]

@@ -226,14 +226,53 @@ class Interrupts:
 
     @contextlib.contextmanager
     def cancelling(self, cancel: Callable[[str], object]) -> Iterator[None]:
-        """While inside, a signal calls ``cancel(reason)`` (at once if one was caught already)."""
-        self._cancel = cancel
+        """While inside, a signal calls ``cancel(reason)`` (at once if one was caught already).
+
+        Nested (a turn's task inside the run's), the inner ``cancel`` is called, and the outer one
+        is back when the inner block ends.
+        """
+        outer, self._cancel = self._cancel, cancel
         try:
             if self.caught is not None:
                 cancel(self.caught.name)
             yield
         finally:
-            self._cancel = None
+            self._cancel = outer
+
+    @staticmethod
+    def active() -> Interrupts | None:
+        """The :class:`Interrupts` now in force (the innermost ``with`` block), if any."""
+        return Interrupts._active
+
+    @staticmethod
+    def rearm() -> None:
+        """Forget the signal caught and the command started, so the next signal interrupts afresh.
+
+        For an interactive run that goes on after one of its turns was interrupted.
+        """
+        active = Interrupts._active
+        if active is not None:
+            active.caught = None
+            active.started = False
+            active._deferred = False
+
+    @staticmethod
+    @contextlib.contextmanager
+    def prompting() -> Iterator[None]:
+        """A wait for the user's input: a signal raises :class:`Interrupted` in it at once, even while
+        an event loop runs (whose loop is blocked by the read, so cancelling a task would wait for it)."""
+        active = Interrupts._active
+        if active is None or threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        active.check()
+        cancel, active._cancel = active._cancel, None
+        active._armed = True
+        try:
+            yield
+        finally:
+            active._armed = False
+            active._cancel = cancel
 
     @staticmethod
     @contextlib.contextmanager

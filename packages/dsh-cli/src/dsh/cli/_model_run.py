@@ -4,16 +4,21 @@ The provider is ``--model NAME`` (with the deployment's config for it when the d
 same provider), else the deployment's ``model``. The prompt is ``--prompt``, else standard input
 when it is not a terminal, else one prompt per turn read from the terminal until end of file.
 A provider's fault is one ``dsh:`` line; the turn is recorded as failed and the session stays
-resumable (``--session ID``). Ctrl-C interrupts the running turn as it does ``dsh exec``.
+resumable (``--session ID``). Ctrl-C interrupts the running turn as it does ``dsh exec`` (the
+command's group killed, the turn recorded interrupted); from a terminal the run then goes on to the
+next prompt, as a shell does, and Ctrl-C at the prompt discards the line (Ctrl-D ends the run).
+Any other ending signal (``SIGTERM``, ``SIGHUP``) ends the run, interactive or not.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from typing import TYPE_CHECKING, Any
 
 from dsh.agent import Agent, ModelError, ToolCall, load_model
+from dsh.bash import Interrupted, Interrupts
 from dsh.loader import ModelChoice, Runtime
 from dsh.session import SESSIONS, Session, ToolResult
 
@@ -22,6 +27,7 @@ from ._output import print_json
 from ._runtime import open_runtime
 
 if TYPE_CHECKING:
+    from dsh.agent import TurnResult
     from dsh.hooks import Notice
 
 
@@ -57,6 +63,10 @@ def choose_model(runtime: Runtime, flag: str | None) -> ModelChoice | None:
     return ModelChoice(provider=flag)
 
 
+def _interactive(args: argparse.Namespace) -> bool:
+    return args.prompt is None and sys.stdin.isatty()
+
+
 def _prompts(args: argparse.Namespace) -> Any:
     if args.prompt is not None:
         yield args.prompt
@@ -68,12 +78,49 @@ def _prompts(args: argparse.Namespace) -> Any:
         return
     while True:
         try:
-            line = input("> ")
+            with Interrupts.prompting():  # the read blocks the event loop: a signal must break it here
+                line = input("> ")
         except EOFError:
             print(file=sys.stderr)
             return
+        except Interrupted as exc:
+            if exc.reason != "SIGINT":
+                raise
+            Interrupts.rearm()  # Ctrl-C at the prompt discards the line, as a shell's does
+            print(file=sys.stderr, flush=True)
+            continue
         if line.strip():
             yield line
+
+
+async def _turn(agent: Agent, prompt: str, interactive: bool) -> TurnResult | None:
+    """One turn; from a terminal, Ctrl-C interrupts only it (None), and the run goes on."""
+    if not interactive:
+        return await agent.run_turn(prompt)
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(agent.run_turn(prompt))
+    caught: list[str] = []
+
+    def cancel(reason: str) -> None:
+        caught.append(reason)
+        loop.call_soon_threadsafe(task.cancel, reason)
+
+    active = Interrupts.active()
+    with active.cancelling(cancel) if active is not None else contextlib.nullcontext():
+        try:
+            return await task
+        except asyncio.CancelledError:
+            if not caught or caught[0] != "SIGINT":
+                raise Interrupted(caught[0] if caught else "cancelled") from None
+    Interrupts.rearm()
+    print(
+        "dsh: turn interrupted (SIGINT), recorded as such; the session goes on (Ctrl-D ends it)",
+        file=sys.stderr,
+        flush=True,
+    )
+    return None
 
 
 async def model_run(args: argparse.Namespace) -> int:
@@ -96,13 +143,17 @@ async def model_run(args: argparse.Namespace) -> int:
             raise
         turns: list[dict[str, Any]] = []
         failed = False
+        interactive = _interactive(args)
         for prompt in [] if stopped is not None else _prompts(args):
             try:
-                result = await agent.run_turn(prompt)
+                result = await _turn(agent, prompt, interactive)
             except ModelError as exc:
                 failed = True
                 print(f"dsh: {exc}", file=sys.stderr, flush=True)
                 turns.append({"prompt": prompt, "error": str(exc), "text": "", "tool_calls": []})
+                continue
+            if result is None:
+                turns.append({"prompt": prompt, "error": None, "interrupted": "SIGINT", "text": "", "tool_calls": []})
                 continue
             turns.append(
                 {
