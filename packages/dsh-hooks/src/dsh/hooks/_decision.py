@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Literal
 
+from ._dialect import Dialect, dialect_of
 from ._outcome import HookReport
 from ._payload import dsh_tool_input
-from ._table import Dialect
 
 CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit"})
 """Events whose plain (non-JSON) stdout is context for the model, in both dialects."""
@@ -92,8 +92,8 @@ def _permission_answer(
 ) -> HookReport:
     """A PermissionRequest hook's answer: ``hookSpecificOutput.decision.behavior`` allow or deny.
 
-    Codex fails closed on the fields it reserves (``updatedInput``, ``updatedPermissions``,
-    ``interrupt: true``): such an answer denies. Without a decision the question stays open.
+    A dialect that reserves fields (``updatedInput``, ``updatedPermissions``, ``interrupt: true``)
+    fails closed on them: such an answer denies. Without a decision the question stays open.
     """
     raw = specific.get("decision")
     answer: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
@@ -108,8 +108,9 @@ def _permission_answer(
     reserved = [k for k in ("updatedInput", "updatedPermissions") if answer.get(k) is not None]
     if answer.get("interrupt") is True:
         reserved.append("interrupt")
-    if dialect == "codex" and behavior in ("allow", "deny") and reserved:
-        why = f"a Codex PermissionRequest answer with {', '.join(reserved)} fails closed"
+    peer = dialect_of(dialect)
+    if peer.reserved_answer_fails_closed and behavior in ("allow", "deny") and reserved:
+        why = f"a {peer.peer} PermissionRequest answer with {', '.join(reserved)} fails closed"
         return replace(base, blocked=True, decision="deny", reason=why)
     if behavior == "deny":
         reason = _text(answer.get("message")) or f"denied by PermissionRequest hook: {base.command}"
@@ -132,10 +133,11 @@ def interpret(
 ) -> HookReport:
     """Read a finished hook's exit code and output the way its dialect does."""
     base = HookReport(dialect, event, command, exit_code, stdout, stderr)
+    peer = dialect_of(dialect)
     if exit_code == 2:
         why = stderr.strip()
-        if dialect == "codex" and not why:
-            return replace(base, error="exited 2 without a reason on stderr; Codex does not block on that")
+        if not peer.blocks_without_reason and not why:
+            return replace(base, error=f"exited 2 without a reason on stderr; {peer.peer} does not block on that")
         if event not in BLOCKING_EVENTS:
             return replace(base, error=f"exited 2 ({event} cannot block): {why[:500]}")
         return replace(base, blocked=True, reason=why or f"blocked by hook: {command}")
@@ -144,8 +146,8 @@ def interpret(
     output = _read_json(stdout)
     if output is None:
         text = stdout.strip()
-        if dialect == "codex" and text.startswith("{"):
-            # Codex fails a hook whose stdout looks like JSON but is not; Claude Code reads it as text.
+        if peer.invalid_json_fails and text.startswith("{"):
+            # Such a dialect fails a hook whose stdout looks like JSON but is not; others read it as text.
             return replace(base, error=f"printed invalid JSON on stdout: {text[:200]}")
         return replace(base, additional_context=text) if text and event in CONTEXT_EVENTS else base
     raw_specific = output.get("hookSpecificOutput")

@@ -1,4 +1,4 @@
-"""``CLAUDE_ENV_FILE`` / ``CODEX_ENV_FILE``: a private file per SessionStart hook, sourced afterwards.
+"""SessionStart env files (each dialect names the variable): a private file per hook, sourced afterwards.
 
 What the files export becomes ordinary environment of the session's later shell calls. The files
 live in a 0700 folder under ``<DSH_HOME>/run`` (never a shared temporary folder: one a cleaner

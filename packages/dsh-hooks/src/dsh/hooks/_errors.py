@@ -16,6 +16,6 @@ class HookConfigError(PluginError):
     def __init__(self, message: str, *, source: str, path: str | None = None) -> None:
         super().__init__(message)
         self.source = source
-        """What the message names: ``claude hooks file /path`` or ``codex hooks (inline)``."""
+        """What the message names: ``<dialect> hooks file /path`` or ``<dialect> hooks (inline)``."""
         self.path = path
         """The file at fault, when the table came from one."""

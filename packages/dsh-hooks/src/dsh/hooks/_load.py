@@ -1,9 +1,9 @@
-"""Reading hook configuration in the peers' own formats (Claude Code ``settings.json``, Codex ``hooks.json``).
+"""Reading hook configuration in the peers' own formats (each dialect says what its files may hold).
 
-Loading never fails on what a peer accepts: a handler type dsh cannot run (``http``, ``prompt``,
-``agent``, ``mcp_tool``), a field dsh does not know, an unknown event or an invalid matcher is a
-warning naming the file, the event and the thing at fault, and the other hooks still load. Only a
-file that cannot be read or is not a JSON object fails the plugin.
+Loading never fails on what a peer accepts: a handler type dsh cannot run, a field dsh does not
+know, an unknown event or an invalid matcher is a warning naming the file, the event and the thing
+at fault, and the other hooks still load. Only a file that cannot be read or is not a JSON object
+fails the plugin.
 """
 
 from __future__ import annotations
@@ -17,91 +17,15 @@ from typing import Any
 
 from dsh.paths import UntrustedPathError, check_trusted, read_trusted_text
 
+from ._dialect import HookDialect, dialect_of
 from ._errors import HookConfigError
-from ._payload import PEER_TOOLS
-from ._rules import parse_rule
 from ._table import DEFAULT_TIMEOUT, Dialect, HookCommand, HookTable, MatcherGroup, invalid_matcher, matcher_typo
 
-# The events each peer documents. Hooks of events dsh never emits load quietly (the README lists
-# them); a name outside these lists is most likely a typo and gets a warning.
-PEER_EVENTS: Mapping[Dialect, frozenset[str]] = {
-    "claude": frozenset(
-        {
-            "PreToolUse",
-            "PostToolUse",
-            "PostToolUseFailure",
-            "PostToolBatch",
-            "PermissionRequest",
-            "PermissionDenied",
-            "UserPromptSubmit",
-            "UserPromptExpansion",
-            "Notification",
-            "Stop",
-            "StopFailure",
-            "SubagentStart",
-            "SubagentStop",
-            "PreCompact",
-            "PostCompact",
-            "SessionStart",
-            "SessionEnd",
-            "Setup",
-            "ConfigChange",
-            "CwdChanged",
-            "FileChanged",
-            "InstructionsLoaded",
-            "WorktreeCreate",
-            "WorktreeRemove",
-            "TeammateIdle",
-            "TaskCreated",
-            "TaskCompleted",
-            "Elicitation",
-            "ElicitationResult",
-            "MessageDisplay",
-            "PreModelSwitch",
-            "PostModelSwitch",
-            "DirectoryAdded",
-            "PreSkillShellCommand",
-        }
-    ),
-    "codex": frozenset(
-        {
-            "PreToolUse",
-            "PermissionRequest",
-            "PostToolUse",
-            "UserPromptSubmit",
-            "Stop",
-            "StopFailure",
-            "SubagentStart",
-            "SubagentStop",
-            "PreCompact",
-            "PostCompact",
-            "SessionStart",
-            "SessionEnd",
-            "Interrupt",
-        }
-    ),
-}
-
-HANDLER_TYPES: Mapping[Dialect, frozenset[str]] = {
-    "claude": frozenset({"command", "http", "prompt", "agent", "mcp_tool"}),
-    "codex": frozenset({"command", "prompt", "agent"}),
-}
-"""Handler types each peer documents; dsh runs ``command`` and skips the others with a warning."""
-
-# Fields of a command handler per dialect (the peer's spelling). Known fields without an effect in
-# dsh (``statusMessage``: there is no spinner) are accepted silently.
-_COMMAND_FIELDS: Mapping[Dialect, frozenset[str]] = {
-    "claude": frozenset({"type", "command", "args", "timeout", "async", "asyncRewake", "shell", "if", "once"})
-    | {"statusMessage"},
-    "codex": frozenset({"type", "command", "commandWindows", "command_windows", "timeout", "timeoutSec", "async"})
-    | {"statusMessage", "status_message"},
-}
 TOOL_MATCHER_EVENTS = frozenset(
     {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PermissionDenied"}
 )
 """Events whose matcher is matched against a tool name."""
 _GROUP_FIELDS = frozenset({"matcher", "hooks"})
-_PEER: Mapping[Dialect, str] = {"claude": "Claude Code", "codex": "Codex"}
 
 
 def read_hook_file(path: Path, where: str, what: str = "hooks file") -> Any:
@@ -151,14 +75,15 @@ def load_hook_table(
         raw = read_hook_file(path, where, f"{dialect} hooks file")
     if not isinstance(raw, Mapping):
         raise HookConfigError(f"{where}: must be a JSON object", source=where, path=file)
-    if "hooks" not in raw and any(key in PEER_EVENTS[dialect] for key in raw):
+    if "hooks" not in raw and any(key in dialect_of(dialect).events for key in raw):
         raw = {"hooks": raw}  # just the hooks object; otherwise a settings file without hooks
     return _parse_table(dialect, raw, where, file)
 
 
 def _parse_table(dialect: Dialect, raw: Mapping[str, Any], where: str, file: str | None) -> HookTable:
     warnings: list[str] = []
-    disabled = raw.get("disableAllHooks") is True if dialect == "claude" else False
+    peer = dialect_of(dialect)
+    disabled = peer.disabled(raw)
     hooks = raw.get("hooks", {})
     if not isinstance(hooks, Mapping):
         raise HookConfigError(
@@ -168,18 +93,18 @@ def _parse_table(dialect: Dialect, raw: Mapping[str, Any], where: str, file: str
         )
     events: dict[str, tuple[MatcherGroup, ...]] = {}
     for event, groups in hooks.items():
-        if event not in PEER_EVENTS[dialect]:
-            warnings.append(f"{where}: event '{event}' is not a {_PEER[dialect]} hook event; its hooks never run")
+        if event not in peer.events:
+            warnings.append(f"{where}: event '{event}' is not a {peer.peer} hook event; its hooks never run")
             continue
         if not isinstance(groups, list):
             warnings.append(f"{where}: event '{event}': expected a list of matcher groups; skipped")
             continue
-        parsed = [g for g in (_parse_group(dialect, event, item, where, warnings) for item in groups) if g is not None]
+        parsed = [g for g in (_parse_group(peer, event, item, where, warnings) for item in groups) if g is not None]
         events[event] = tuple(parsed)
     return HookTable(dialect, events, where, disabled, tuple(warnings))
 
 
-def _parse_group(dialect: Dialect, event: str, item: Any, where: str, warnings: list[str]) -> MatcherGroup | None:
+def _parse_group(peer: HookDialect, event: str, item: Any, where: str, warnings: list[str]) -> MatcherGroup | None:
     if not isinstance(item, Mapping):
         warnings.append(f"{where}: event '{event}': a matcher group must be an object; skipped")
         return None
@@ -191,10 +116,10 @@ def _parse_group(dialect: Dialect, event: str, item: Any, where: str, warnings: 
         warnings.append(f"{where}: event '{event}': matcher must be a string, not {matcher!r}; group skipped")
         return None
     if matcher is not None:
-        error = invalid_matcher(dialect, matcher)
+        error = invalid_matcher(peer.name, matcher)
         if error is not None:
             warnings.append(f"{where}: event '{event}': invalid matcher {matcher!r} ({error}); it never matches")
-        elif event in TOOL_MATCHER_EVENTS and (guess := matcher_typo(dialect, matcher, PEER_TOOLS[dialect])):
+        elif event in TOOL_MATCHER_EVENTS and (guess := matcher_typo(peer.name, matcher, peer.known_tools)):
             warnings.append(
                 f"{where}: event '{event}': matcher {matcher!r} misspells a tool name (matchers are "
                 f"case-sensitive), so its hooks never run for that tool; did you mean {guess!r}?"
@@ -203,22 +128,22 @@ def _parse_group(dialect: Dialect, event: str, item: Any, where: str, warnings: 
     if not isinstance(handlers, list):
         warnings.append(f"{where}: event '{event}': 'hooks' must be a list; group skipped")
         return None
-    commands = [c for c in (_parse_handler(dialect, event, h, where, warnings) for h in handlers) if c is not None]
-    return MatcherGroup(matcher, tuple(commands), dialect)
+    commands = [c for c in (_parse_handler(peer, event, h, where, warnings) for h in handlers) if c is not None]
+    return MatcherGroup(matcher, tuple(commands), peer.name)
 
 
-def _parse_handler(dialect: Dialect, event: str, raw: Any, where: str, warnings: list[str]) -> HookCommand | None:
+def _parse_handler(peer: HookDialect, event: str, raw: Any, where: str, warnings: list[str]) -> HookCommand | None:
     if not isinstance(raw, Mapping):
         warnings.append(f"{where}: event '{event}': a hook must be an object; skipped")
         return None
     kind = raw.get("type", "command")
     if kind != "command":
-        if kind in HANDLER_TYPES[dialect]:
+        if kind in peer.handler_types:
             warnings.append(f"{where}: event '{event}': skipping a hook of type '{kind}' (dsh runs command hooks only)")
         else:
             warnings.append(f"{where}: event '{event}': skipping a hook of unknown type {kind!r}")
         return None
-    unknown = sorted(set(raw) - _COMMAND_FIELDS[dialect])
+    unknown = sorted(set(raw) - peer.command_fields)
     if unknown:
         warnings.append(f"{where}: event '{event}': unknown hook field(s) {', '.join(unknown)}; ignored")
 
@@ -229,7 +154,7 @@ def _parse_handler(dialect: Dialect, event: str, raw: Any, where: str, warnings:
     if not isinstance(command, str) or not command.strip():
         bad("'command' must be a non-blank string")
         return None
-    timeout_raw = raw.get("timeout", raw.get("timeoutSec") if dialect == "codex" else None)
+    timeout_raw = next((raw[name] for name in peer.timeout_fields if name in raw), None)
     timeout = DEFAULT_TIMEOUT
     if timeout_raw is not None:
         if (
@@ -240,29 +165,9 @@ def _parse_handler(dialect: Dialect, event: str, raw: Any, where: str, warnings:
         ):
             bad(f"'timeout' must be a positive number of seconds, not {timeout_raw!r}")
             return None
-        timeout = float(max(timeout_raw, 1) if dialect == "codex" else timeout_raw)
-    run_async = raw.get("async", False) is True or (dialect == "claude" and raw.get("asyncRewake") is True)
-    if dialect == "codex":
-        return HookCommand(command, timeout=timeout, run_async=run_async, source=where)
-    args = raw.get("args")
-    if args is not None and (not isinstance(args, list) or not all(isinstance(a, str) for a in args)):
-        bad("'args' must be a list of strings")
+        timeout = float(max(timeout_raw, peer.min_timeout))
+    run_async = any(raw.get(name) is True for name in peer.async_fields)
+    extras = peer.command_extras(raw, bad)
+    if extras is None:
         return None
-    shell = raw.get("shell", "bash")
-    if shell not in ("bash", "powershell"):
-        bad(f'\'shell\' must be "bash" or "powershell", not {shell!r}')
-        return None
-    condition = raw.get("if")
-    if condition is not None and (not isinstance(condition, str) or parse_rule(condition) is None):
-        bad(f"'if' must be a permission rule such as \"Bash(git *)\", not {condition!r}")
-        return None
-    return HookCommand(
-        command,
-        args=None if args is None else tuple(args),
-        timeout=timeout,
-        shell=shell,
-        condition=condition,
-        run_async=run_async,
-        once=raw.get("once") is True,
-        source=where,
-    )
+    return HookCommand(command, timeout=timeout, run_async=run_async, source=where, **extras)

@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
 
 STOP_BLOCK_CAP = 8
-"""Stop (or SubagentStop) blocks honoured in a row within a turn, as Claude Code caps them; the next
-one is overridden: the agent stops, with a notice."""
+"""Stop (or SubagentStop) blocks honoured in a row within a turn, the cap the peers document; the
+next one is overridden: the agent stops, with a notice."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class HookOutcome:
     ask: Literal["deny", "allow"] = "deny"
     """What a PreToolUse ``ask`` means with no one to approve it (``hooks.ask`` in the config)."""
     warnings: tuple[str, ...] = field(default=())
-    """Problems outside any one hook's run (a ``CLAUDE_ENV_FILE`` export dsh refused, say)."""
+    """Problems outside any one hook's run (an env file export dsh refused, say)."""
 
     @property
     def _deciding(self) -> list[HookReport]:

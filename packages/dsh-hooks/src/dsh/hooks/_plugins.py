@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,7 +27,7 @@ from dsh.paths import UntrustedPathError, check_trusted, ensure_private_dir
 
 from ._errors import HookConfigError
 from ._load import load_hook_table, read_hook_file
-from ._table import Dialect, HookTable, MatcherGroup
+from ._table import HookTable, merge_tables
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -143,19 +143,6 @@ def with_plugin(table: HookTable, root: Path, data: Path | None) -> HookTable:
         for event, groups in table.events.items()
     }
     return replace(table, events=events)
-
-
-def merge_tables(dialect: Dialect, tables: Sequence[HookTable], source: str) -> HookTable:
-    """One table of every table's groups, in order; disabled when the first (the user's own) is."""
-    events: dict[str, tuple[MatcherGroup, ...]] = {}
-    for table in tables:
-        if table.disabled:
-            continue
-        for event, groups in table.events.items():
-            events[event] = events.get(event, ()) + groups
-    disabled = bool(tables) and tables[0].disabled
-    warnings = tuple(w for t in tables for w in t.warnings)
-    return HookTable(dialect, events, source, disabled, warnings)
 
 
 def plugin_names(plugins: Iterable[ClaudePlugin]) -> list[str]:

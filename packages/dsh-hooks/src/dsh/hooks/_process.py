@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shlex
@@ -12,6 +13,7 @@ from typing import Any
 from dsh.bash import BashExecRequest, Executor, LocalExecutor
 
 from ._decision import GATE_EVENTS, interpret, not_started, oversized, unknown_status
+from ._dialect import all_placeholders
 from ._outcome import HookReport
 from ._table import Dialect, HookCommand
 
@@ -30,11 +32,14 @@ def hook_executor(*, credential_pattern: str | None = None, spill_dir: str | Pat
     return LocalExecutor(credential_pattern=credential_pattern, max_output=HOOK_OUTPUT_LIMIT, spill_dir=spill_dir)
 
 
-PLACEHOLDERS = ("CLAUDE_PROJECT_DIR", "CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA")
-"""The peers' placeholders: substituted in an exec form's command and arguments (and a PowerShell
-command line), and set in every hook's environment, so bash expands them in a shell-form line."""
+@functools.cache
+def _placeholder() -> re.Pattern[str]:
+    """``${NAME}`` for the dialects' placeholders: substituted in an exec form's command and arguments
+    (and a PowerShell command line); set in the hook's environment too, so bash expands them in a
+    shell-form line."""
+    return re.compile(r"\$\{(" + "|".join(map(re.escape, all_placeholders())) + r")\}")
 
-_PLACEHOLDER = re.compile(r"\$\{(" + "|".join(PLACEHOLDERS) + r")\}")
+
 _TOOL_INPUT = re.compile(r"\$\{tool_input\.([A-Za-z0-9_.\-]+)\}")
 
 
@@ -48,10 +53,10 @@ def _input_value(tool_input: Mapping[str, Any], path: str) -> str:
 
 
 def substitute(text: str, env: Mapping[str, str], tool_input: Mapping[str, Any] | None = None) -> str:
-    """``text`` with ``${CLAUDE_PROJECT_DIR}`` and its kin replaced from ``env`` (an unset one by
+    """``text`` with the dialects' ``${NAME}`` placeholders replaced from ``env`` (an unset one by
     nothing), and with ``tool_input``, each ``${tool_input.file_path}`` by that field of the call's
     input (as the peer's tool takes it; a non-string as JSON, a missing one by nothing)."""
-    text = _PLACEHOLDER.sub(lambda m: env.get(m.group(1), ""), text)
+    text = _placeholder().sub(lambda m: env.get(m.group(1), ""), text)
     if tool_input is not None:
         text = _TOOL_INPUT.sub(lambda m: _input_value(tool_input, m.group(1)), text)
     return text

@@ -48,25 +48,20 @@ def _apply(ctx: Context, config: HooksConfig) -> None:
     # Imported here, not at the top: a deployment without hooks never pays for the runner.
     from pathlib import Path
 
+    from ._dialect import dialects
     from ._load import load_hook_table
     from ._process import hook_executor
     from ._service import HookRunner
+    from ._table import merge_tables
 
     base = Path(config.base_dir).expanduser() if config.base_dir else None
     home = ctx.get(DSH_HOME)
-    tables: dict[Dialect, HookTable] = {
-        "claude": load_hook_table("claude", config.claude, base),
-        "codex": load_hook_table("codex", config.codex, base),
-    }
-    if config.claude_plugins:
-        from ._plugins import load_claude_plugin, load_plugin_skills, merge_tables, plugin_names
-
-        plugins = [load_claude_plugin(path, base, home) for path in config.claude_plugins]
-        plugin_names(plugins)
-        for loaded in plugins:
-            load_plugin_skills(ctx, loaded)
-        claude = tables["claude"]
-        tables["claude"] = merge_tables("claude", [claude, *(p.table for p in plugins)], claude.source)
+    tables: dict[Dialect, HookTable] = {}
+    for dialect in dialects():
+        # Each dialect's hooks file is the config field of its name; it may load more (plugin folders).
+        own = load_hook_table(dialect.name, getattr(config, dialect.name), base)
+        extra = dialect.extra_tables(ctx, config, base, home)
+        tables[dialect.name] = merge_tables(dialect.name, [own, *extra], own.source) if extra else own
     if any(table.warnings for table in tables.values()):
         from dsh.core.log import logger  # only to report them: a clean hooks config loads no logging
 
@@ -79,7 +74,7 @@ def _apply(ctx: Context, config: HooksConfig) -> None:
         model=config.model,
         permission_mode=config.permission_mode,
         ask=config.ask,
-        claude_transcript=config.claude_transcript,
+        transcript_view=config.claude_transcript,
         # Long hook output spills under the home, never into a shared temporary directory.
         executor=hook_executor(
             credential_pattern=config.credential_pattern,

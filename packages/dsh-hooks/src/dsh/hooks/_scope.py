@@ -24,7 +24,7 @@ class HookScope:
     """The spawning agent's scope, inside a subagent: ``SubagentStop`` carries its identity."""
     events: Callable[[], Sequence[SessionEvent]] | None = None
     """The session's events known so far (flushed or not), asked for only when a hook is handed
-    the Claude-Code-format transcript; None when the host cannot say (``transcript_path`` is then
+    a transcript view in its dialect's own format; None when the host cannot say (``transcript_path`` is then
     the persistence's ``locate()``)."""
 
     def agent_fields(self) -> dict[str, Any]:

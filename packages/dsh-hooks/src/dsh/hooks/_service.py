@@ -2,9 +2,10 @@
 
 The agent loop talks to :class:`HookRunner` through one method per lifecycle point
 (``session_start``, ``user_prompt``, ``pre_tool``, ``post_tool``, ``stop``, ``subagent_start``,
-``session_end``); the runner picks each dialect's event (``PostToolUseFailure`` for Claude Code,
-``PostToolUse`` for Codex; ``Stop`` for the main agent, ``SubagentStop`` inside a subagent), the
-hooks that match, and merges what they decided into a :class:`HookOutcome`.
+``session_end``); the runner fires the event at every dialect that has it (a failed call's event is
+the dialect's :attr:`~._dialect.HookDialect.failed_tool_event`; ``Stop`` for the main agent,
+``SubagentStop`` inside a subagent), picks the hooks that match, and merges what they decided into a
+:class:`HookOutcome`. Everything a dialect does differently it answers itself (:mod:`._dialect`).
 
 Importing this module loads no asyncio (nor logging): an event with no hook to run returns without
 suspending, so a deployment that loads the plugin but configures no hook for the events of a
@@ -27,21 +28,14 @@ from dsh.core.log import logger
 from dsh.session import SessionHeader
 from dsh.session.persistence import SESSION_PERSISTENCE
 
+from ._dialect import Dialect, TranscriptViews, dialect_of, dialects
 from ._envfile import EnvFiles
 from ._outcome import HookOutcome, HookReport
-from ._payload import (
-    HookFacts,
-    build_payload,
-    peer_stop_error,
-    peer_tool_input,
-    peer_tool_name,
-    peer_tool_response,
-    tool_subjects,
-)
+from ._payload import HookFacts, build_payload, peer_tool_input, tool_subjects
 from ._process import hook_executor, run_hook
 from ._scope import HookScope
 from ._select import select_hooks
-from ._table import Dialect, HookCommand, HookTable
+from ._table import HookCommand, HookTable
 
 if TYPE_CHECKING:
     import asyncio
@@ -49,13 +43,11 @@ if TYPE_CHECKING:
     from dsh.session import SessionEvent
 
     from ._detached import DetachedHook
-    from ._transcript import ClaudeTranscripts
-
-DIALECTS: tuple[Dialect, ...] = ("claude", "codex")
 
 TranscriptView = Literal["plugins", "all", "off"]
-"""Which Claude Code hooks get the Claude-Code-format transcript as ``transcript_path``: those of
-plugin folders (the default), every one, or none (all get the persistence's ``locate()``)."""
+"""Which hooks of a dialect with its own transcript format get a view of the session in it as
+``transcript_path``: those of plugin folders (the default), every one, or none (all get the
+persistence's ``locate()``)."""
 
 
 _ERROR_KINDS = (
@@ -70,8 +62,8 @@ _ERROR_KINDS = (
 
 def error_kind(error: BaseException) -> str:
     """The ``StopFailure`` category of ``error``, told from its class and base class names (the
-    provider SDKs name their errors so); ``unknown`` otherwise. ``overloaded`` is Codex's own: Claude
-    Code payloads carry it as ``server_error`` (see :func:`._payload.peer_stop_error`)."""
+    provider SDKs name their errors so); ``unknown`` otherwise. A dialect may name it otherwise
+    (:meth:`~._dialect.HookDialect.stop_error`)."""
     names = [cls.__name__ for cls in type(error).__mro__]
     for markers, kind in _ERROR_KINDS:
         if any(marker in name for name in names for marker in markers):
@@ -79,22 +71,8 @@ def error_kind(error: BaseException) -> str:
     return "unknown"
 
 
-def hook_env(dialect: Dialect, hook: HookCommand, header: SessionHeader) -> dict[str, str]:
-    """What the peers set in a hook's environment: the project folder, the session (Claude Code's
-    ``CLAUDE_CODE_SESSION_ID``, Codex's ``CODEX_THREAD_ID``) and, for a plugin's hook, its folders."""
-    if dialect == "claude":
-        env = {"CLAUDE_PROJECT_DIR": header.cwd, "CLAUDE_CODE_SESSION_ID": header.id}
-    else:
-        env = {"CODEX_THREAD_ID": header.id}
-    if hook.plugin_root is not None:
-        env["CLAUDE_PLUGIN_ROOT"] = hook.plugin_root
-    if hook.plugin_data is not None:
-        env["CLAUDE_PLUGIN_DATA"] = hook.plugin_data
-    return env
-
-
 class HookRunner:
-    """The ``hooks`` service: fires lifecycle events at the configured hooks of both dialects."""
+    """The ``hooks`` service: fires lifecycle events at the configured hooks of every dialect."""
 
     def __init__(
         self,
@@ -105,7 +83,7 @@ class HookRunner:
         permission_mode: str = "default",
         ask: Literal["deny", "allow"] = "deny",
         executor: Executor | None = None,
-        claude_transcript: TranscriptView = "plugins",
+        transcript_view: TranscriptView = "plugins",
     ) -> None:
         self._ctx = ctx
         self.tables = dict(tables)
@@ -121,8 +99,8 @@ class HookRunner:
         self._failed_async: list[HookReport] = []
         self._home = ctx.get(DSH_HOME)
         self._order = itertools.count(1)
-        self.claude_transcript: TranscriptView = claude_transcript if self._home is not None else "off"
-        self._views: ClaudeTranscripts | None = None
+        self.transcript_view: TranscriptView = transcript_view if self._home is not None else "off"
+        self._views: dict[Dialect, TranscriptViews | None] = {}
 
     # -- configuration ------------------------------------------------------------------------
 
@@ -141,7 +119,7 @@ class HookRunner:
         return any(group.hooks for table in self.tables.values() for event in wanted for group in table.groups(event))
 
     def close(self) -> None:
-        """Remove the ``CLAUDE_ENV_FILE`` folder; background tasks still running are cancelled (detached
+        """Remove the env files' folder; background tasks still running are cancelled (detached
         ``async`` hooks go on)."""
         for task in self._background:
             with contextlib.suppress(RuntimeError):  # its event loop may already be closed
@@ -156,32 +134,33 @@ class HookRunner:
         return None if location is None else location.path
 
     def _wants_view(self, dialect: Dialect, hook: HookCommand) -> bool:
-        """Whether ``hook`` is handed the Claude-Code-format transcript (see :data:`TranscriptView`)."""
-        if dialect != "claude" or self.claude_transcript == "off":
-            return False
-        return self.claude_transcript == "all" or hook.plugin_root is not None
+        """Whether ``hook`` is handed its dialect's transcript view (see :data:`TranscriptView`)."""
+        return self.transcript_view != "off" and dialect_of(dialect).wants_view(hook, self.transcript_view)
 
-    def _view_path(self, scope: HookScope, warnings: list[str]) -> str | None:
-        """The Claude-Code-format view of ``scope``'s session, brought up to date (see :mod:`._transcript`).
+    def _view_path(self, dialect: Dialect, scope: HookScope, warnings: list[str]) -> str | None:
+        """The view of ``scope``'s session in ``dialect``'s transcript format, brought up to date.
 
         Without the session's events, or when the view cannot be written (one warning naming it), the
         hook gets the persistence's ``locate()`` instead, as every other hook does.
         """
-        if scope.events is None or self._home is None:
+        if dialect not in self._views and self._home is not None:
+            self._views[dialect] = dialect_of(dialect).transcript_views(self._home, self.model)
+        views = self._views.get(dialect)
+        if scope.events is None or views is None:
             return self._transcript_path(scope.header)
-        if self._views is None:
-            from ._transcript import ClaudeTranscripts
-
-            self._views = ClaudeTranscripts(self._home, self.model)
         try:
-            return self._views.update(scope.header, scope.events)
+            return views.update(scope.header, scope.events)
         except OSError as exc:
-            path = self._views.path_for(scope.header)
+            path = views.path_for(scope.header)
             warnings.append(
-                f"could not write the Claude Code transcript view {path} ({exc}); its hooks got the session's "
-                "own transcript path instead; make the folder writable"
+                f"could not write the {dialect_of(dialect).peer} transcript view {path} ({exc}); its hooks got "
+                "the session's own transcript path instead; make the folder writable"
             )
             return self._transcript_path(scope.header)
+
+    def _events(self, event: str) -> dict[Dialect, str]:
+        """``event`` for every dialect that fires it."""
+        return {d.name: event for d in dialects() if event in d.event_keys}
 
     def session_env(self, header: SessionHeader) -> Mapping[str, str]:
         """What SessionStart hooks exported through their env file for this session (or its parent)."""
@@ -216,19 +195,18 @@ class HookRunner:
 
         ``events`` gives the session's events (see :attr:`HookScope.events`).
 
-        Claude Code hooks get ``CLAUDE_ENV_FILE``; Codex hooks get ``CODEX_ENV_FILE`` and, as Codex
-        does, the ``CLAUDE_ENV_FILE`` alias. Each hook writes its own file; they are sourced in order.
+        Each hook gets its file under its dialect's names (:attr:`~._dialect.HookDialect.env_file_names`);
+        each writes its own file, and they are sourced in order.
         """
         env_files: list[Path] = []
 
         def env_for(dialect: Dialect, index: int) -> dict[str, str]:
             path = self._env_files.new_file(header.id, f"{dialect}-{index}")
             env_files.append(path)
-            names = ("CLAUDE_ENV_FILE",) if dialect == "claude" else ("CODEX_ENV_FILE", "CLAUDE_ENV_FILE")
-            return {name: str(path) for name in names}
+            return {name: str(path) for name in dialect_of(dialect).env_file_names}
 
         outcome = await self._fire(
-            {"claude": "SessionStart", "codex": "SessionStart"},
+            self._events("SessionStart"),
             HookScope(header, events=events),
             {"source": source},
             subject=lambda d: source,
@@ -242,7 +220,7 @@ class HookRunner:
     async def user_prompt(self, scope: HookScope, prompt: str) -> HookOutcome:
         """``UserPromptSubmit`` (the main agent's turns only)."""
         return await self._fire(
-            {"claude": "UserPromptSubmit", "codex": "UserPromptSubmit"},
+            self._events("UserPromptSubmit"),
             scope,
             {**scope.agent_fields(), "prompt": prompt},
         )
@@ -256,7 +234,7 @@ class HookRunner:
         """
         fields = {**scope.agent_fields(), "tool_name": tool, "tool_input": dict(arguments), "tool_use_id": call_id}
         outcome = await self._fire(
-            {"claude": "PreToolUse", "codex": "PreToolUse"},
+            self._events("PreToolUse"),
             scope,
             fields,
             subject=lambda d: tool_subjects(d, tool),
@@ -266,7 +244,7 @@ class HookRunner:
         if not outcome.asked:
             return outcome
         answer = await self._fire(
-            {"claude": "PermissionRequest", "codex": "PermissionRequest"},
+            self._events("PermissionRequest"),
             scope,
             {**scope.agent_fields(), "tool_name": tool, "tool_input": dict(arguments)},
             subject=lambda d: tool_subjects(d, tool),
@@ -284,7 +262,7 @@ class HookRunner:
         response: Mapping[str, Any],
         error: str | None = None,
     ) -> HookOutcome:
-        """``PostToolUse``, or for a failed call Claude Code's ``PostToolUseFailure`` (Codex has none)."""
+        """``PostToolUse``, or for a failed call each dialect's :attr:`~._dialect.HookDialect.failed_tool_event`."""
         fields: dict[str, Any] = {
             **scope.agent_fields(),
             "tool_name": tool,
@@ -295,7 +273,7 @@ class HookRunner:
         if error is not None:
             fields.update(error=error, is_interrupt=False)
         return await self._fire(
-            {"claude": "PostToolUseFailure" if error is not None else "PostToolUse", "codex": "PostToolUse"},
+            {d.name: d.failed_tool_event if error is not None else "PostToolUse" for d in dialects()},
             scope,
             fields,
             subject=lambda d: tool_subjects(d, tool),
@@ -306,22 +284,17 @@ class HookRunner:
     async def post_tool_batch(
         self, scope: HookScope, calls: Sequence[tuple[str, Mapping[str, Any], str, Mapping[str, Any]]]
     ) -> HookOutcome:
-        """Claude Code's ``PostToolBatch`` once every call of a model step has finished (Codex has none).
+        """``PostToolBatch`` once every call of a model step has finished (in the dialects that have it).
 
         ``calls`` holds each call's tool, arguments, id and response; the payload's ``tool_calls``
         carries them as PostToolUse does (``tool_name``, ``tool_input``, ``tool_use_id``,
         ``tool_response``), in the step's order.
         """
         batch = [
-            {
-                "tool_name": peer_tool_name("claude", tool),
-                "tool_input": peer_tool_input("claude", tool, arguments),
-                "tool_use_id": call_id,
-                "tool_response": peer_tool_response("claude", tool, response),
-            }
+            {"tool_name": tool, "tool_input": dict(arguments), "tool_use_id": call_id, "tool_response": dict(response)}
             for tool, arguments, call_id, response in calls
-        ]
-        return await self._fire({"claude": "PostToolBatch"}, scope, {**scope.agent_fields(), "tool_calls": batch})
+        ]  # in dsh's terms: each dialect's payload names them its own way
+        return await self._fire(self._events("PostToolBatch"), scope, {**scope.agent_fields(), "tool_calls": batch})
 
     async def stop_failure(
         self, scope: HookScope, error: BaseException, last_message: str | None = None
@@ -330,9 +303,9 @@ class HookRunner:
 
         ``error`` is the peer's category, told from the exception's class names (``rate_limit``,
         ``overloaded``, ``authentication_failed``, ``billing_error``, ``invalid_request``,
-        ``server_error``, else ``unknown``), and what the matcher sees; the message is
-        ``error_details``. What the hooks answer is only recorded: the turn has failed (a Codex
-        ``recovery`` asking for a retry included: dsh does not retry a turn).
+        ``server_error``, else ``unknown``; each dialect's name for it is what its matchers see); the
+        message is ``error_details``. What the hooks answer is only recorded: the turn has failed (an
+        answer asking for a retry included: dsh does not retry a turn).
         """
         kind = error_kind(error)
         fields = {
@@ -342,21 +315,21 @@ class HookRunner:
             "last_assistant_message": last_message,
         }
         return await self._fire(
-            {"claude": "StopFailure", "codex": "StopFailure"},
+            self._events("StopFailure"),
             scope,
             fields,
-            subject=lambda d: peer_stop_error(d, kind),
+            subject=lambda d: dialect_of(d).stop_error(kind),
         )
 
     async def stop(self, scope: HookScope, *, stop_hook_active: bool, last_message: str | None) -> HookOutcome:
         """``Stop`` for the main agent; inside a subagent ``SubagentStop``, carrying the parent's identity."""
         fields = {"stop_hook_active": stop_hook_active, "last_assistant_message": last_message}
         if scope.parent is None:
-            return await self._fire({"claude": "Stop", "codex": "Stop"}, scope, fields)
+            return await self._fire(self._events("Stop"), scope, fields)
         location = self._transcript_path(scope.header)
         fields.update(agent_id=scope.agent_id, agent_type=scope.agent_type, agent_transcript_path=location)
         return await self._fire(
-            {"claude": "SubagentStop", "codex": "SubagentStop"},
+            self._events("SubagentStop"),
             scope.parent,
             fields,
             subject=lambda d: scope.agent_type or "",
@@ -366,7 +339,7 @@ class HookRunner:
     async def subagent_start(self, scope: HookScope, agent_id: str, agent_type: str) -> HookOutcome:
         """``SubagentStart``, fired in the spawning agent's ``scope``."""
         return await self._fire(
-            {"claude": "SubagentStart", "codex": "SubagentStart"},
+            self._events("SubagentStart"),
             scope,
             {"agent_id": agent_id, "agent_type": agent_type},
             subject=lambda d: agent_type,
@@ -389,7 +362,7 @@ class HookRunner:
         """
         finished = await self.background()
         outcome = await self._fire(
-            {"claude": "SessionEnd", "codex": "SessionEnd"},
+            self._events("SessionEnd"),
             HookScope(header, events=events),
             {"reason": reason},
             subject=lambda d: reason,
@@ -400,8 +373,9 @@ class HookRunner:
     def _forget(self, session_id: str) -> None:
         self._done_once = {key for key in self._done_once if key[0] != session_id}
         self._env_files.forget(session_id)
-        if self._views is not None:
-            self._views.forget(session_id)
+        for views in self._views.values():
+            if views is not None:
+                views.forget(session_id)
 
     async def background(self) -> HookOutcome:
         """Reports of the ``async`` hooks that finished since the last call; never waits for one."""
@@ -437,7 +411,7 @@ class HookRunner:
         """
         jobs: list[Coroutine[Any, Any, HookReport]] = []
         warnings: list[str] = []
-        for dialect in DIALECTS:
+        for dialect in (d.name for d in dialects()):
             event = events.get(dialect)
             if event is None:
                 continue
@@ -463,7 +437,7 @@ class HookRunner:
                 payload = payloads[view]
                 if hook.once:
                     self._done_once.add((scope.header.id, dialect, event, hook))
-                env = hook_env(dialect, hook, scope.header)
+                env = dialect_of(dialect).hook_env(hook, scope.header)
                 if extra_env is not None:
                     env.update(extra_env(dialect, index))
                 if hook.run_async:
@@ -492,11 +466,11 @@ class HookRunner:
         subagent: HookScope | None,
         warnings: list[str],
     ) -> str:
-        """The JSON payload of ``event`` for ``dialect``; ``view``: with the Claude-Code-format transcript."""
+        """The JSON payload of ``event`` for ``dialect``; ``view``: with the dialect's transcript view."""
         given = dict(fields)
         if view and subagent is not None:
-            given["agent_transcript_path"] = self._view_path(subagent, warnings)
-        path = self._view_path(scope, warnings) if view else self._transcript_path(scope.header)
+            given["agent_transcript_path"] = self._view_path(dialect, subagent, warnings)
+        path = self._view_path(dialect, scope, warnings) if view else self._transcript_path(scope.header)
         return json.dumps(build_payload(dialect, self._facts(event, scope, given, path)))
 
     def _detach(

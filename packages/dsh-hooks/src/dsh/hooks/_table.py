@@ -1,7 +1,8 @@
 """A loaded hook table: command hooks grouped by event and matcher, and how a matcher matches.
 
-Both dialects load into the same types (:mod:`._load` reads the peers' files); the runner asks a
-table which groups an event has and each group whether it applies to the event's subject.
+Every dialect loads into the same types (:mod:`._load` reads the peers' files); the runner asks a
+table which groups an event has and each group whether it applies to the event's subject, by the
+rule of the table's dialect (:attr:`._dialect.HookDialect.exact_name_matchers`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Dialect = Literal["claude", "codex"]
+from ._dialect import Dialect as Dialect  # re-exported: the name tables and tests use
+from ._dialect import dialect_of
 
 DEFAULT_TIMEOUT = 600.0
 """Seconds a command hook may run when its ``timeout`` is absent (both peers: 600)."""
@@ -30,7 +32,7 @@ class HookCommand:
     timeout: float = DEFAULT_TIMEOUT
     shell: Literal["bash", "powershell"] = "bash"
     condition: str | None = None
-    """The Claude Code ``if`` rule (``Bash(git *)``), checked on tool events only."""
+    """A permission rule the hook runs under (``if: "Bash(git *)"``), checked by its dialect."""
     run_async: bool = False
     """``async``: runs in the background; it never blocks or decides."""
     once: bool = False
@@ -38,9 +40,9 @@ class HookCommand:
     source: str = ""
     """Where the hook was configured (file path, or ``<dialect> hooks (inline)``)."""
     plugin_root: str | None = None
-    """The Claude Code plugin folder the hook came from (``CLAUDE_PLUGIN_ROOT``), if any."""
+    """The plugin folder the hook came from, if any (its dialect tells the hook where)."""
     plugin_data: str | None = None
-    """That plugin's private, persistent data folder (``CLAUDE_PLUGIN_DATA``)."""
+    """That plugin's private, persistent data folder."""
 
     @property
     def label(self) -> str:
@@ -49,7 +51,7 @@ class HookCommand:
 
     @property
     def identity(self) -> tuple[Any, ...]:
-        """What makes two Claude Code command hooks the same hook (it runs them once)."""
+        """What makes two command hooks the same hook (a dialect that runs duplicates once)."""
         return (self.command, self.args, self.shell, self.plugin_root)
 
 
@@ -59,7 +61,7 @@ class MatcherGroup:
 
     matcher: str | None
     hooks: tuple[HookCommand, ...]
-    dialect: Dialect = "claude"
+    dialect: Dialect
 
     def matches(self, subjects: Sequence[str] | str | None) -> bool:
         """Whether this group applies to an event whose subject is one of ``subjects``."""
@@ -70,7 +72,7 @@ class MatcherGroup:
 class HookTable:
     """Event name -> matcher groups of one dialect, as under the ``hooks`` key of the peer's file."""
 
-    dialect: Dialect = "claude"
+    dialect: Dialect
     events: Mapping[str, tuple[MatcherGroup, ...]] = field(default_factory=dict)
     source: str = ""
     disabled: bool = False
@@ -83,18 +85,23 @@ class HookTable:
         return () if self.disabled else self.events.get(event, ())
 
 
+def _exact(dialect: Dialect, matcher: str) -> bool:
+    """Whether ``matcher`` is a list of exact names under ``dialect``'s rule."""
+    return dialect_of(dialect).exact_name_matchers and _EXACT_MATCHER.fullmatch(matcher) is not None
+
+
 def matcher_matches(dialect: Dialect, matcher: str | None, subjects: Sequence[str] | str | None) -> bool:
     """Match as the peer does.
 
-    ``None``, ``""`` and ``"*"`` match everything, as does an event without a subject. Claude Code
-    treats a matcher of only letters, digits, ``_`` and ``|`` as a list of exact names and anything
-    else as an unanchored regular expression; Codex treats every matcher as an unanchored regular
-    expression. An invalid expression never matches.
+    ``None``, ``""`` and ``"*"`` match everything, as does an event without a subject. A dialect
+    with exact-name matchers treats a matcher of only letters, digits, ``_`` and ``|`` as a list of
+    exact names; every other matcher is an unanchored regular expression. An invalid expression
+    never matches.
     """
     if not matcher or matcher == "*" or subjects is None:
         return True
     values = [subjects] if isinstance(subjects, str) else list(subjects)
-    if dialect == "claude" and _EXACT_MATCHER.fullmatch(matcher):
+    if _exact(dialect, matcher):
         names = matcher.split("|")
         return any(value in names for value in values)
     try:
@@ -111,7 +118,7 @@ def matcher_typo(dialect: Dialect, matcher: str, names: Collection[str]) -> str 
     if not matcher or matcher == "*" or "mcp__" in matcher or invalid_matcher(dialect, matcher) is not None:
         return None
     wrong = False  # a list of exact names is wrong only where one of its names is
-    if dialect == "claude" and _EXACT_MATCHER.fullmatch(matcher):
+    if _exact(dialect, matcher):
         words = matcher.split("|")
     elif matcher_matches(dialect, matcher, list(names)):
         return None
@@ -130,10 +137,23 @@ def matcher_typo(dialect: Dialect, matcher: str, names: Collection[str]) -> str 
 
 def invalid_matcher(dialect: Dialect, matcher: str) -> str | None:
     """Why ``matcher`` can never match (the regular expression's error), or None when it is valid."""
-    if not matcher or matcher == "*" or (dialect == "claude" and _EXACT_MATCHER.fullmatch(matcher)):
+    if not matcher or matcher == "*" or _exact(dialect, matcher):
         return None
     try:
         re.compile(matcher)
     except re.error as exc:
         return str(exc)
     return None
+
+
+def merge_tables(dialect: Dialect, tables: Sequence[HookTable], source: str) -> HookTable:
+    """One table of every table's groups, in order; disabled when the first (the user's own) is."""
+    events: dict[str, tuple[MatcherGroup, ...]] = {}
+    for table in tables:
+        if table.disabled:
+            continue
+        for event, groups in table.events.items():
+            events[event] = events.get(event, ()) + groups
+    disabled = bool(tables) and tables[0].disabled
+    warnings = tuple(w for t in tables for w in t.warnings)
+    return HookTable(dialect, events, source, disabled, warnings)

@@ -1,0 +1,60 @@
+"""Each hook dialect is one module owning its differences; the stage modules name no dialect (issue 22 item 4)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+import dsh.hooks
+from dsh.hooks._dialect import HookDialect, dialect_names, dialect_of, dialects
+
+PACKAGE = Path(dsh.hooks.__file__).parent
+
+DIALECT_MODULES = {"_claude.py", "_codex.py"}
+"""One module per peer."""
+OWNED = {"_dialect.py", "_rules.py", "_plugins.py", "_transcript.py", "_runner.py", "__init__.py"}
+"""Not stages: the dialect contract and registry; Claude Code's own features, used only through its
+dialect module (``if`` rules, plugin folders, its transcript format); the config, whose keys are
+the dialects' names as deployment files spell them; the package's front page."""
+
+STAGES = sorted(p.name for p in PACKAGE.glob("*.py") if p.name not in DIALECT_MODULES | OWNED)
+
+
+def test_the_stages_are_the_pipeline() -> None:
+    assert set(STAGES) >= {"_load.py", "_table.py", "_select.py", "_payload.py", "_process.py"}
+    assert set(STAGES) >= {"_decision.py", "_outcome.py", "_service.py", "_envfile.py", "_detached.py"}
+
+
+@pytest.mark.parametrize("module", STAGES)
+def test_a_stage_module_names_no_dialect(module: str) -> None:
+    text = (PACKAGE / module).read_text()
+    named = [
+        f"{number}: {line.strip()}"
+        for number, line in enumerate(text.splitlines(), 1)
+        if re.search(r"claude|codex", line, re.IGNORECASE)
+    ]
+    assert named == [], f"{module} names a dialect; ask its HookDialect instead"
+
+
+def test_only_dialect_modules_import_claude_code_features() -> None:
+    features = {"_rules", "_plugins", "_transcript", "_claude", "_codex"}
+    for module in STAGES:
+        tree = ast.parse((PACKAGE / module).read_text())
+        imported = {
+            node.module.lstrip(".") for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+        }
+        assert not imported & features, module
+
+
+def test_every_dialect_states_its_own_facts() -> None:
+    assert dialect_names() == ("claude", "codex")  # the order hooks run and are reported in
+    for dialect in dialects():
+        assert isinstance(dialect, HookDialect) and dialect_of(dialect.name) is dialect
+        assert dialect.peer and dialect.events and dialect.event_keys and dialect.env_file_names
+        assert set(dialect.event_keys) <= dialect.events, "dsh fires only events the peer documents"
+        assert dialect.failed_tool_event in dialect.event_keys
+    with pytest.raises(ValueError, match="no hook dialect named 'gemini'; dialects: claude, codex"):
+        dialect_of("gemini")
