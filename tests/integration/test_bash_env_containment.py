@@ -18,7 +18,8 @@ import pytest
 from dsh.bash_env import BASH_ENV_GROUP, BashEnvRegistry, CollectionError, FunctionContributor
 from dsh.bash_env._declare import MAX_VALUE_BYTES
 from dsh.bash_env._resolve import THREADS_PER_CONTRIBUTOR
-from dsh.core import EscapedError, FiberState, contained
+from dsh.core import EscapedError, FiberState
+from dsh.loader import contained
 from dsh.session import ToolExecution
 from tests.helpers import harness, make_dist
 

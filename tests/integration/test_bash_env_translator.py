@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import dsh.loader
 from dsh.bash_env import BASH_ENV, plugin
 from dsh.core import DSH_HOME, Context, Plugin
 from dsh.persistence.jsonl import JsonlPersistence
@@ -17,7 +18,7 @@ BARE_CALL = ToolExecution("bash", "c2")
 
 
 def _harness(tmp_path: Path) -> Context:
-    root = Context.root()
+    root = dsh.loader.root()
     root.provide(DSH_HOME, tmp_path / "home")
     root.plugin(plugin, {"entry_points": False})
     return root

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
+import dsh.loader
 from dsh.bash import LocalExecutorConfig
 from dsh.bash_env import BashEnvConfig
 from dsh.cli._deployment_env import DeploymentEnvConfig
-from dsh.core import Context, FiberState, Plugin
+from dsh.core import FiberState, Plugin
 from dsh.hooks import HooksConfig
 from dsh.persistence.jsonl import JsonlConfig
 from dsh.persistence.postgres import PostgresConfig
@@ -32,7 +33,7 @@ EVERY = [
 
 def _validate(config_cls: type, raw: object) -> tuple[Any, str | None]:
     got: list[Any] = []
-    fiber = Context.root().plugin(Plugin(name="p", apply=lambda ctx, cfg: got.append(cfg), Config=config_cls), raw)
+    fiber = dsh.loader.root().plugin(Plugin(name="p", apply=lambda ctx, cfg: got.append(cfg), Config=config_cls), raw)
     if fiber.state is FiberState.FAILED:
         return None, fiber.error
     return got[0], None

@@ -15,6 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from dsh.bash import SHELL_EXECUTOR
+from dsh.bash_sandbox import SandboxExecutor, plugin
+from dsh.core import FiberState
+from dsh.loader import root as loader_root
 from tests.helpers import dsh
 
 pytestmark = pytest.mark.integration
@@ -158,3 +162,18 @@ def test_dsh_env_says_per_key_whether_the_sandbox_passes_it(tmp_path: Path, outs
     text = dsh("env", "--deployment", str(_deployment(outside_tmp)), home=tmp_path / "home").stdout
     assert text.startswith("the shell executor's children run in the read-only sandbox (sandbox)\n")
     assert f"    here: not passed ({tmp_path / 'home'} is hidden in the read-only sandbox)\n" in text
+
+
+def test_the_plugin_refuses_an_unknown_mode_and_provides_the_executor(tmp_path: Path) -> None:
+    # Plugin configs are validated by the kernel a loader makes (dsh-bash-sandbox has no loader of its own).
+    root = loader_root()
+    failed = root.plugin(plugin, {"mode": "read-write"})
+    assert failed.state is FiberState.FAILED
+    assert failed.error == (
+        "plugin 'bash-sandbox' has invalid config: field 'config.mode' must be one of "
+        "'read-only', 'workspace-write' or 'full'"
+    )
+    fiber = root.plugin(plugin, {"mode": "workspace-write", "network": True, "spill_dir": str(tmp_path)})
+    assert fiber.state is FiberState.ACTIVE, fiber.error
+    executor = root.require(SHELL_EXECUTOR)
+    assert isinstance(executor, SandboxExecutor) and executor.mode == "workspace-write" and executor.network

@@ -142,7 +142,7 @@ def make():
 
 
 def test_ctrl_c_while_a_contributor_runs_a_command_at_load_stops_dsh_and_blames_nobody(tmp_path: Path) -> None:
-    # dsh's handler is wrapped by dsh-core's containment watch while plugin code runs: the executor's
+    # dsh's handler is wrapped by dsh-loader's containment watch while plugin code runs: the executor's
     # check that its handlers are in force must not take that wrapper for a plugin's own handler.
     site, home, marker = tmp_path / "site", tmp_path / "home", tmp_path / "asking"
     make_dist(site, "asking-env", "1.0", {"dsh.bash_env": {"asking": "askingmod:make"}}, {"askingmod": ASKING_PLUGIN})
@@ -510,7 +510,7 @@ def test_containment_watches_every_signal_that_interrupts_a_run() -> None:
     # plugin code runs. There is one list (dsh.paths.INTERRUPTS): the served client reads it,
     # dsh's interrupt handling takes it, and containment wraps the handlers of every one of them.
     from dsh.cli._fast import _status
-    from dsh.core import containment
+    from dsh.loader import containment
     from dsh.paths import INTERRUPTS, signals
 
     assert _status.INTERRUPTS is signals.INTERRUPTS is INTERRUPTS

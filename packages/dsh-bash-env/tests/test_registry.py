@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import dsh.loader
 from dsh.bash_env import (
     BASH_ENV,
     BashEnvConfig,
@@ -148,7 +149,7 @@ def test_explicit_disposer_removes_keys(registry: BashEnvRegistry) -> None:
 
 
 def _harness(tmp_path: Path) -> Context:
-    root = Context.root()
+    root = dsh.loader.root()
     root.provide(DSH_HOME, tmp_path / "home")
     root.plugin(plugin, {"entry_points": False})
     return root

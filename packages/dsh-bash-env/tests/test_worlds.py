@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import dsh.loader
 from dsh.bash import SHELL_EXECUTOR, LocalExecutor, Mount, World
 from dsh.bash_env import BASH_ENV, plugin
-from dsh.core import DSH_HOME, Context, Plugin
+from dsh.core import DSH_HOME, Plugin
 from dsh.session import AgentRef, SessionHeader, SessionLocation, ToolExecution
 from dsh.session.persistence import SESSION_PERSISTENCE
 
@@ -29,7 +30,7 @@ class _WorldExecutor(LocalExecutor):
 
 
 def _collect(tmp_path: Path, world: World | None) -> dict[str, str]:
-    root = Context.root()
+    root = dsh.loader.root()
     root.provide(DSH_HOME, tmp_path / "home")
     backend: Any = _Transcripts(tmp_path / "home" / "sessions")
     root.provide(SESSION_PERSISTENCE, backend)

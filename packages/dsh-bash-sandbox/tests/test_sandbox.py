@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh.bash import SHELL_EXECUTOR, BashExecRequest, World
-from dsh.bash_sandbox import SandboxError, SandboxExecutor, plugin
-from dsh.core import Context, FiberState
+from dsh.bash import BashExecRequest, World
+from dsh.bash_sandbox import SandboxError, SandboxExecutor
 
 if shutil.which("bwrap") is None:  # .ci/run installs it; a missing one must be loud, not skipped
     raise RuntimeError("these tests need bubblewrap: apt-get install bubblewrap")
@@ -237,17 +236,3 @@ def test_the_world_says_what_the_child_reads(tmp_path: Path) -> None:
     assert _executor(tmp_path, "full").world.kind == "local"
     result = _executor(tmp_path, hide=("/var",)).run_sync(BashExecRequest("ls -A /var | wc -l", cwd="/"))
     assert result.stdout == "0\n"
-
-
-def test_the_plugin_refuses_an_unknown_mode_and_provides_the_executor(tmp_path: Path) -> None:
-    root = Context.root()
-    failed = root.plugin(plugin, {"mode": "read-write"})
-    assert failed.state is FiberState.FAILED
-    assert failed.error == (
-        "plugin 'bash-sandbox' has invalid config: field 'config.mode' must be one of "
-        "'read-only', 'workspace-write' or 'full'"
-    )
-    fiber = root.plugin(plugin, {"mode": "workspace-write", "network": True, "spill_dir": str(tmp_path)})
-    assert fiber.state is FiberState.ACTIVE, fiber.error
-    executor = root.require(SHELL_EXECUTOR)
-    assert isinstance(executor, SandboxExecutor) and executor.mode == "workspace-write" and executor.network

@@ -1,13 +1,17 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 import pytest
-from pydantic import BaseModel
 
 from dsh.core import (
     Context,
     Disposer,
     FiberState,
     Plugin,
+    PluginError,
     RegistrationConflictError,
     Registry,
     Service,
@@ -71,25 +75,71 @@ def test_duplicate_provider_fails_loudly_naming_both() -> None:
         root.provide(DB, "c")
 
 
-def test_invalid_config_names_the_field() -> None:
-    class Config(BaseModel):
-        port: int
+def test_a_config_goes_to_the_root_s_validator_and_its_result_reaches_apply() -> None:
+    """The kernel names no validation library: it hands a non-empty config to the ``validate`` of its root."""
 
-    root = Context.root()
-    fiber = root.plugin(Plugin(name="server", apply=lambda ctx, cfg: None, Config=Config), {"port": "many"})
-    assert fiber.state is FiberState.FAILED
-    assert fiber.error is not None
-    assert "plugin 'server' has invalid config" in fiber.error and "field 'config.port'" in fiber.error
-
-
-def test_valid_config_reaches_apply() -> None:
-    class Config(BaseModel):
+    @dataclass(frozen=True)
+    class Config:
         port: int = 80
 
+    asked: list[tuple[str, type, object]] = []
+
+    def validate(name: str, config_cls: type[Any], raw: object) -> Any:
+        asked.append((name, config_cls, raw))
+        if raw == {"port": "many"}:
+            raise PluginError(f"plugin '{name}' has invalid config: field 'config.port' must be a whole number")
+        return config_cls(port=int(raw["port"]))  # type: ignore[index]
+
     got: list[int] = []
-    root = Context.root()
-    root.plugin(Plugin(name="server", apply=lambda ctx, cfg: got.append(cfg.port), Config=Config), {"port": "8080"})
-    assert got == [8080]
+    root = Context.root(validate=validate)
+    plugin = Plugin(name="server", apply=lambda ctx, cfg: got.append(cfg.port), Config=Config)
+    assert root.plugin(plugin, {"port": "8080"}).state is FiberState.ACTIVE
+    assert (got, asked) == ([8080], [("server", Config, {"port": "8080"})])
+    failed = root.plugin(plugin, {"port": "many"})
+    assert (failed.state, failed.error) == (
+        FiberState.FAILED,
+        "plugin 'server' has invalid config: field 'config.port' must be a whole number",
+    )
+    # An empty config and a Config instance built in code need no validator.
+    assert Context.root().plugin(plugin).state is FiberState.ACTIVE
+    assert Context.root().plugin(plugin, Config(port=1)).state is FiberState.ACTIVE
+    assert got[-2:] == [80, 1]
+
+
+def test_without_a_validator_a_config_to_validate_fails_the_fiber_saying_so() -> None:
+    @dataclass(frozen=True)
+    class Config:
+        port: int = 80
+
+    fiber = Context.root().plugin(Plugin(name="server", apply=lambda ctx, cfg: None, Config=Config), {"port": 1})
+    assert fiber.state is FiberState.FAILED
+    assert fiber.error == (
+        "plugin 'server' has a config to validate, but its kernel has no config validator; "
+        "make the root with dsh.loader.root() or Context.root(validate=...)"
+    )
+
+
+def test_a_guard_runs_every_call_of_plugin_code() -> None:
+    """``guard`` runs apply and disposers (dsh-loader's containment is one); without one a
+    ``BaseException`` that is no ``Exception`` propagates to the host."""
+    ran: list[str] = []
+
+    def guard(call: Callable[[], Any]) -> Any:
+        ran.append("guarded")
+        try:
+            return call()
+        except SystemExit as exc:
+            raise RuntimeError(f"contained SystemExit {exc.code}") from exc
+
+    def exits(ctx: Context, cfg: object) -> None:
+        ctx.effect(lambda: lambda: ran.append("disposed"), label="probe")
+        raise SystemExit(3)
+
+    fiber = Context.root(guard=guard).plugin(Plugin(name="exits", apply=exits))
+    assert (fiber.state, fiber.error) == (FiberState.FAILED, "apply raised RuntimeError: contained SystemExit 3")
+    assert ran == ["guarded", "guarded", "disposed"]  # apply, then the rolled-back effect's disposer
+    with pytest.raises(SystemExit):
+        Context.root().plugin(Plugin(name="exits", apply=exits))
 
 
 class _Registry(Service):

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh.core import Context, FiberState
+import dsh.loader
+from dsh.core import FiberState
 from dsh.loader import PLUGINS_GROUP, Catalog, DiscoveryError, GroupDiff
 from dsh.testing import make_dist, remove_dist, touch_dir
 
@@ -91,7 +92,7 @@ def test_plugin_from_entry_point_runs_in_a_fiber_with_its_origin(site: Path) -> 
         {"svc_mod": PLUGIN_SRC.format(name="svc", version="4.2")},
     )
     item = Catalog().find(PLUGINS_GROUP, "svc")
-    root = Context.root()
+    root = dsh.loader.root()
     fiber = root.plugin(item.load(), origin=item)
     assert fiber.state is FiberState.ACTIVE
     assert fiber.origin is not None and fiber.origin.distribution == "svc-dist"

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh.core import Context, FiberState, Plugin, RegistrationConflictError
+import dsh.loader
+from dsh.core import FiberState, Plugin, RegistrationConflictError
 from dsh.skills import SKILLS, SkillError, SkillRegistry, parse_skill
 
 
@@ -115,7 +116,7 @@ def test_a_blank_or_reserved_source_name_is_refused(tmp_path: Path, name: str) -
 
 def test_a_source_belongs_to_its_plugin_and_a_second_one_of_that_name_fails_naming_both(tmp_path: Path) -> None:
     write_skill(tmp_path / "one", "lint", skill_text("lint", "Lint."))
-    root = Context.root()
+    root = dsh.loader.root()
     registry = SkillRegistry(tmp_path / "home")
     root.provide(SKILLS, registry)
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+import dsh.loader
 from dsh.core import DSH_HOME, Context, FiberState
 from dsh.loader import EntryPointItem
 from dsh.session import TOOLS, ToolExecution, ToolResult, tools_plugin
@@ -25,7 +26,7 @@ def _write(root: Path, name: str, description: str, body: str = "Do it.\n") -> P
 
 
 def _root(tmp_path: Path, config: Mapping[str, Any] | None = None) -> Context:
-    root = Context.root()
+    root = dsh.loader.root()
     root.provide(DSH_HOME, tmp_path / "home")
     root.plugin(tools_plugin)
     fiber = root.plugin(plugin, {"entry_points": False, **(config or {})})
@@ -86,7 +87,7 @@ def test_a_skill_edited_between_calls_is_read_afresh(tmp_path: Path) -> None:
 
 
 def test_a_differing_home_in_the_config_fails_the_plugin_naming_both(tmp_path: Path) -> None:
-    root = Context.root()
+    root = dsh.loader.root()
     root.provide(DSH_HOME, tmp_path / "home")
     root.plugin(tools_plugin)
     fiber = root.plugin(plugin, {"entry_points": False, "dsh_home": str(tmp_path / "other")})
@@ -96,7 +97,7 @@ def test_a_differing_home_in_the_config_fails_the_plugin_naming_both(tmp_path: P
 
 
 def test_an_unknown_config_field_fails_the_plugin_naming_it(tmp_path: Path) -> None:
-    root = Context.root()
+    root = dsh.loader.root()
     root.provide(DSH_HOME, tmp_path)
     root.plugin(tools_plugin)
     fiber = root.plugin(plugin, {"entry_point": False})

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
+import dsh.loader
 from dsh.bash import SHELL_EXECUTOR, LocalExecutor
 from dsh.bash_env import BASH_ENV, FunctionContributor
 from dsh.bash_env import plugin as bash_env_plugin
-from dsh.core import DSH_HOME, Context, Fiber, FiberState
+from dsh.core import DSH_HOME, Fiber, FiberState
 from dsh.session import TOOLS, AgentRef, SessionHeader, ToolExecution, ToolResult, tools_plugin
 from dsh.tool_bash import ShellTool
 from dsh.tool_bash import plugin as tool_bash_plugin
@@ -28,7 +29,7 @@ class Harness:
         self.home = tmp_path / "home"
         self.cwd = tmp_path / "project"
         self.cwd.mkdir()
-        self.root = Context.root()
+        self.root = dsh.loader.root()
         self.root.provide(DSH_HOME, self.home)
         self.root.provide(SHELL_EXECUTOR, LocalExecutor(spill_dir=tmp_path / "output"))
         self.root.plugin(tools_plugin)
@@ -141,7 +142,7 @@ def test_a_call_past_its_timeout_is_killed_and_reported(harness: Harness) -> Non
 
 
 def test_an_invalid_config_fails_the_plugin_naming_the_field(tmp_path: Path) -> None:
-    root = Context.root()
+    root = dsh.loader.root()
     root.provide(DSH_HOME, tmp_path)
     root.plugin(tools_plugin)
     root.plugin(bash_env_plugin, {"entry_points": False})
@@ -221,7 +222,7 @@ def test_a_stopped_background_task_reports_128_plus_the_signal(harness: Harness)
 
 
 def test_a_plugin_without_the_registry_waits_for_it(tmp_path: Path) -> None:
-    root = Context.root()
+    root = dsh.loader.root()
     root.provide(DSH_HOME, tmp_path)
     fiber = root.plugin(tool_bash_plugin, {})
     assert fiber.state is FiberState.PENDING and fiber.missing == ["bash_env", "tools"]

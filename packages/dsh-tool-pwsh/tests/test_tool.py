@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+import dsh.loader
 from dsh.bash import SHELL_EXECUTOR, LocalExecutor
 from dsh.bash_env import plugin as bash_env_plugin
 from dsh.core import DSH_HOME, Context, FiberState
@@ -33,7 +34,7 @@ exit 5
 
 
 def _root(tmp_path: Path, *plugins: tuple[Any, Mapping[str, Any]]) -> Context:
-    root = Context.root()
+    root = dsh.loader.root()
     root.provide(DSH_HOME, tmp_path / "home")
     root.provide(SHELL_EXECUTOR, LocalExecutor(spill_dir=tmp_path / "output"))
     root.plugin(tools_plugin)

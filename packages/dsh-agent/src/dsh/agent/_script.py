@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dsh.core import Context, Plugin
-from dsh.core.validation import format_validation_error
+from dsh.loader.validation import format_validation_error
 from dsh.paths import read_regular_text
 
 from ._errors import ScriptError

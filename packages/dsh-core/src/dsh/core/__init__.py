@@ -1,22 +1,31 @@
-"""dsh kernel: fibers and effects, services and plugins.
+"""dsh kernel: fibers and effects, contexts, services, plugins and errors.
 
 Everything a plugin registers is an effect of its fiber, so unloading the plugin removes it. The
-loader (entry points, deployments) is the separate ``dsh.loader``. Importing this package does
-not import pydantic: :mod:`dsh.core.validation` does, when a config must be validated.
+loader (entry points, deployments, config validation with pydantic, containment of plugin code) is
+the separate ``dsh.loader``: the kernel names no validation library and reaches it through the
+``validate`` and ``guard`` a root is made with.
 """
 
-from ._contain import EscapedError, contained, containment, describe
 from ._context import Context
 from ._empty import EMPTY_MAPPING, ReadOnlyDict
-from ._errors import DshError, FieldError, PluginError, RegistrationConflictError, ServiceConflictError
-from ._fiber import Effect, Fiber, FiberState
+from ._errors import (
+    DshError,
+    EscapedError,
+    FieldError,
+    PluginError,
+    RegistrationConflictError,
+    ServiceConflictError,
+    describe,
+)
+from ._fiber import Effect, Fiber, FiberState, Guard
 from ._home import DSH_HOME, plugin_home
-from ._plugin import Plugin, plugin_config
+from ._plugin import ConfigValidator, Plugin, plugin_config
 from ._services import Disposer, Registry, Service, ServiceKey
 
 __all__ = [
     "DSH_HOME",
     "EMPTY_MAPPING",
+    "ConfigValidator",
     "Context",
     "Disposer",
     "DshError",
@@ -25,6 +34,7 @@ __all__ = [
     "Fiber",
     "FiberState",
     "FieldError",
+    "Guard",
     "Plugin",
     "PluginError",
     "ReadOnlyDict",
@@ -33,8 +43,6 @@ __all__ = [
     "Service",
     "ServiceConflictError",
     "ServiceKey",
-    "contained",
-    "containment",
     "describe",
     "plugin_config",
     "plugin_home",

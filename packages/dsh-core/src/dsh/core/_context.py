@@ -6,8 +6,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
 from ._errors import PluginError, ServiceConflictError
-from ._fiber import Fiber, FiberState, Kernel
-from ._plugin import Plugin
+from ._fiber import Fiber, FiberState, Guard, Kernel
+from ._plugin import ConfigValidator, Plugin
 from ._services import Disposer, Service, ServiceKey, key_name
 
 T = TypeVar("T")
@@ -22,9 +22,15 @@ class Context:
         self.fiber = fiber
 
     @classmethod
-    def root(cls, name: str = "root") -> Context:
-        """Create a new kernel and return the context of its (active) root fiber."""
-        kernel = Kernel()
+    def root(
+        cls, name: str = "root", *, validate: ConfigValidator | None = None, guard: Guard | None = None
+    ) -> Context:
+        """Create a new kernel and return the context of its (active) root fiber.
+
+        ``validate`` checks plugin configs (without one only empty and in-code configs load);
+        ``guard`` runs plugin code. ``dsh.loader.root()`` passes dsh-loader's (pydantic, containment).
+        """
+        kernel = Kernel(validate, guard)
         fiber = Fiber(kernel, None, Plugin(name=name, apply=lambda ctx, cfg: None), None, cls)
         fiber.state = FiberState.ACTIVE
         kernel.fibers[fiber] = None

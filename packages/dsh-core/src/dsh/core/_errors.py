@@ -7,7 +7,8 @@ DshError                          every error dsh raises on purpose (loaders and
     └── RegistrationConflictError .kind, .key, .owner: the key is taken in a service's registry
 
 Exception (builtin)
-└── EscapedError (``_contain``)   .original: a ``BaseException`` third-party code raised, made an ordinary failure
+└── EscapedError                  .original: a ``BaseException`` third-party code raised, made an ordinary failure
+                                  (dsh-loader's containment raises it; :func:`describe` names the original)
 
 ``EscapedError`` is deliberately not a ``DshError``: a ``DshError`` says dsh refused something and
 names what to fix, and callers catch it to print one line (``dsh`` exits 1 with no traceback). An
@@ -68,3 +69,43 @@ class RegistrationConflictError(PluginError):
         """The contested key."""
         self.owner = owner
         """Label of the plugin that holds the key (None: the host registered it)."""
+
+
+class EscapedError(Exception):
+    """A ``BaseException`` that third-party code raised, caught and turned into an ordinary failure.
+
+    Not a ``DshError`` (see above): it reports a bug in the code that raised, not input dsh refused.
+    """
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(describe(original))
+        self.original = original
+        """The exception the third-party code raised."""
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message`` of an exception (of the original one for an :class:`EscapedError`); never raises.
+
+    An exception whose ``str()`` raises (a buggy ``__str__`` in third-party code) is described as
+    ``Type (its message could not be read: InnerType: inner message)``.
+    """
+    try:
+        if isinstance(exc, EscapedError):
+            exc = exc.original
+        name = type.__getattribute__(type(exc), "__name__")
+    except BaseException:  # an absurd type (a raising __class__ or metaclass __name__)
+        return "<an exception whose type cannot be read>"
+    try:
+        text = str(exc)
+    except BaseException as error:
+        return f"{name} (its message could not be read: {_unreadable(error)})"
+    return f"{name}: {text}" if text else name
+
+
+def _unreadable(error: BaseException) -> str:
+    """``Type: message`` of the error a ``__str__`` raised, or only its type if that one cannot be read either."""
+    try:
+        text = str(error)
+    except BaseException:
+        text = ""
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__

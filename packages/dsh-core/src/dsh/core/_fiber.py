@@ -10,11 +10,10 @@ from __future__ import annotations
 import enum
 import itertools
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ._contain import contained, describe
-from ._errors import DshError, PluginError
-from ._plugin import plugin_apply, plugin_config, plugin_inject, plugin_name
+from ._errors import DshError, PluginError, describe
+from ._plugin import ConfigValidator, plugin_apply, plugin_config, plugin_inject, plugin_name
 from ._services import Disposer
 
 if TYPE_CHECKING:
@@ -28,6 +27,17 @@ def _log_error(message: str, *args: object) -> None:
 
 
 _ids = itertools.count(1)
+
+T = TypeVar("T")
+
+Guard = Callable[[Callable[[], Any]], Any]
+"""Runs one call of plugin code (``apply``, a disposer) and returns what it returned. The kernel
+fails a fiber on an ``Exception``; a guard that must contain more (``SystemExit``, a plugin's own
+``KeyboardInterrupt``) turns it into one: dsh-loader's ``contained`` does."""
+
+
+def _call(call: Callable[[], T]) -> T:
+    return call()
 
 
 class FiberState(enum.Enum):
@@ -75,7 +85,11 @@ class Effect:
 class Kernel:
     """What every fiber of one tree shares: the services and the live fibers."""
 
-    def __init__(self) -> None:
+    def __init__(self, validate: ConfigValidator | None = None, guard: Guard | None = None) -> None:
+        self.validate = validate
+        """Validates plugin configs (None: only empty and in-code configs are accepted)."""
+        self.guard: Guard = guard or _call
+        """Runs plugin code; the default lets every ``BaseException`` that is no ``Exception`` through."""
         self.services: dict[str, tuple[object, Fiber]] = {}
         self.fibers: dict[Fiber, None] = {}
         """The live fibers in loading order (a dict used as an ordered set: a dispose is O(1))."""
@@ -209,7 +223,7 @@ class Fiber:
 
     def _dispose_effect(self, effect: Effect) -> None:
         try:
-            contained(effect.dispose)
+            self.kernel.guard(effect.dispose)
         except Exception as exc:
             message = f"disposer of {effect.label} raised {describe(exc)}"
             self.dispose_errors.append(message)
@@ -229,7 +243,7 @@ class Fiber:
         try:
             self.inject = plugin_inject(self.plugin)
             plugin_apply(self.plugin)
-            self.config = plugin_config(self.plugin, self.raw_config)
+            self.config = plugin_config(self.plugin, self.raw_config, self.kernel.validate)
         except PluginError as exc:
             self._fail(exc)
             return False
@@ -245,7 +259,7 @@ class Fiber:
         self.error = None
         try:
             apply, context, config = plugin_apply(self.plugin), self._make_context(self), self.config
-            contained(lambda: apply(context, config))
+            self.kernel.guard(lambda: apply(context, config))
         except Exception as exc:
             self._unload_effects()
             message = str(exc) if isinstance(exc, DshError) else f"apply raised {describe(exc)}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import MISSING, fields, is_dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -14,6 +13,11 @@ if TYPE_CHECKING:
     from ._context import Context
 
 ApplyFn = Callable[["Context", Any], None]
+
+ConfigValidator = Callable[[str, type[Any], object], Any]
+"""Validates a plugin's raw config: ``(plugin name, Config, raw) -> config``, raising
+:class:`PluginError` naming the field. The kernel names no validation library; a root gets one
+(``Context.root(validate=...)``: dsh-loader's pydantic one, ``dsh.loader.validate_config``)."""
 
 
 class Plugin(NamedTuple):
@@ -27,7 +31,7 @@ class Plugin(NamedTuple):
     name: str
     apply: ApplyFn
     Config: type[Any] | None = None
-    """A pydantic model or a stdlib dataclass (see :func:`validate_config`)."""
+    """A pydantic model or a stdlib dataclass (see :func:`plugin_config`)."""
     inject: tuple[str | ServiceKey[Any], ...] = ()
 
 
@@ -55,12 +59,12 @@ def plugin_apply(plugin: object) -> ApplyFn:
     return apply  # type: ignore[no-any-return]
 
 
-def plugin_config(plugin: object, raw: object) -> Any:
+def plugin_config(plugin: object, raw: object, validate: ConfigValidator | None = None) -> Any:
     """Validate ``raw`` against the plugin's ``Config``; raise :class:`PluginError` naming the field.
 
-    ``Config`` is a pydantic model or a stdlib dataclass. An absent or empty config of a dataclass
-    is ``Config()`` and needs no pydantic; anything else is validated by pydantic, imported here
-    (``dsh.core.validation``) only when there is something to validate.
+    An instance of ``Config`` is used as it is; an absent or empty config of a dataclass without
+    required fields is ``Config()``, with no validator at all. Anything else goes to ``validate``
+    (dsh-loader's imports pydantic only then); without one it is refused, naming the plugin.
     """
     config_cls = getattr(plugin, "Config", None)
     name = plugin_name(plugin)
@@ -68,7 +72,9 @@ def plugin_config(plugin: object, raw: object) -> Any:
         if raw not in (None, {}):
             raise PluginError(f"plugin '{name}' takes no config, but got {raw!r}", plugin=name)
         return None
-    if not isinstance(config_cls, type) or not (is_dataclass(config_cls) or _is_pydantic_model(config_cls)):
+    # The schema protocol, naming no library: a dataclass, or a class that validates itself
+    # (``model_validate``, as a pydantic model does).
+    if not isinstance(config_cls, type) or not (is_dataclass(config_cls) or hasattr(config_cls, "model_validate")):
         raise PluginError(f"plugin '{name}' has a Config that is neither a pydantic model nor a dataclass", plugin=name)
     if isinstance(raw, config_cls):
         return raw
@@ -79,15 +85,13 @@ def plugin_config(plugin: object, raw: object) -> Any:
         except FieldError as exc:  # a default out of its own range: the plugin's defect, named
             message = f"plugin '{name}' has invalid config: field 'config.{exc.field}' {exc.reason}"
             raise PluginError(message, plugin=name) from None
-    from .validation import validate_config as validate
-
+    if validate is None:
+        message = (
+            f"plugin '{name}' has a config to validate, but its kernel has no config validator; "
+            "make the root with dsh.loader.root() or Context.root(validate=...)"
+        )
+        raise PluginError(message, plugin=name)
     return validate(name, config_cls, raw)
-
-
-def _is_pydantic_model(cls: type) -> bool:
-    # A pydantic model class exists only once pydantic is imported: never import it to ask.
-    pydantic = sys.modules.get("pydantic")
-    return pydantic is not None and issubclass(cls, pydantic.BaseModel)
 
 
 def _required_fields(cls: type) -> list[str]:

@@ -1,7 +1,9 @@
 """dsh loader: entry-point discovery attributed to distributions, deployments, composition and boot.
 
-The kernel (``dsh.core``) knows nothing of entry points or files; this package finds plugins
-through the ``dsh.*`` entry-point groups, reads deployment files and loads them into a kernel.
+The kernel (``dsh.core``) knows nothing of entry points, files, pydantic or signals; this package
+finds plugins through the ``dsh.*`` entry-point groups, reads deployment files and loads them into a
+kernel made by :func:`root`: plugin configs validated with pydantic (:mod:`dsh.loader.validation`),
+plugin code contained (:func:`contained`, :func:`containment`).
 ``GroupDiff`` resolves lazily: only a rescan (the installed distributions moved) defines it.
 """
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._contain import contained, containment
 from ._deployment import (
     Deployment,
     ModelChoice,
@@ -30,6 +33,8 @@ from ._runtime import (
     boot,
     compose,
     discovery_cache,
+    root,
+    validate_config,
     validated_cache,
 )
 from ._validated import ValidatedCache
@@ -58,11 +63,15 @@ __all__ = [
     "ValidatedCache",
     "boot",
     "compose",
+    "contained",
+    "containment",
     "discovery_cache",
     "follow_group",
     "load_deployment",
     "parse_deployment",
     "resolve_home",
+    "root",
+    "validate_config",
     "validated_cache",
 ]
 

@@ -112,7 +112,7 @@ class Deployment:
 
 
 def _describe_loc(raw: object, loc: Sequence[int | str]) -> str:
-    from dsh.core.validation import field_path
+    from .validation import field_path
 
     if len(loc) >= 2 and loc[0] == "plugins" and isinstance(loc[1], int):
         entries = raw.get("plugins") if isinstance(raw, Mapping) else None
@@ -128,7 +128,7 @@ def parse_deployment(raw: object, source: str = "<deployment>") -> Deployment:
     """Validate a deployment structure with pydantic; errors name ``source``, the entry id and the field."""
     from pydantic import ValidationError
 
-    from dsh.core.validation import problems, validate_dataclass
+    from .validation import problems, validate_dataclass
 
     try:
         deployment: Deployment = validate_dataclass(Deployment, raw if raw is not None else {})

@@ -23,8 +23,9 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from dsh.core import Disposer, contained, describe
+from dsh.core import Disposer, describe
 
+from ._contain import contained
 from ._discovery_cache import Row, cache_key, read_cache, write_cache
 from ._errors import DiscoveryError
 

@@ -16,14 +16,13 @@ from dsh.core import (
     FiberState,
     PluginError,
     ServiceKey,
-    contained,
-    containment,
     describe,
     plugin_config,
 )
 from dsh.paths import ensure_private_dir
 from dsh.session.persistence import PERSISTENCE_GROUP
 
+from ._contain import contained, containment
 from ._deployment import Deployment, ModelChoice, resolve_home
 from ._discovery import PLUGINS_GROUP, Catalog, EntryPointItem, import_ref
 from ._errors import BootError, DiscoveryError
@@ -48,6 +47,23 @@ TURN_REFRESH: ServiceKey[Callable[[], object]] = ServiceKey("turn_refresh")
 deployment's ``refresh_per_turn`` is true (the default), so ``false`` really turns it off."""
 
 
+def validate_config(name: str, config_cls: type[Any], raw: object) -> Any:
+    """Validate a plugin's raw config against its ``Config`` (a pydantic model or a stdlib dataclass).
+
+    The kernel's ``validate`` seam as dsh fills it: pydantic, imported only now (see
+    :func:`dsh.loader.validation.validate_config`); raises :class:`~dsh.core.PluginError` naming the field.
+    """
+    from .validation import validate_config as validate
+
+    return validate(name, config_cls, raw)
+
+
+def root(name: str = "root") -> Context:
+    """A new kernel as dsh runs plugins: configs validated by :func:`validate_config`, plugin code
+    run through :func:`contained` (a plugin's ``SystemExit`` fails its fiber, a real Ctrl-C still stops)."""
+    return Context.root(name, validate=validate_config, guard=contained)
+
+
 def load_object(ref: str) -> Any:
     """Import ``module:attr``; raise :class:`DiscoveryError` naming the reference on failure."""
     try:
@@ -67,7 +83,7 @@ class Runtime:
         self.source = source
         self.home = home
         self.catalog = catalog
-        self.ctx = Context.root("deployment")
+        self.ctx = root("deployment")
         self.entries: dict[str, Fiber] = {}
         self.failures: dict[str, str] = {}
         self._raw_configs: dict[str, object] = {}
@@ -179,7 +195,9 @@ class Runtime:
             ref = name if origin is None else f"{origin.group}:{origin.name}:{origin.value}"
             # An invalid config is left to the kernel, which fails the entry's fiber with the same message.
             with contextlib.suppress(PluginError):
-                config = validated.config(ref, config_cls, config, lambda: plugin_config(plugin, config))
+                config = validated.config(
+                    ref, config_cls, config, lambda: plugin_config(plugin, config, validate_config)
+                )
         self.entries[entry_id] = self.ctx.plugin(plugin, config, label=entry_id, origin=origin)
 
     def _on_diff(self, diff: GroupDiff) -> None:

@@ -20,6 +20,10 @@ Plugin code that saves a handler and restores it later (the usual idiom) may sav
 and put it back after that watch ended. Such a stale wrapper is looked through: a watch wraps (and
 the end of a watch gives back) the handler under it, so there is never more than one dsh layer,
 however often a plugin is reloaded.
+
+It lives in dsh-loader, the distribution that runs third-party code: the kernel knows nothing of
+it and runs a plugin's ``apply`` and disposers through the guard its root was made with, which
+:func:`dsh.loader.root` (and so every composed deployment) makes :func:`contained`.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from dsh.core import EscapedError
 from dsh.paths import signals
 
 if TYPE_CHECKING:
@@ -36,48 +41,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["EscapedError", "contained", "containment", "describe"]
-
-
-class EscapedError(Exception):
-    """A ``BaseException`` that third-party code raised, caught and turned into an ordinary failure.
-
-    Not a ``DshError`` (see ``dsh.core._errors``): it reports a bug in the code that raised, not
-    input dsh refused.
-    """
-
-    def __init__(self, original: BaseException) -> None:
-        super().__init__(describe(original))
-        self.original = original
-        """The exception the third-party code raised."""
-
-
-def describe(exc: BaseException) -> str:
-    """``Type: message`` of an exception (of the original one for an :class:`EscapedError`); never raises.
-
-    An exception whose ``str()`` raises (a buggy ``__str__`` in third-party code) is described as
-    ``Type (its message could not be read: InnerType: inner message)``.
-    """
-    try:
-        if isinstance(exc, EscapedError):
-            exc = exc.original
-        name = type.__getattribute__(type(exc), "__name__")
-    except BaseException:  # an absurd type (a raising __class__ or metaclass __name__)
-        return "<an exception whose type cannot be read>"
-    try:
-        text = str(exc)
-    except BaseException as error:
-        return f"{name} (its message could not be read: {_unreadable(error)})"
-    return f"{name}: {text}" if text else name
-
-
-def _unreadable(error: BaseException) -> str:
-    """``Type: message`` of the error a ``__str__`` raised, or only its type if that one cannot be read either."""
-    try:
-        text = str(error)
-    except BaseException:
-        text = ""
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+__all__ = ["contained", "containment"]
 
 
 _WATCHED = signals.interrupt_signals()

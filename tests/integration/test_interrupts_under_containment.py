@@ -10,7 +10,9 @@ import threading
 import pytest
 
 from dsh.bash import BashExecRequest, Interrupted, Interrupts, LocalExecutor
-from dsh.core import contained, containment
+from dsh.loader import contained, containment
+
+pytestmark = pytest.mark.integration  # dsh-bash's Interrupts under dsh-loader's containment
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 

@@ -1,8 +1,10 @@
 """Validation with pydantic, and its errors in plain words naming each field.
 
-This module imports pydantic; the kernel imports it only when something must be validated (a
+This module imports pydantic; the loader imports it only when something must be validated (a
 non-empty config of a dataclass ``Config``, a deployment file, a script), so that a command whose
-configs are all empty never pays for pydantic.
+configs are all empty never pays for pydantic. The kernel names no validation library: a root made
+by :func:`dsh.loader.root` validates plugin configs with :func:`validate_config` (the kernel's
+``validate`` seam).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from ._errors import FieldError, PluginError
+from dsh.core import FieldError, PluginError
 
 __all__ = [
     "field_path",

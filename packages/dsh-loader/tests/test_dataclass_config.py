@@ -1,4 +1,5 @@
-"""A plugin ``Config`` may be a stdlib dataclass: empty configs skip pydantic, others are validated by it."""
+"""Plugin configs as dsh validates them (``dsh.loader.root()``): a pydantic model or a stdlib dataclass;
+empty dataclass configs skip pydantic, others are validated by it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from dsh.core import Context, FiberState, FieldError, Plugin
+from dsh.core import FiberState, FieldError, Plugin
+from dsh.loader import root
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,7 +31,7 @@ class NeedsPath:
 
 def _load(config_cls: type, raw: object) -> tuple[FiberState, str | None, object]:
     got: list[object] = []
-    fiber = Context.root().plugin(Plugin(name="server", apply=lambda ctx, cfg: got.append(cfg), Config=config_cls), raw)
+    fiber = root().plugin(Plugin(name="server", apply=lambda ctx, cfg: got.append(cfg), Config=config_cls), raw)
     return fiber.state, fiber.error, got[0] if got else None
 
 
@@ -64,8 +66,9 @@ def test_a_required_field_is_named_when_the_config_is_empty() -> None:
 
 
 def test_a_config_that_is_neither_a_model_nor_a_dataclass_is_refused() -> None:
-    state, error, _ = _load(dict, None)
-    assert state is FiberState.FAILED and error is not None and "neither a pydantic model nor a dataclass" in error
+    for raw in (None, {"port": 2}):
+        state, error, _ = _load(dict, raw)
+        assert state is FiberState.FAILED and error is not None and "neither a pydantic model nor a dataclass" in error
 
 
 def test_field_error_names_its_field_when_raised_directly() -> None:
@@ -79,17 +82,18 @@ def test_the_kernel_and_an_empty_dataclass_config_never_import_pydantic() -> Non
         """
         import sys
         from dataclasses import dataclass
-        from dsh.core import Context, FiberState, Plugin
+        from dsh.core import FiberState, Plugin
+        from dsh.loader import root
 
         @dataclass
         class Config:
             port: int = 1
 
-        fiber = Context.root().plugin(Plugin(name="p", apply=lambda ctx, cfg: None, Config=Config), {})
+        fiber = root().plugin(Plugin(name="p", apply=lambda ctx, cfg: None, Config=Config), {})
         assert fiber.state is FiberState.ACTIVE, fiber.error
         assert "pydantic" not in sys.modules, "pydantic was imported"
         assert "logging" not in sys.modules, "logging was imported"
-        Context.root().plugin(Plugin(name="p", apply=lambda ctx, cfg: None, Config=Config), {"port": 2})
+        root().plugin(Plugin(name="p", apply=lambda ctx, cfg: None, Config=Config), {"port": 2})
         assert "pydantic" in sys.modules
         """
     )
@@ -122,3 +126,26 @@ def test_a_pydantic_model_config_refuses_an_unknown_field_naming_it() -> None:
 
     state, _, got = _load(Open, {"ticket": "T-1", "prio": 2})
     assert state is FiberState.ACTIVE and got == Open(ticket="T-1", prio=2)
+
+
+def test_invalid_config_names_the_field() -> None:
+    from pydantic import BaseModel
+
+    class Config(BaseModel):
+        port: int
+
+    fiber = root().plugin(Plugin(name="server", apply=lambda ctx, cfg: None, Config=Config), {"port": "many"})
+    assert fiber.state is FiberState.FAILED
+    assert fiber.error is not None
+    assert "plugin 'server' has invalid config" in fiber.error and "field 'config.port'" in fiber.error
+
+
+def test_valid_config_reaches_apply() -> None:
+    from pydantic import BaseModel
+
+    class Config(BaseModel):
+        port: int = 80
+
+    got: list[int] = []
+    root().plugin(Plugin(name="server", apply=lambda ctx, cfg: got.append(cfg.port), Config=Config), {"port": "8080"})
+    assert got == [8080]

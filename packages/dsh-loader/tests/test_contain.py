@@ -18,7 +18,9 @@ from typing import Any
 
 import pytest
 
-from dsh.core import Context, EscapedError, FiberState, Plugin, contained, containment, describe
+from dsh.core import EscapedError, FiberState, Plugin, describe
+from dsh.loader import contained, containment
+from dsh.loader import root as kernel_root
 
 
 class Stop(BaseException):
@@ -107,7 +109,7 @@ def test_a_plugin_that_installs_its_own_sigint_handler_in_a_batch(handlers: dict
         calls.append(signum)
         raise KeyboardInterrupt
 
-    root = Context.root()
+    root = kernel_root()
     installer = Plugin(name="installer", apply=lambda ctx, cfg: signal.signal(signal.SIGINT, own))
     with containment():
         assert root.plugin(installer).state is FiberState.ACTIVE
