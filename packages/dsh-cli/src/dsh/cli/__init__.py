@@ -10,11 +10,14 @@ TYPE_CHECKING = False  # not `typing`: importing it is a measurable part of a se
 if TYPE_CHECKING:
     from typing import Any
 
+    from ._commands import COMMANDS_GROUP, Command
     from ._errors import MissingPluginError, ServeError, UsageError
     from ._harness import Harness, HarnessSession, HarnessTurn
     from ._runtime import DEFAULT_SOURCE, default_deployment, open_runtime
 
 _EXPORTS = {
+    "COMMANDS_GROUP": "._commands",
+    "Command": "._commands",
     "Harness": "._harness",
     "HarnessSession": "._harness",
     "HarnessTurn": "._harness",
@@ -27,7 +30,9 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "COMMANDS_GROUP",
     "DEFAULT_SOURCE",
+    "Command",
     "Harness",
     "HarnessSession",
     "HarnessTurn",

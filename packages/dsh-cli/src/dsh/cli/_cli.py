@@ -1,8 +1,9 @@
 """The ``dsh`` command in this process: parse, choose the deployment, hand the verb to its module.
 
 Each verb lives in its own module (``_exec_cmd``, ``_run_cmd``, ``_env_cmd``, ``_sessions_view``,
-``_sessions_cmd``, ``_skills_cmd``) and is imported only when it runs; this module owns only the
-dispatch and how a failure becomes one ``dsh:`` line and an exit status.
+``_sessions_cmd``, ``_skills_cmd``) and is imported only when it runs; a verb another distribution adds
+(the ``dsh.commands`` group, ``_commands``) is imported by the parser only when it is the one named.
+This module owns only the dispatch and how a failure becomes one ``dsh:`` line and an exit status.
 """
 
 from __future__ import annotations
@@ -77,6 +78,13 @@ def dispatch(args: Args) -> int:
             from ._env_cmd import env_verb, plugins_verb
 
             return env_verb(args) if args.verb == "env" else plugins_verb(args)
+        command = getattr(args, "plugin_command", None)
+        if command is not None:  # a verb of the dsh.commands group (see `_commands`)
+            import gc
+
+            gc.enable()  # it may run for long (`dsh mcp` serves a client until it goes)
+            code: int = command.run(args)
+            return code
         if args.verb == "skills":
             from ._skills_cmd import skills
 

@@ -1,7 +1,9 @@
 """The full parser of the ``dsh`` command line: every verb, its help and examples, and usage errors (exit 2).
 
-Standard library only. The served ``dsh exec`` reads its plain form with ``_exec_argv`` instead and
-comes here for anything else, so help, errors and their exit status are this module's alone.
+Standard library only for the built-in verbs; a line naming another verb (``dsh mcp``), ``dsh --help``
+or a typo also reads the ``dsh.commands`` group (``_commands``). The served ``dsh exec`` reads its
+plain form with ``_exec_argv`` instead and comes here for anything else, so help, errors and their
+exit status are this module's alone.
 """
 
 from __future__ import annotations
@@ -10,10 +12,17 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ._fast._exec_argv import command_line, seconds
 from ._fast._status import BLOCKED_EXIT, FAILURE_EXIT, TIMEOUT_EXIT
 from ._fast._wire import KEEPALIVE, MISSED_KEEPALIVES
+
+if TYPE_CHECKING:
+    from dsh.loader import EntryPointItem
+
+BUILTIN_VERBS = ("exec", "run", "env", "plugins", "serve", "sessions", "skills")
+"""The verbs dsh-cli itself has; any other verb is looked up in the ``dsh.commands`` group."""
 
 DEFAULT_TIMEOUT_TEXT = "120 s"
 MAX_TIMEOUT_TEXT = "600 s"
@@ -109,12 +118,17 @@ def _examples(*lines: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of every ``dsh`` verb."""
+    """The parser of every ``dsh`` verb (the built-in ones; see :func:`parse` for the others)."""
     return _build()[0]
 
 
-def _build() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
-    """The parser of every verb, and ``exec``'s own (for its usage errors)."""
+def _build(
+    commands: dict[str, EntryPointItem] | None = None, running: str | None = None
+) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The parser of every verb, and ``exec``'s own (for its usage errors).
+
+    ``commands`` are the ``dsh.commands`` verbs to list; only ``running``'s is imported, to add its options.
+    """
     raw = _Formatter
     parser = argparse.ArgumentParser(
         prog="dsh",
@@ -303,13 +317,60 @@ def _build() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         "dsh skills --json",
     )
     common(p)
+    _added_verbs(commands or {}, running, verb, common)
     return parser, exec_parser
+
+
+def _added_verbs(commands: dict[str, EntryPointItem], running: str | None, verb: Any, common: Any) -> None:
+    """Sub-parsers for the verbs of the ``dsh.commands`` group; the one that runs is loaded and configured."""
+    from . import _commands
+
+    for name, item in sorted(commands.items()):
+        if name in BUILTIN_VERBS:
+            continue  # a built-in verb is never displaced by an installed distribution
+        p = verb(name, _commands.summary(item) if running in (None, name) else name, f"dsh {name} --help")
+        common(p, json=False)
+        if name == running:
+            command = _commands.load(item)
+            command.configure(p)
+            p.set_defaults(plugin_command=command)
+    for name, dist in _commands.KNOWN_COMMANDS.items():
+        if name not in commands and running is None:
+            verb(name, f"install {dist} to use it (not installed)")
+
+
+def _verb_word(words: Sequence[str]) -> str | None:
+    """The verb a command line names: its first word that is no option (the top-level ones take no value)."""
+    for word in words:
+        if word == "--":
+            return None
+        if not word.startswith("-"):
+            return word
+    return None
 
 
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse a ``dsh`` command line; exit 2 with the usage on an invalid one (argparse's way)."""
-    parser, exec_parser = _build()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    word = _verb_word(words)
+    commands: dict[str, EntryPointItem] = {}
+    if word not in BUILTIN_VERBS:  # `dsh NAME`, `dsh --help`, a typo: only these read the dsh.commands group
+        from dsh.core import DshError
+
+        from . import _commands
+
+        commands = _commands.discovered()
+        if word is not None and word not in commands and _commands.missing(word) is not None:
+            sys.stderr.write(f"dsh: {_commands.missing(word)}\n")
+            raise SystemExit(2)
+        try:
+            parser, exec_parser = _build(commands, word)
+        except (DshError, OSError) as exc:  # the verb's distribution failed to load: one line, never a traceback
+            sys.stderr.write(f"dsh: {exc}\n")
+            raise SystemExit(1) from None
+    else:
+        parser, exec_parser = _build()
+    args = parser.parse_args(words)
     if args.verb == "exec":
         if not command_line(args.command).strip():
             exec_parser.error("a command is needed after --, for example: dsh exec -- 'echo $DSH_SESSION_ID'")
