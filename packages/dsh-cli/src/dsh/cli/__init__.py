@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
     from ._commands import COMMANDS_GROUP, Command
     from ._errors import MissingPluginError, ServeError, UsageError
+    from ._exec import notice_line
     from ._harness import Harness, HarnessSession, HarnessTurn
     from ._runtime import DEFAULT_SOURCE, default_deployment, open_runtime
 
@@ -24,6 +25,7 @@ _EXPORTS = {
     "MissingPluginError": "._errors",
     "ServeError": "._errors",
     "UsageError": "._errors",
+    "notice_line": "._exec",
     "DEFAULT_SOURCE": "._runtime",
     "default_deployment": "._runtime",
     "open_runtime": "._runtime",
@@ -40,6 +42,7 @@ __all__ = [
     "ServeError",
     "UsageError",
     "default_deployment",
+    "notice_line",
     "open_runtime",
 ]
 

@@ -208,7 +208,10 @@ async def exec_command(
 
 
 def notice_line(notice: Notice) -> str:
-    """How ``dsh`` prints a hook notice: ``dsh: hook: ...`` for a message, ``dsh: warning: ...``."""
+    """How ``dsh`` prints a hook notice: ``dsh: hook: ...`` for a message, ``dsh: warning: ...``.
+
+    Public (``dsh.cli.notice_line``) so a verb of another distribution prints notices as ``dsh`` does.
+    """
     return f"dsh: {'hook' if notice.kind == 'message' else 'warning'}: {notice.text}"
 
 

@@ -132,7 +132,7 @@ async def model_run(args: argparse.Namespace) -> int:
         source = "resume" if args.session else "startup"
 
         def notify(notice: Notice) -> None:
-            print(notice_line(notice) if notice.kind == "warning" else f"dsh: hook: {notice.text}", file=sys.stderr)
+            print(notice_line(notice), file=sys.stderr)
 
         print(f"dsh: session {session.id}", file=sys.stderr, flush=True)
         try:

@@ -295,7 +295,7 @@ async def _stdin_pipe() -> _PipeLines | None:
 
 def _notice(notice: Notice) -> None:
     """Hook messages and warnings go to stderr (the client's server log); stdout is the wire."""
-    from dsh.cli._exec import notice_line
+    from dsh.cli import notice_line
 
     print(notice_line(notice), file=sys.stderr, flush=True)
 
