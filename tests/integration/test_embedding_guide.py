@@ -46,7 +46,13 @@ def _model_turn() -> list[dict[str, Any]]:
 
 def test_the_guide_has_every_part() -> None:
     text = GUIDE.read_text()
-    for heading in ("The front door", "Your own loop", "Your own model", "Reading a transcript", "dsh's shell for other"):
+    for heading in (
+        "The front door",
+        "Your own loop",
+        "Your own model",
+        "Reading a transcript",
+        "dsh's shell for other",
+    ):
         assert f"## {heading}" in text
     assert len(_blocks()) >= 8
 
