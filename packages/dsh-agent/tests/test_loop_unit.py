@@ -1,0 +1,245 @@
+"""The agent loop with only dsh-agent's own dependencies: a kernel, the built-ins, a store in memory and
+tools written here (no shell, no persistence backend, no hooks configured).
+
+The integration suite drives the same loop with real bash and real backends; these pin what the
+loop itself owns: the order of its records, call ids, tool faults, concurrency, outside turns and
+the model seam's checks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from dsh.agent import BUILTINS, Agent, ModelError, ModelStep, ScriptedModel, ToolCall, Turn, check_model
+from dsh.core import Context, Plugin
+from dsh.loader import root
+from dsh.session import (
+    SESSIONS,
+    TOOLS,
+    Session,
+    SessionEvent,
+    SessionHeader,
+    SessionLocation,
+    SessionNotFoundError,
+    ToolExecution,
+    ToolResult,
+    ToolSpec,
+)
+from dsh.session.events import event_problems
+from dsh.session.persistence import SESSION_PERSISTENCE, StoredSession
+
+
+class _Memory:
+    """A session store in memory: every flush kept in order, no lock beyond the process."""
+
+    def __init__(self) -> None:
+        self.headers: dict[str, SessionHeader] = {}
+        self.events: dict[str, list[SessionEvent]] = {}
+
+    def locate(self, header: SessionHeader) -> SessionLocation | None:
+        return None
+
+    def acquire(self, header: SessionHeader) -> Callable[[], None]:
+        return lambda: None
+
+    def write(self, header: SessionHeader, events: Sequence[SessionEvent]) -> None:
+        self.headers.setdefault(header.id, header)
+        self.events.setdefault(header.id, []).extend(events)
+
+    def load(self, session_id: str) -> StoredSession:
+        if session_id not in self.headers:
+            raise SessionNotFoundError(f"no session {session_id}", session_id=session_id)
+        return StoredSession(self.headers[session_id], tuple(self.events[session_id]))
+
+    def list(self) -> list[SessionHeader]:
+        return list(self.headers.values())
+
+    def close(self) -> None:
+        pass
+
+
+class _Echo:
+    """A tool answering with its arguments and the caller's ids; ``fail`` raises, ``wait`` sleeps."""
+
+    spec = ToolSpec(
+        name="echo",
+        description="say it back",
+        parameters={"type": "object", "properties": {"text": {"type": "string"}, "wait": {"type": "number"}}},
+    )
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.most = 0
+
+    async def __call__(self, arguments: Mapping[str, Any], execution: ToolExecution) -> ToolResult:
+        if arguments.get("text") == "fail":
+            raise RuntimeError("the echo broke")
+        self.running += 1
+        self.most = max(self.most, self.running)
+        try:
+            await asyncio.sleep(float(arguments.get("wait", 0)))
+        finally:
+            self.running -= 1
+        assert execution.session is not None
+        said = f"{arguments.get('text')} {execution.call_id} {execution.session.id}"
+        return ToolResult(said, data={"text": arguments.get("text")})
+
+
+@pytest.fixture
+def world() -> Iterator[tuple[Context, _Memory, _Echo]]:
+    memory, echo = _Memory(), _Echo()
+    ctx = root()
+    ctx.plugin(Plugin(name="memory", apply=lambda c, _: c.provide(SESSION_PERSISTENCE, memory)))
+    for plugin in BUILTINS:
+        ctx.plugin(plugin)
+    ctx.require(TOOLS).register(echo)
+    yield ctx, memory, echo
+    ctx.fiber.dispose()
+
+
+def _session(ctx: Context) -> Session:
+    return ctx.require(SESSIONS).create("/work")
+
+
+def _echo(text: str, call_id: str | None = None, **more: Any) -> ToolCall:
+    return ToolCall(name="echo", arguments={"text": text, **more}, id=call_id)
+
+
+def test_a_turn_records_in_order_and_every_record_is_in_the_event_table(world: Any) -> None:
+    ctx, memory, _ = world
+    session = _session(ctx)
+    model = ScriptedModel([[ModelStep(text="calling", tool_calls=[_echo("hi", "c1")]), ModelStep(text="done")]])
+    result = asyncio.run(Agent(ctx, session, model).run_turn("go"))
+    assert result.text == "done"
+    assert result.tool_results[0][1].output == f"hi c1 {session.id}"
+    stored = memory.events[session.id]
+    assert [e.type for e in stored] == [
+        "turn/start",
+        "message/user",
+        "model/request",
+        "message/assistant",
+        "tool/call",
+        "tool/result",
+        "message/assistant",
+        "turn/end",
+    ]
+    assert [p for e in stored for p in event_problems(e.type, e.data, strict=True)] == []
+    assert stored[0].data["turn_id"] == stored[-1].data["turn_id"] == f"{session.id}:turn-1"
+
+
+def test_unsafe_or_missing_call_ids_are_replaced_and_the_given_one_kept(world: Any) -> None:
+    ctx, memory, _ = world
+    session = _session(ctx)
+    steps = [ModelStep(tool_calls=[_echo("a", "bad id with spaces"), _echo("b")]), ModelStep(text="ok")]
+    result = asyncio.run(Agent(ctx, session, ScriptedModel([steps])).run_turn("go"))
+    calls = [e.data for e in memory.events[session.id] if e.type == "tool/call"]
+    assert calls[0]["supplied_call_id"] == "bad id with spaces"
+    assert all(" " not in c["call_id"] and c["call_id"] for c in calls)
+    assert "supplied_call_id" not in calls[1]
+    # The tool ran under the id recorded for it.
+    assert result.tool_results[0][1].output.split()[1] == calls[0]["call_id"]
+
+
+def test_tool_faults_are_results_not_crashes(world: Any) -> None:
+    ctx, _, _ = world
+    steps = [
+        ModelStep(
+            tool_calls=[
+                _echo("fail"),
+                ToolCall(name="nope", arguments={}),
+                ToolCall(name="echo", arguments={}, error="arguments were not JSON"),
+            ]
+        ),
+        ModelStep(text="recovered"),
+    ]
+    result = asyncio.run(Agent(ctx, _session(ctx), ScriptedModel([steps])).run_turn("go"))
+    broke, unknown, malformed = (r for _, r in result.tool_results)
+    assert broke.is_error and broke.output == "tool 'echo' failed: RuntimeError: the echo broke"
+    assert unknown.is_error and unknown.output.startswith("no tool named 'nope'; tools: ") and "echo" in unknown.output
+    assert malformed.is_error and malformed.output == "arguments were not JSON"
+    assert result.text == "recovered"
+
+
+def test_the_calls_of_one_step_overlap(world: Any) -> None:
+    ctx, _, echo = world
+    steps = [ModelStep(tool_calls=[_echo(str(n), wait=0.2) for n in range(4)]), ModelStep(text="all")]
+    asyncio.run(Agent(ctx, _session(ctx), ScriptedModel([steps])).run_turn("go"))
+    assert echo.most == 4
+
+
+def test_a_failing_model_records_the_turn_failed_and_the_session_goes_on(world: Any) -> None:
+    ctx, memory, _ = world
+    session = _session(ctx)
+
+    class Broken(ScriptedModel):
+        async def step(self, session: Session, tools: Sequence[ToolSpec]) -> ModelStep:
+            raise ModelError("provider 'x' at http://x: the server answered 503", provider="x")
+
+    with pytest.raises(ModelError):
+        asyncio.run(Agent(ctx, session, Broken([])).run_turn("one"))
+    again = asyncio.run(Agent(ctx, session, ScriptedModel([[ModelStep(text="fine")]])).run_turn("two"))
+    assert again.text == "fine"
+    ends = [e.data for e in memory.events[session.id] if e.type == "turn/end"]
+    assert ends[0]["failed"] == "provider 'x' at http://x: the server answered 503"
+    assert "failed" not in ends[1]
+    errors = [e.data["message"] for e in memory.events[session.id] if e.type == "error"]
+    assert errors == [ends[0]["failed"]]
+
+
+def test_a_step_that_is_not_a_model_step_is_named(world: Any) -> None:
+    ctx, _, _ = world
+
+    class Wrong(ScriptedModel):
+        async def step(self, session: Session, tools: Sequence[ToolSpec]) -> ModelStep:
+            return "text"  # type: ignore[return-value]
+
+    with pytest.raises(ModelError, match=r"step\(\) returned str, not a dsh.agent.ModelStep"):
+        asyncio.run(Agent(ctx, _session(ctx), Wrong([])).run_turn("go"))
+
+
+def test_an_outside_turn_runs_concurrent_calls_and_records_a_failure(world: Any) -> None:
+    ctx, memory, echo = world
+    session = _session(ctx)
+    agent = Agent(ctx, session, ScriptedModel([]))
+
+    async def outside() -> list[ToolResult]:
+        async with Turn(agent, "by hand") as turn:
+            return list(await asyncio.gather(*(turn.call("echo", {"text": str(n), "wait": 0.2}) for n in range(3))))
+
+    results = asyncio.run(outside())
+    assert [r.output.split()[0] for r in results] == ["0", "1", "2"] and echo.most == 3
+
+    async def failing() -> None:
+        async with Turn(agent) as turn:
+            await turn.call("echo", {"text": "x"})
+            raise LookupError("the caller's loop broke")
+
+    with pytest.raises(LookupError):
+        asyncio.run(failing())
+    ends = [e.data for e in memory.events[session.id] if e.type == "turn/end"]
+    assert "failed" not in ends[0] and ends[1]["failed"] == "LookupError: the caller's loop broke"
+    starts = [e.data for e in memory.events[session.id] if e.type == "turn/start"]
+    assert [s["source"] for s in starts] == ["outside", "outside"]
+
+
+def test_check_model_names_every_missing_member() -> None:
+    class Sync:
+        name = "sync"
+
+        def begin_turn(self, prompt: str) -> None:
+            pass
+
+        def step(self, session: Session, tools: Sequence[ToolSpec]) -> ModelStep:
+            return ModelStep(text="x")
+
+    with pytest.raises(ModelError) as caught:
+        check_model(Sync(), "model provider 'mine' (dsh-mine 1.0)")
+    assert str(caught.value) == (
+        "model provider 'mine' (dsh-mine 1.0) produced Sync, which is not a dsh Model: it has no method "
+        "subagent(); its step() is not a coroutine function (declare it `async def step`) (see dsh.agent.Model)"
+    )
+    assert check_model(ScriptedModel([]), "scripted") is not None
