@@ -317,3 +317,11 @@ def test_a_relative_dsh_home_is_refused_in_one_sentence(tmp_path: Path) -> None:
         assert proc.stderr == f"dsh: {sentence}\n"
         assert proc.stdout == ("" if "--json" not in argv else json.dumps({"error": sentence}, indent=2) + "\n")
     assert not (tmp_path / "rel").exists(), "nothing was created under the working directory"
+
+
+@pytest.mark.parametrize("period", ["1e-9", "0.01", "800000", "1e9", "nan", "0"])
+def test_serve_refuses_a_keepalive_no_client_can_wait_on(tmp_path: Path, period: str) -> None:
+    # A tiny period cut every served command; a huge one crashed every client's poll (OverflowError).
+    done = dsh("serve", "--keepalive", period, home=tmp_path / "home", timeout=60)
+    assert done.returncode == 2
+    assert f"--keepalive: must be a number of seconds from 0.1 to 3600, not '{period}'" in done.stderr

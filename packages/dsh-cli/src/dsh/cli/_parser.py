@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._fast._exec_argv import command_line, seconds
 from ._fast._status import BLOCKED_EXIT, FAILURE_EXIT, TIMEOUT_EXIT
-from ._fast._wire import KEEPALIVE, MISSED_KEEPALIVES
+from ._fast._wire import KEEPALIVE, KEEPALIVE_RANGE, MISSED_KEEPALIVES
 
 if TYPE_CHECKING:
     from dsh.loader import EntryPointItem
@@ -62,6 +62,15 @@ def positive_seconds(text: str) -> float:
     value = seconds(text)
     if value is None:
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text!r}")
+    return value
+
+
+def keepalive_seconds(text: str) -> float:
+    """``dsh serve --keepalive``: seconds within :data:`KEEPALIVE_RANGE` (what a client accepts)."""
+    low, high = KEEPALIVE_RANGE
+    value = seconds(text)
+    if value is None or not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds from {low:g} to {high:g}, not {text!r}")
     return value
 
 
@@ -240,7 +249,7 @@ def _build(
     )
     p.add_argument(
         "--keepalive",
-        type=positive_seconds,
+        type=keepalive_seconds,
         default=KEEPALIVE,
         metavar="SECONDS",
         help="tell each client its command still runs this often; a client gives up on a server silent "

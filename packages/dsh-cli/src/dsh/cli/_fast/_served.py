@@ -29,6 +29,7 @@ from ._status import (
     interrupted_reason,
 )
 from ._wire import (
+    KEEPALIVE_RANGE,
     MISSED_KEEPALIVES,
     PROTOCOL,
     WireError,
@@ -296,7 +297,8 @@ def _exchange(
         if answer is None or "keepalive" not in answer:
             return answer
         period = answer["keepalive"]
-        if not isinstance(period, int | float) or isinstance(period, bool) or not 0 < period < float("inf"):
+        low, high = KEEPALIVE_RANGE
+        if not isinstance(period, int | float) or isinstance(period, bool) or not low <= period <= high:
             return _lost(args, f"{server} sent no valid answer (a keep-alive of {period!r} seconds)")
         keepalive, heard = float(period), time.monotonic()
         if deadline is not None and heard > deadline:  # alive, but the command should have ended long ago

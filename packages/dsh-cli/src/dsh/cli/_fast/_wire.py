@@ -52,6 +52,10 @@ HEADER_SIZE = 4
 KEEPALIVE = 5.0
 """Seconds between two keep-alives of a server while a command runs, unless ``dsh serve --keepalive`` says."""
 
+KEEPALIVE_RANGE = (0.1, 3600.0)
+"""The periods a server may announce and a client accepts: shorter ones would cut commands of a
+server only briefly descheduled, longer ones no wait can be bounded by (nor ``poll`` take)."""
+
 MISSED_KEEPALIVES = 3
 """Keep-alive periods a client waits in silence before it gives up on its server (as OpenSSH's
 ``ServerAliveCountMax``): a long command keeps its client, a stopped or hung server does not."""
