@@ -28,12 +28,31 @@ def clean_env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def as_a_user() -> list[str]:
+    """A prefix running a server as a process of an ordinary user could be: as root, without
+    CAP_SYS_PTRACE (root's other capabilities do not open another process's fds), else nothing.
+    Its commands inherit the same set, so what they reach is what a same-user command reaches."""
+    return ["setpriv", "--bounding-set=-sys_ptrace", "--inh-caps=-sys_ptrace"] if os.geteuid() == 0 else []
+
+
+PARENT_PROBE = """#!/bin/bash
+# What a command can reach of the dsh process that started it ($1): its fds, opened for appending.
+for f in /proc/$1/fd/*; do
+  if { : >> "$f"; } 2>/dev/null; then echo "opened $f"; fi
+done
+echo probed
+"""
+"""A script printing ``probed`` alone when no fd of the process it names could be opened."""
+
+
 class ServeProcess:
     """``python -m dsh.cli serve`` under ``home``, stopped by the test (or its fixture)."""
 
-    def __init__(self, home: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, home: Path, *args: str, env: dict[str, str] | None = None, prefix: list[str] | None = None
+    ) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "dsh.cli", "serve", *args],
+            [*(prefix or []), sys.executable, "-m", "dsh.cli", "serve", *args],
             env=clean_env(home, **(env or {})),
             stderr=subprocess.PIPE,
             text=True,

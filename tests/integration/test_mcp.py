@@ -15,6 +15,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.helpers import dsh
+from tests.integration.serve_support import PARENT_PROBE, as_a_user
 
 pytestmark = pytest.mark.integration
 
@@ -91,3 +92,24 @@ def test_dsh_help_lists_the_mcp_verb_without_importing_dsh_mcp_or_the_sdk(tmp_pa
     assert json.loads(done.stderr.splitlines()[-1]) == []
     (line,) = [line for line in done.stdout.splitlines() if line.strip().startswith("mcp ")]
     assert "Model" in done.stdout and "(dsh-mcp)" in done.stdout, line
+
+
+async def _probe(home: Path, probe: Path) -> str:
+    prefix = as_a_user()
+    params = StdioServerParameters(
+        command=prefix[0] if prefix else sys.executable,
+        args=[*prefix[1:], *([sys.executable] if prefix else []), "-m", "dsh.cli", "mcp"],
+        env={"DSH_HOME": str(home), "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+        await client.initialize()
+        result = await client.call_tool("bash", {"command": f"bash {probe} $PPID"})
+        return "".join(getattr(block, "text", "") for block in result.content)
+
+
+def test_a_command_cannot_reach_the_protocol_through_the_servers_proc(tmp_path: Path) -> None:
+    # Before: it opened /proc/$PPID/fd/7 (the real stdout) and forged the answer the client read.
+    probe = tmp_path / "probe.sh"
+    probe.write_text(PARENT_PROBE)
+    out = _run(_probe(tmp_path / "home", probe))
+    assert out.startswith("probed\n"), out

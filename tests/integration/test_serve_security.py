@@ -21,7 +21,9 @@ from dsh.cli._fast._wire import MAX_FRAME, recv_frame, socket_path
 from dsh.testing import OTHER_UID, as_other_uid, needs_root
 from tests.helpers import dsh
 from tests.integration.serve_support import (
+    PARENT_PROBE,
     ServeProcess,
+    as_a_user,
     ask,
     clean_env,
     connect,
@@ -305,3 +307,16 @@ def test_system_exit_from_plugin_code_fails_the_exec_not_the_server(home: Path, 
     finally:
         code, _ = server.stop()
     assert code == 0
+
+
+def test_a_served_command_cannot_reach_other_clients_through_the_servers_proc(home: Path, tmp_path: Path) -> None:
+    # Unsealed, a served command opened the server's fds (every client's connection among them)
+    # through /proc/$PPID/fd and could answer another client in the server's name.
+    probe = tmp_path / "probe.sh"
+    probe.write_text(PARENT_PROBE)
+    running = ServeProcess(home, prefix=as_a_user())
+    try:
+        answer = ask(running.path, request(f"bash {probe} $PPID", tmp_path))
+    finally:
+        running.stop()
+    assert answer is not None and answer["ok"] and answer["result"]["stdout"] == "probed\n", answer

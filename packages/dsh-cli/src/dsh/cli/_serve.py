@@ -31,7 +31,7 @@ from typing import Any
 
 from dsh.core import DshError, EscapedError, describe
 from dsh.loader import Runtime
-from dsh.paths import ensure_private_dir, signals
+from dsh.paths import ensure_private_dir, seal_process, signals
 
 from ._errors import ServeError
 from ._exec import exec_command
@@ -250,7 +250,12 @@ async def serve(
     keepalive: float = KEEPALIVE,
 ) -> int:
     """Listen until SIGTERM, SIGINT or another of ``STOP_SIGNALS`` (one the caller ignores stays ignored); then stop as
-    :meth:`Server.stop` says and remove the socket."""
+    :meth:`Server.stop` says and remove the socket.
+
+    The process is sealed first (:func:`dsh.paths.seal_process`): a served command cannot open
+    another client's connection through ``/proc/<server>/fd`` and forge that client's answer.
+    """
+    seal_process()
     path = Path(socket_path(deployment))
     _claim(path)
     _watch_children_with_pidfds()

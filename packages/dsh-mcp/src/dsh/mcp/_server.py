@@ -23,6 +23,7 @@ import mcp.types as types
 from dsh.agent import TranscriptNotSaved, Turn, TurnError
 from dsh.cli import Harness, HarnessSession
 from dsh.core import DshError
+from dsh.paths import seal_process
 from dsh.session import TOOLS, ToolResult, ToolSpec, anthropic_tool, is_safe_id
 from dsh.tool_bash import ShellTool
 from mcp.server import Server, ServerRequestContext
@@ -375,7 +376,11 @@ def serve(
     One dsh session for the connection: a new one in ``cwd`` (default the current directory), or
     the stored ``session_id`` resumed. A :class:`dsh.core.DshError` or ``OSError`` before serving
     (boot, session, lock) is raised as it is, for ``dsh`` to print in one line.
+
+    The process is sealed first (:func:`dsh.paths.seal_process`): a command it runs cannot open
+    the protocol's pipes through ``/proc/<server>/fd`` to forge an answer or read a request.
     """
+    seal_process()
     try:
         return anyio.run(_serve, deployment, session_id, cwd, version)
     except BaseExceptionGroup as group:

@@ -8,7 +8,7 @@ always absolute with ``~`` expanded. Resolution is pure: it creates nothing.
 :func:`create_private_file` are the one trust rule every consumer of the home applies (see ``_trust``);
 :func:`open_regular` and :func:`read_regular_text` the one safe way to open a file someone could
 replace by a FIFO (see ``_read``). :data:`INTERRUPTS` and :mod:`dsh.paths.signals` own the process's
-signals (see there).
+signals (see there). :func:`seal_process` keeps a long-lived server's commands out of it (``_seal``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import os
 
 from ._errors import NotRegularFileError, UntrustedPathError
 from ._read import open_regular, read_regular_text
+from ._seal import seal_process
 from ._trust import check_trusted, create_private_file, ensure_private_dir, open_trusted, read_trusted_text
 
 TYPE_CHECKING = False
@@ -39,6 +40,7 @@ __all__ = [
     "read_regular_text",
     "read_trusted_text",
     "resolve_dsh_home",
+    "seal_process",
 ]
 
 HOME_ENV = "DSH_HOME"
