@@ -194,6 +194,18 @@ def test_a_malformed_request_gets_a_json_rpc_error_and_the_server_goes_on(tmp_pa
         assert parse["error"]["message"].startswith("Parse error")
         invalid = _ask(server, b'{"jsonrpc": "1.0", "id": 3, "method": 7}')
         assert invalid["id"] is None and invalid["error"]["code"] == -32600
+        # Ids JSON-RPC refuses: the SDK read these as notifications and never answered.
+        for bad in (b"true", b"1.5", b'{"a": 1}', b"[1]"):
+            refused = _ask(server, b'{"jsonrpc": "2.0", "id": ' + bad + b', "method": "ping"}')
+            assert refused["id"] is None and refused["error"]["code"] == -32600, bad
+        # A line past the 64 MiB bound is one parse error, not one per piece of it.
+        too_long = _ask(server, b'{"jsonrpc": "2.0", "id": 5, "method": "ping", "pad": "' + b"x" * (65 << 20) + b'"}')
+        assert too_long["id"] is None and too_long["error"]["code"] == -32700
+        assert _ask(server, b'{"jsonrpc": "2.0", "id": 6, "method": "ping"}') == {
+            "jsonrpc": "2.0",
+            "id": 6,
+            "result": {},
+        }
         call = {"name": "bash", "arguments": {"command": "echo still here"}}
         answer = _ask(server, json.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": call}).encode())
         assert answer["id"] == 4 and answer["result"]["content"][0]["text"].startswith("still here\n")
@@ -202,6 +214,23 @@ def test_a_malformed_request_gets_a_json_rpc_error_and_the_server_goes_on(tmp_pa
         server.stdin.close()
         server.wait(30)
     assert server.returncode == 0
+
+
+def test_a_closed_stdin_is_one_line_before_anything_is_served(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "dsh.cli", "mcp"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **_env(tmp_path / "home")},
+        preexec_fn=lambda: os.close(0),
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert (
+        done.stderr
+        == "dsh: dsh mcp: standard input is not open; an MCP client starts dsh mcp with pipes on its stdin and stdout\n"
+    )
 
 
 CLIENT = textwrap.dedent(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import json
 import os
 import signal
 import stat
@@ -263,11 +264,46 @@ class _PipeLines:
     async def __anext__(self) -> str:
         try:
             line = await self._reader.readline()
-        except ValueError:  # longer than MAX_LINE: dropped, and answered as a line that is not JSON
-            return "\x00\n"
+        except ValueError as exc:  # longer than MAX_LINE: dropped whole, answered as a line that is not JSON
+            if "not found" in str(exc):  # only its head was dropped: its tail is no line of its own
+                await self._skip_to_line_end()
+            return NOT_JSON
         if not line:
             raise StopAsyncIteration
-        return line.decode("utf-8", errors="replace")
+        text = line.decode("utf-8", errors="replace")
+        return INVALID if _bad_id(text) else text
+
+    async def _skip_to_line_end(self) -> None:
+        """Drop what is left of a line too long to read: up to its newline, or the end of input."""
+        while True:
+            try:
+                await self._reader.readline()
+            except ValueError as exc:
+                if "not found" in str(exc):
+                    continue  # more of it still past the limit
+            return
+
+
+NOT_JSON = "\x00\n"
+"""What a dropped line becomes for the SDK's transport: no JSON, so answered ``-32700`` (:func:`_relay`)."""
+
+INVALID = '{"jsonrpc": "2.0"}\n'
+"""What a line with an id JSON-RPC does not allow becomes: no message MCP knows, so answered ``-32600``."""
+
+
+def _bad_id(text: str) -> bool:
+    """Whether ``text`` is a JSON object whose ``id`` JSON-RPC 2.0 refuses (a boolean, a fraction, an
+    object, an array). The SDK would read such a request as a notification and never answer it."""
+    if '"id"' not in text:
+        return False
+    try:
+        message = json.loads(text)
+    except ValueError:
+        return False  # the transport answers it as no JSON
+    if not isinstance(message, dict) or "id" not in message:
+        return False
+    given = message["id"]
+    return not (given is None or isinstance(given, str) or (isinstance(given, int) and not isinstance(given, bool)))
 
 
 async def _stdin_pipe() -> _PipeLines | None:
@@ -276,6 +312,13 @@ async def _stdin_pipe() -> _PipeLines | None:
     The wire moves to a private descriptor and fd 0 becomes the null device, as the SDK does for its
     own reader, so nothing dsh starts can read the client's messages.
     """
+    # Python leaves sys.stdin (sys.stdout) None when fd 0 (1) was closed at start, and the descriptor
+    # may since belong to a file it opened: nothing of it is the client's.
+    for name, stream in (("input", sys.stdin), ("output", sys.stdout)):
+        if stream is None:
+            raise DshError(
+                f"dsh mcp: standard {name} is not open; an MCP client starts dsh mcp with pipes on its stdin and stdout"
+            )
     try:
         mode = os.fstat(0).st_mode
     except OSError:
