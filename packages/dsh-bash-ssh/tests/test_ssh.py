@@ -195,6 +195,10 @@ def test_sshd_killed_mid_command_fails_the_call_and_the_next_call_reconnects(
             host.kill()
             with pytest.raises(SshError, match=r"the connection to .* was lost while the command ran"):
                 await asyncio.wait_for(task, 30)
+            # The remote side notices the lost session a moment after the client does.
+            deadline = time.monotonic() + 10
+            while host.pids("sleep\x004244.5") and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
             assert host.pids("sleep\x004244.5") == []
             with pytest.raises(SshError, match="cannot reach ssh host"):
                 await executor.run(BashExecRequest("echo down"))
