@@ -45,13 +45,13 @@ def test_problems_name_the_type_and_the_path() -> None:
     bad = {"call_id": "c1", "name": "bash", "output": 3, "is_error": 1, "data": {}, "extra": True}
     assert event_problems("tool/result", bad) == [
         "'tool/result' event: field 'extra' is not one ToolResultData lists",
-        "'tool/result' event: field 'output' is an integer, not a string",
-        "'tool/result' event: field 'is_error' is an integer, not a boolean",
+        "'tool/result' event: field 'output' is an integer, not string",
+        "'tool/result' event: field 'is_error' is an integer, not boolean",
     ]
     report = {"dialect": "claude", "event": "Stop", "command": "x", "blocked": False, "stop": False}
     report |= {"reason": None, "error": None, "exit_code": True}
     assert event_problems("hook/result", {"event": "Stop", "reports": [report]}) == [
-        "'hook/result' event: field 'reports[0].exit_code' is a boolean, not an integer or null"
+        "'hook/result' event: field 'reports[0].exit_code' is a boolean, not integer or null"
     ]
     assert event_problems("error", {}) == ["'error' event: field 'message' is missing"]
 

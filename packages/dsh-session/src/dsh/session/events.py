@@ -253,29 +253,24 @@ def _object_problems(shape: type, data: Mapping[str, Any], path: str) -> list[st
 
 
 def _value_problems(hint: Any, value: Any, path: str) -> list[str]:
-    wrong = [f"field '{path}' is {_kind(value)}, not {_name(hint)}"]
-    if hint is Any:
-        return []
     origin = get_origin(hint)
     if origin is Union or origin is types.UnionType:
-        return [] if any(not _value_problems(option, value, path) for option in get_args(hint)) else wrong
-    if hint is type(None):
-        return [] if value is None else wrong
-    if is_typeddict(hint):
-        return _object_problems(hint, value, f"{path}.") if isinstance(value, dict) else wrong
-    if origin is list:
-        if not isinstance(value, list):
-            return wrong
+        fits = any(not _value_problems(option, value, path) for option in get_args(hint))
+    elif is_typeddict(hint) and isinstance(value, dict):
+        return _object_problems(hint, value, f"{path}.")
+    elif origin is list and isinstance(value, list):
         (item,) = get_args(hint)
         return [p for i, v in enumerate(value) for p in _value_problems(item, v, f"{path}[{i}]")]
-    if origin is dict:
-        if not isinstance(value, dict):
-            return wrong
+    elif origin is dict and isinstance(value, dict):
         _, item = get_args(hint)
         return [p for k, v in value.items() for p in _value_problems(item, v, f"{path}.{k}")]
-    if hint is int:  # a bool is an int to Python, not to a transcript's reader
-        return [] if isinstance(value, int) and value.__class__ is not bool else wrong
-    return [] if isinstance(value, hint) else wrong
+    elif hint is int:  # a bool is an int to Python, not to a transcript's reader
+        fits = isinstance(value, int) and value.__class__ is not bool
+    elif hint is type(None):
+        fits = value is None
+    else:
+        fits = hint is Any or (origin is None and not is_typeddict(hint) and isinstance(value, hint))
+    return [] if fits else [f"field '{path}' is {_kind(value)}, not {type_name(hint)}"]
 
 
 def type_name(hint: Any) -> str:
@@ -296,21 +291,6 @@ def type_name(hint: Any) -> str:
         item = get_args(hint)[1]
         return "object" if item is Any else f"object of {type_name(item)}"
     return {str: "string", bool: "boolean", int: "integer"}.get(hint, str(hint))
-
-
-def _name(hint: Any) -> str:
-    if hint is Any:
-        return "any JSON value"
-    if hint is type(None):
-        return "null"
-    origin = get_origin(hint)
-    if origin is Union or origin is types.UnionType:
-        return " or ".join(_name(option) for option in get_args(hint))
-    if origin is list:
-        return f"an array of {_name(get_args(hint)[0]).removeprefix('a ').removeprefix('an ')}s"
-    if origin is dict or is_typeddict(hint):
-        return "an object"
-    return {str: "a string", bool: "a boolean", int: "an integer"}.get(hint, str(hint))
 
 
 def _kind(value: Any) -> str:
