@@ -25,7 +25,7 @@ def test_request_and_spec_without_the_binary(tmp_path: Path, monkeypatch: pytest
         tool = runtime.ctx.require(TOOLS).get("pwsh")
         assert isinstance(tool, ShellTool)
         execution = ToolExecution("pwsh", "p1", agent=AgentRef("main", session.header))
-        request = tool.request({"command": "Get-ChildItem env:"}, execution)
+        request = tool.request({"command": "Get-ChildItem env:", "env": {"DSH_X": "spoof"}}, execution)
         assert request.shell == "pwsh" and request.env == {}
         assert request.dsh_env["DSH_SESSION_ID"] == session.id
         spec = LocalExecutor().spec(request)

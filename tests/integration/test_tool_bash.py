@@ -33,30 +33,32 @@ def test_tools_are_registered_with_companions(runtime: Runtime) -> None:
     assert {"bash", "bash_output", "bash_stop", "pwsh", "pwsh_output", "pwsh_stop", "spawn_agent"} <= set(names)
 
 
-def test_model_env_and_stdin_are_refused_in_the_foreground(runtime: Runtime, tmp_path: Path) -> None:
+def test_model_env_and_stdin_are_ignored_in_the_foreground(runtime: Runtime, tmp_path: Path) -> None:
     session = runtime.ctx.require(SESSIONS).create(tmp_path)
-    marker = tmp_path / "ran"
     result = _call(
         runtime,
         session,
-        {"command": f"touch {marker}", "env": {"DSH_SESSION_ID": "spoofed", "EXTRA": "1"}, "stdin": "evil\n"},
+        {
+            "command": 'read -t 1 line; echo "id=$DSH_SESSION_ID stdin=${line:-none} x=${EXTRA:-unset}"',
+            "env": {"DSH_SESSION_ID": "spoofed", "EXTRA": "1"},
+            "stdin": "evil\n",
+        },
     )
-    assert result.is_error and result.output.startswith("argument 'env' is not one bash takes")
-    assert not marker.exists()
-    # Without them, the child has its own session and no standard input.
-    ran = _call(runtime, session, {"command": 'read -t 1 line; echo "id=$DSH_SESSION_ID stdin=${line:-none}"'})
-    assert ran.data["stdout"] == f"id={session.id} stdin=none\n"
+    assert result.data["stdout"] == f"id={session.id} stdin=none x=unset\n"
 
 
-def test_model_env_is_refused_in_the_background(runtime: Runtime, tmp_path: Path) -> None:
+def test_model_env_is_ignored_in_the_background(runtime: Runtime, tmp_path: Path) -> None:
     session = runtime.ctx.require(SESSIONS).create(tmp_path)
 
-    async def scenario() -> tuple[str, str]:
+    async def scenario() -> str:
         tools = runtime.ctx.require(TOOLS)
         execution = ToolExecution("bash", "bg", agent=AgentRef("main", session.header))
-        command = 'echo "id=$DSH_SESSION_ID j=$DSH_SESSION_JSONL"'
-        args = {"command": command, "run_in_background": True}
-        refused = await tools.get("bash")({**args, "env": {"DSH_SESSION_ID": "spoofed"}}, execution)  # type: ignore[misc]
+        args = {
+            "command": 'echo "id=$DSH_SESSION_ID j=$DSH_SESSION_JSONL"',
+            "run_in_background": True,
+            "env": {"DSH_SESSION_ID": "spoofed"},
+            "stdin": "x",
+        }
         started = await tools.get("bash")(args, execution)  # type: ignore[misc]
         task_id = started.data["task_id"]
         output = ""
@@ -66,13 +68,11 @@ def test_model_env_is_refused_in_the_background(runtime: Runtime, tmp_path: Path
             if read.data["exit_code"] is not None:
                 break
             await asyncio.sleep(0.02)
-        return refused.output, output
+        return output
 
     location = session.locate()
     assert location is not None
-    refused, output = asyncio.run(scenario())
-    assert refused.startswith("argument 'env' is not one bash takes")
-    assert output == f"id={session.id} j={location.path}\n"
+    assert asyncio.run(scenario()) == f"id={session.id} j={location.path}\n"
 
 
 def test_each_call_collects_a_fresh_snapshot(runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

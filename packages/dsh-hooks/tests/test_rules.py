@@ -114,9 +114,6 @@ def test_tool_inputs_translate_to_each_peer_and_back() -> None:
         "bash",
     )
     assert rewrite.updated_input == {"command": "ls", "timeout": 1.0} and rewrite.decision == "allow"
-    # Claude Code's own Bash field, which dsh's closed schema lacks: dropped, never a sandbox turned off.
-    echoed = {"command": "ls", "description": "list", "dangerouslyDisableSandbox": True}
-    assert dsh_tool_input("claude", "bash", echoed) == {"command": "ls", "description": "list"}
 
 
 def test_a_bad_hooks_file_is_a_plugin_error_carrying_the_file(tmp_path: Path) -> None:

@@ -97,11 +97,9 @@ def test_a_call_runs_with_the_managed_snapshot_and_reports_the_exit_code(harness
     assert result.data["exit_code"] == 3 and result.value is not None
 
 
-def test_arguments_the_schema_does_not_name_are_refused_and_never_reach_the_child(harness: Harness) -> None:
-    # The schema closes the object: a smuggled `env` or a misspelt flag is refused, not ignored.
-    result = harness.call({"command": "touch x", "env": {"INJECTED": "yes"}, "stdin": "smuggled"})
-    assert result.is_error and result.output.startswith("argument 'env' is not one bash takes (it takes: command, ")
-    assert not (harness.cwd / "x").exists()
+def test_arguments_the_schema_does_not_name_never_reach_the_child(harness: Harness) -> None:
+    result = harness.call({"command": 'echo "${INJECTED-unset}"; cat', "env": {"INJECTED": "yes"}, "stdin": "smuggled"})
+    assert not result.is_error and result.output == "unset\n[exit code: 0]"
 
 
 @pytest.mark.parametrize(
@@ -122,7 +120,6 @@ def test_arguments_the_schema_does_not_name_are_refused_and_never_reach_the_chil
             "argument 'run_in_background' must be a boolean, not 'yes'",
         ),
         ({"command": "touch x", "description": 5}, "argument 'description' must be a string, not 5"),
-        ({"command": "touch x", "run_in_backgrund": True}, "argument 'run_in_backgrund' is not one bash takes"),
     ],
 )
 def test_bad_arguments_are_an_error_result_and_nothing_runs(

@@ -165,10 +165,6 @@ class ClaudeCode(HookDialect):
 
     def dsh_input(self, tool: str, peer_input: Mapping[str, Any]) -> dict[str, Any]:
         value = dict(peer_input)
-        if tool in _SHELL_TOOLS:
-            # Claude Code's Bash takes it and dsh's shell tools do not (their schema is closed): a
-            # hook echoing Claude Code's input keeps working, and no hook turns a sandbox off.
-            value.pop("dangerouslyDisableSandbox", None)
         if tool in _SHELL_TOOLS and _seconds(value.get("timeout")):
             value["timeout"] = value["timeout"] / 1000
         if tool == "spawn_agent" and "subagent_type" in value:

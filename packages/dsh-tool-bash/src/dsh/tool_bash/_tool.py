@@ -155,16 +155,8 @@ class ShellTool:
 
         ``dsh_env`` is that snapshot when the caller already collected it (without blocking its loop).
         """
-        known = self.spec.parameters["properties"]
-        unknown = sorted(str(key) for key in arguments if key not in known)
-        if unknown:  # the schema closes the object: a misspelt flag must not silently mean its default
-            raise ArgumentError(
-                f"argument '{unknown[0]}' is not one {self.spec.name} takes (it takes: {', '.join(known)})",
-                argument=unknown[0],
-                tool=self.spec.name,
-            )
         for flag, kind in (("run_in_background", bool), ("description", str)):
-            if flag in arguments and not isinstance(arguments[flag], kind):
+            if flag in arguments and not isinstance(arguments[flag], kind):  # else "yes" ran in the foreground
                 raise ArgumentError(
                     f"argument '{flag}' must be a {'boolean' if kind is bool else 'string'}, not {arguments[flag]!r}",
                     argument=flag,
