@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh.testing import STALLED_TIMEOUT, group_members, stall, stalled_command, wait_for_group_end
+from dsh.testing import STALLED_TIMEOUT, stall, stalled_command, wait_for_group_end, wait_for_group_size
 from tests.helpers import dsh
 from tests.integration.serve_support import ServeProcess
 
@@ -154,7 +154,7 @@ def test_sigkill_of_dsh_ends_the_commands_whole_group(tmp_path: Path, served: Se
             assert proc.poll() is None and time.monotonic() < deadline, "the command never started"
             time.sleep(0.01)
         pgid = int(marker.read_text())
-        assert len(group_members(pgid)) == 3
+        assert len(wait_for_group_size(pgid, 3)) == 3  # the shell and its two sleeps (the mv may still exit)
         os.kill(proc.pid if served is None else served.pid, signal.SIGKILL)
         left = wait_for_group_end(pgid)
         for pid in left:

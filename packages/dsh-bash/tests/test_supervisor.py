@@ -14,7 +14,7 @@ import pytest
 
 from dsh.bash import BashExecRequest, LocalExecutor
 from dsh.bash._supervisor import supervisor_pid
-from dsh.testing import group_members, wait_for_group_end
+from dsh.testing import group_members, wait_for_group_end, wait_for_group_size
 
 KILLED_RUN = """
 import asyncio, sys
@@ -50,11 +50,7 @@ def test_sigkill_of_the_dsh_process_kills_its_commands_whole_group(tmp_path: Pat
     marker = tmp_path / "pgid"
     proc = subprocess.Popen([sys.executable, "-c", KILLED_RUN, how, str(marker)])
     pgid = _started(proc, marker)
-    # The shell and its two sleeps (the `mv` that published the marker may still be exiting).
-    deadline = time.monotonic() + 10
-    while len(group_members(pgid)) != 3 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert len(group_members(pgid)) == 3
+    assert len(wait_for_group_size(pgid, 3)) == 3  # the shell and its two sleeps
     proc.kill()
     proc.wait()
     left = wait_for_group_end(pgid)

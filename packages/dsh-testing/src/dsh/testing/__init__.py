@@ -9,7 +9,7 @@ a loopback HTTP server replaying recorded replies, for model providers' tests.
 
 from ._dists import dsh, make_dist, remove_dist, touch_dir
 from ._endpoint import Endpoint, Seen, load_exchanges
-from ._processes import STALLED_TIMEOUT, group_members, stall, stalled_command, wait_for_group_end
+from ._processes import STALLED_TIMEOUT, group_members, stall, stalled_command, wait_for_group_end, wait_for_group_size
 from ._uid import OTHER_UID, as_other_uid, fork_as_other_uid, needs_root
 
 __all__ = [
@@ -29,4 +29,5 @@ __all__ = [
     "stalled_command",
     "touch_dir",
     "wait_for_group_end",
+    "wait_for_group_size",
 ]

@@ -55,9 +55,18 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
+def wait_for_group_size(pgid: int, size: int, timeout: float = 10) -> list[int]:
+    """Wait until group ``pgid`` has ``size`` live members, at most ``timeout`` seconds; its members then.
+
+    A short-lived member (the ``mv`` that published a marker file) may still be exiting when a test
+    first looks.
+    """
+    deadline = time.monotonic() + timeout
+    while len(members := group_members(pgid)) != size and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return members
+
+
 def wait_for_group_end(pgid: int, timeout: float = 10) -> list[int]:
     """Wait until group ``pgid`` has no live member, at most ``timeout`` seconds; the members left."""
-    deadline = time.monotonic() + timeout
-    while (members := group_members(pgid)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return members
+    return wait_for_group_size(pgid, 0, timeout)
