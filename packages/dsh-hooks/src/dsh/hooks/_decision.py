@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any, Literal
 
 from ._dialect import Dialect, dialect_of
@@ -63,8 +62,8 @@ def unknown_status(dialect: Dialect, event: str, command: str, stdout: str, stde
 def _refusal(base: HookReport, event: str, why: str, reason: str) -> HookReport:
     """``base`` failed with ``why``; at a gate it also refuses, with ``reason``."""
     if event in GATE_EVENTS:
-        return replace(base, blocked=True, reason=reason, error=why)
-    return replace(base, error=why)
+        return base._replace(blocked=True, reason=reason, error=why)
+    return base._replace(error=why)
 
 
 def not_started(
@@ -99,8 +98,7 @@ def _permission_answer(
     answer: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     behavior = answer.get("behavior")
     stop = output.get("continue") is False
-    base = replace(
-        base,
+    base = base._replace(
         stop=stop,
         stop_reason=_text(output.get("stopReason")) if stop else None,
         system_message=_text(output.get("systemMessage")),
@@ -111,14 +109,14 @@ def _permission_answer(
     peer = dialect_of(dialect)
     if peer.reserved_answer_fails_closed and behavior in ("allow", "deny") and reserved:
         why = f"a {peer.peer} PermissionRequest answer with {', '.join(reserved)} fails closed"
-        return replace(base, blocked=True, decision="deny", reason=why)
+        return base._replace(blocked=True, decision="deny", reason=why)
     if behavior == "deny":
         reason = _text(answer.get("message")) or f"denied by PermissionRequest hook: {base.command}"
-        return replace(base, blocked=True, decision="deny", reason=reason)
+        return base._replace(blocked=True, decision="deny", reason=reason)
     if behavior == "allow":
         updated = answer.get("updatedInput")
         rewrite = dsh_tool_input(dialect, tool, updated) if isinstance(updated, Mapping) and tool else None
-        return replace(base, decision="allow", updated_input=rewrite)
+        return base._replace(decision="allow", updated_input=rewrite)
     return base
 
 
@@ -137,19 +135,19 @@ def interpret(
     if exit_code == 2:
         why = stderr.strip()
         if not peer.blocks_without_reason and not why:
-            return replace(base, error=f"exited 2 without a reason on stderr; {peer.peer} does not block on that")
+            return base._replace(error=f"exited 2 without a reason on stderr; {peer.peer} does not block on that")
         if event not in BLOCKING_EVENTS:
-            return replace(base, error=f"exited 2 ({event} cannot block): {why[:500]}")
-        return replace(base, blocked=True, reason=why or f"blocked by hook: {command}")
+            return base._replace(error=f"exited 2 ({event} cannot block): {why[:500]}")
+        return base._replace(blocked=True, reason=why or f"blocked by hook: {command}")
     if exit_code != 0:
-        return replace(base, error=f"exited with status {exit_code}: {stderr.strip()[:500]}".rstrip(": "))
+        return base._replace(error=f"exited with status {exit_code}: {stderr.strip()[:500]}".rstrip(": "))
     output = _read_json(stdout)
     if output is None:
         text = stdout.strip()
         if peer.invalid_json_fails and text.startswith("{"):
             # Such a dialect fails a hook whose stdout looks like JSON but is not; others read it as text.
-            return replace(base, error=f"printed invalid JSON on stdout: {text[:200]}")
-        return replace(base, additional_context=text) if text and event in CONTEXT_EVENTS else base
+            return base._replace(error=f"printed invalid JSON on stdout: {text[:200]}")
+        return base._replace(additional_context=text) if text and event in CONTEXT_EVENTS else base
     raw_specific = output.get("hookSpecificOutput")
     specific: Mapping[str, Any] = raw_specific if isinstance(raw_specific, Mapping) else {}
     decision: Literal["allow", "deny", "ask"] | None = None
@@ -169,8 +167,7 @@ def interpret(
     updated_input = None
     if isinstance(updated, Mapping) and event == "PreToolUse" and not blocked and tool is not None:
         updated_input = dsh_tool_input(dialect, tool, updated)
-    return replace(
-        base,
+    return base._replace(
         blocked=blocked,
         reason=reason,
         stop=stop,

@@ -14,8 +14,8 @@ import os
 import shlex
 import subprocess
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from dsh.bash import BashExecRequest, LocalExecutor
 from dsh.paths import create_private_file, ensure_private_dir
@@ -25,8 +25,7 @@ from ._outcome import HookReport
 from ._table import Dialect, HookCommand
 
 
-@dataclass
-class DetachedHook:
+class DetachedHook(NamedTuple):
     """One ``async`` hook started detached: where its output and status go, and how to read them."""
 
     dialect: Dialect

@@ -7,8 +7,7 @@ How a finished hook's exit code and output become a report is :mod:`._decision`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 if TYPE_CHECKING:
     from ._table import Dialect
@@ -19,8 +18,7 @@ STOP_BLOCK_CAP = 8
 next one is overridden: the agent stops, with a notice."""
 
 
-@dataclass(frozen=True)
-class HookReport:
+class HookReport(NamedTuple):
     """How one hook command ran and what it decided."""
 
     dialect: Dialect
@@ -76,22 +74,20 @@ class HookReport:
         return row
 
 
-@dataclass(frozen=True)
-class Notice:
+class Notice(NamedTuple):
     """A line for the user: a hook's ``systemMessage`` or a warning about a hook that failed."""
 
     kind: Literal["message", "warning"]
     text: str
 
 
-@dataclass(frozen=True)
-class HookOutcome:
+class HookOutcome(NamedTuple):
     """The merged result of every hook that ran for one event."""
 
     reports: tuple[HookReport, ...] = ()
     ask: Literal["deny", "allow"] = "deny"
     """What a PreToolUse ``ask`` means with no one to approve it (``hooks.ask`` in the config)."""
-    warnings: tuple[str, ...] = field(default=())
+    warnings: tuple[str, ...] = ()
     """Problems outside any one hook's run (an env file export dsh refused, say)."""
 
     @property

@@ -8,8 +8,9 @@ missing value or path, and which keys each event may carry.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
+
+from dsh.core import EMPTY_MAPPING
 
 from ._dialect import Dialect, dialect_of
 
@@ -52,8 +53,7 @@ def _peer_call(dialect: Dialect, call: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True)
-class HookFacts:
+class HookFacts(NamedTuple):
     """What the harness knows when an event fires, independent of dialect."""
 
     event: str
@@ -64,7 +64,7 @@ class HookFacts:
     model: str
     permission_mode: str
     turn_id: str | None = None
-    fields: Mapping[str, Any] = field(default_factory=dict)
+    fields: Mapping[str, Any] = EMPTY_MAPPING
     """The event's own fields in dsh's terms (``tool_name`` ``bash``, ``tool_input`` as called)."""
 
 

@@ -18,9 +18,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from dsh.core import Context, Disposer, Plugin, ServiceKey
 from dsh.paths import UntrustedPathError, check_trusted, ensure_private_dir
@@ -47,8 +46,7 @@ SKILL_SOURCE_PREFIX = "claude-plugin:"
 """A plugin's skills are the source ``claude-plugin:<name>``."""
 
 
-@dataclass(frozen=True)
-class ClaudePlugin:
+class ClaudePlugin(NamedTuple):
     """A loaded Claude Code plugin folder."""
 
     name: str
@@ -131,10 +129,9 @@ def with_plugin(table: HookTable, root: Path, data: Path | None) -> HookTable:
     """``table`` with each command marked as the plugin's (its environment gets the plugin's folders)."""
     events = {
         event: tuple(
-            replace(
-                group,
+            group._replace(
                 hooks=tuple(
-                    replace(h, plugin_root=str(root), plugin_data=None if data is None else str(data))
+                    h._replace(plugin_root=str(root), plugin_data=None if data is None else str(data))
                     for h in group.hooks
                 ),
             )
@@ -142,7 +139,7 @@ def with_plugin(table: HookTable, root: Path, data: Path | None) -> HookTable:
         )
         for event, groups in table.events.items()
     }
-    return replace(table, events=events)
+    return table._replace(events=events)
 
 
 def plugin_names(plugins: Iterable[ClaudePlugin]) -> list[str]:

@@ -17,8 +17,7 @@ import fnmatch
 import functools
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
@@ -27,8 +26,7 @@ _RULE = re.compile(r"\s*([A-Za-z][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*", re.DOTALL)
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=\S*\s+")
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     """A parsed permission rule."""
 
     tool: str

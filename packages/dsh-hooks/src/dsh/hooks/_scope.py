@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -11,8 +10,7 @@ if TYPE_CHECKING:
     from dsh.session import SessionEvent, SessionHeader
 
 
-@dataclass(frozen=True)
-class HookScope:
+class HookScope(NamedTuple):
     """Where an event fires: the session whose identity payloads carry, and the agent inside it."""
 
     header: SessionHeader

@@ -18,7 +18,6 @@ import contextlib
 import itertools
 import json
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -214,7 +213,7 @@ class HookRunner:
         )
         if env_files:
             warnings = await self._env_files.load(self.executor, header.id, header.cwd, env_files)
-            outcome = replace(outcome, warnings=outcome.warnings + tuple(warnings))
+            outcome = outcome._replace(warnings=outcome.warnings + tuple(warnings))
         return outcome
 
     async def user_prompt(self, scope: HookScope, prompt: str) -> HookOutcome:
@@ -386,7 +385,7 @@ class HookRunner:
         ended = [d for d in self._detached if d.finished()]
         for detached in ended:
             self._detached.remove(detached)
-            reports.append(replace(detached.report(), background=True, finished=next(self._order)))
+            reports.append(detached.report()._replace(background=True, finished=next(self._order)))
             detached.discard()
         reports.extend(self._failed_async)
         self._failed_async.clear()
@@ -516,4 +515,4 @@ class HookRunner:
         tool_input: Mapping[str, Any] | None,
     ) -> HookReport:
         report = await run_hook(self.executor, dialect, event, hook, payload, cwd, env, tool, tool_input)
-        return replace(report, background=hook.run_async, finished=next(self._order))
+        return report._replace(background=hook.run_async, finished=next(self._order))

@@ -10,8 +10,9 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
+
+from dsh.core import EMPTY_MAPPING
 
 from ._dialect import Dialect as Dialect  # re-exported: the name tables and tests use
 from ._dialect import dialect_of
@@ -22,8 +23,7 @@ DEFAULT_TIMEOUT = 600.0
 _EXACT_MATCHER = re.compile(r"[A-Za-z0-9_|]+")
 
 
-@dataclass(frozen=True)
-class HookCommand:
+class HookCommand(NamedTuple):
     """One command hook, normalised from either dialect."""
 
     command: str
@@ -55,8 +55,7 @@ class HookCommand:
         return (self.command, self.args, self.shell, self.plugin_root)
 
 
-@dataclass(frozen=True)
-class MatcherGroup:
+class MatcherGroup(NamedTuple):
     """Hooks that run when ``matcher`` matches the event's subject."""
 
     matcher: str | None
@@ -68,12 +67,11 @@ class MatcherGroup:
         return matcher_matches(self.dialect, self.matcher, subjects)
 
 
-@dataclass(frozen=True)
-class HookTable:
+class HookTable(NamedTuple):
     """Event name -> matcher groups of one dialect, as under the ``hooks`` key of the peer's file."""
 
     dialect: Dialect
-    events: Mapping[str, tuple[MatcherGroup, ...]] = field(default_factory=dict)
+    events: Mapping[str, tuple[MatcherGroup, ...]] = EMPTY_MAPPING
     source: str = ""
     disabled: bool = False
     """``disableAllHooks: true``: the file's hooks load but never run."""

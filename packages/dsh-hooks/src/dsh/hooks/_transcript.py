@@ -22,7 +22,6 @@ import os
 import stat
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -41,15 +40,17 @@ _NAMESPACE = uuid.UUID("5b0e4a0c-2f6e-4a3e-9d1f-6d7368686b73")
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
-@dataclass
 class _Lines:
     """What rendering needs to remember between calls: the chain's end and the tool calls announced."""
 
-    header: SessionHeader
-    model: str
-    parent: str | None = None
-    tool_ids: dict[str, str] = field(default_factory=dict)
-    """dsh call id -> the ``tool_use`` id an assistant line gave it (a supplied id may differ)."""
+    __slots__ = ("header", "model", "parent", "tool_ids")
+
+    def __init__(self, header: SessionHeader, model: str) -> None:
+        self.header = header
+        self.model = model
+        self.parent: str | None = None
+        self.tool_ids: dict[str, str] = {}
+        """dsh call id -> the ``tool_use`` id an assistant line gave it (a supplied id may differ)."""
 
     def line(self, index: int, part: int, kind: str, message: dict[str, Any], at: float, **extra: Any) -> str:
         line_id = str(uuid.uuid5(_NAMESPACE, f"{self.header.id}/{index}/{part}"))
@@ -163,14 +164,18 @@ class _Lines:
         return [self.line(index, 0, "user", {"role": "user", "content": [block]}, at, toolUseResult=result)]
 
 
-@dataclass
 class _View:
-    path: Path
-    lines: _Lines
-    count: int
-    """Events rendered so far."""
-    identity: tuple[int, int, int]
-    """(device, inode, size) of the file as this process last left it."""
+    """One view this process wrote, and how far it got (updated as events are appended)."""
+
+    __slots__ = ("count", "identity", "lines", "path")
+
+    def __init__(self, path: Path, lines: _Lines, count: int, identity: tuple[int, int, int]) -> None:
+        self.path = path
+        self.lines = lines
+        self.count = count
+        """Events rendered so far."""
+        self.identity = identity
+        """(device, inode, size) of the file as this process last left it."""
 
 
 class ClaudeTranscripts:
