@@ -6,10 +6,10 @@ from pathlib import Path
 
 import dsh.loader
 from dsh.bash_env import BASH_ENV, plugin
-from dsh.core import DSH_HOME, Context, Plugin
+from dsh.core import Context, Plugin
 from dsh.persistence.jsonl import JsonlPersistence
 from dsh.persistence.sqlite import SqlitePersistence
-from dsh.session import AgentRef, SessionHeader, ToolExecution
+from dsh.session import DSH_HOME, AgentRef, SessionHeader, ToolExecution
 from dsh.session.persistence import SESSION_PERSISTENCE
 
 HEADER = SessionHeader(id="sess-1", cwd="/work/project")

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh.core import DSH_HOME, FiberState
+from dsh.core import FiberState
 from dsh.loader import (
     BootError,
     Deployment,
@@ -14,6 +14,7 @@ from dsh.loader import (
     load_deployment,
     parse_deployment,
 )
+from dsh.session import DSH_HOME
 
 
 def _write(tmp_path: Path, text: str) -> Path:

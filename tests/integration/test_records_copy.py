@@ -12,8 +12,7 @@ import pytest
 
 from dsh.bash import BashExecRequest
 from dsh.bash_env import BashEnvRegistry, FunctionContributor
-from dsh.core import EMPTY_MAPPING, ReadOnlyDict
-from dsh.session import ToolExecution, ToolResult
+from dsh.session import EMPTY_MAPPING, ReadOnlyDict, ToolExecution, ToolResult
 
 
 @pytest.mark.parametrize("record", [ToolResult("x"), BashExecRequest(command="true")])

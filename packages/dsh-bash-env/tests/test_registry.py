@@ -18,8 +18,8 @@ from dsh.bash_env import (
     VariableSpec,
     plugin,
 )
-from dsh.core import DSH_HOME, Context, FiberState, FieldError, Plugin
-from dsh.session import AgentRef, SessionHeader, ToolExecution
+from dsh.core import Context, FiberState, FieldError, Plugin
+from dsh.session import DSH_HOME, AgentRef, SessionHeader, ToolExecution
 
 HEADER = SessionHeader(id="sess-1", cwd="/work/project")
 AGENT_CALL = ToolExecution("bash", "c1", agent=AgentRef("main", HEADER), turn_id="sess-1:turn-1")

@@ -8,8 +8,8 @@ from typing import Any
 import dsh.loader
 from dsh.bash import SHELL_EXECUTOR, LocalExecutor, Mount, World
 from dsh.bash_env import BASH_ENV, plugin
-from dsh.core import DSH_HOME, Plugin
-from dsh.session import AgentRef, SessionHeader, SessionLocation, ToolExecution
+from dsh.core import Plugin
+from dsh.session import DSH_HOME, AgentRef, SessionHeader, SessionLocation, ToolExecution
 from dsh.session.persistence import SESSION_PERSISTENCE
 
 

@@ -6,7 +6,9 @@ import json
 import subprocess
 import sys
 
-HEAVY = ["asyncio", "pydantic", "yaml", "logging", "dsh.bash", "dsh.session", "dsh.hooks._service", "dsh.hooks._load"]
+# Not dsh.session: the plugin reads the deployment's home key from it, and every deployment's loader
+# stands on it anyway.
+HEAVY = ["asyncio", "pydantic", "yaml", "logging", "dsh.bash", "dsh.hooks._service", "dsh.hooks._load"]
 
 
 def _loaded_after(code: str, extra: list[str] | None = None) -> list[str]:

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 import dsh.loader
-from dsh.core import DSH_HOME, Context, FiberState
+from dsh.core import Context, FiberState
 from dsh.loader import EntryPointItem
-from dsh.session import TOOLS, ToolExecution, ToolResult, tools_plugin
+from dsh.session import DSH_HOME, TOOLS, ToolExecution, ToolResult, tools_plugin
 from dsh.skills import SKILLS, SKILLS_GROUP, SkillError, plugin
 from dsh.skills._plugin import SKILL_DESCRIPTION, skill_root
 

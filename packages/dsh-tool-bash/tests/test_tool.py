@@ -16,8 +16,8 @@ import dsh.loader
 from dsh.bash import SHELL_EXECUTOR, LocalExecutor
 from dsh.bash_env import BASH_ENV, FunctionContributor
 from dsh.bash_env import plugin as bash_env_plugin
-from dsh.core import DSH_HOME, Fiber, FiberState
-from dsh.session import TOOLS, AgentRef, SessionHeader, ToolExecution, ToolResult, tools_plugin
+from dsh.core import Fiber, FiberState
+from dsh.session import DSH_HOME, TOOLS, AgentRef, SessionHeader, ToolExecution, ToolResult, tools_plugin
 from dsh.tool_bash import ShellTool
 from dsh.tool_bash import plugin as tool_bash_plugin
 

@@ -18,8 +18,8 @@ import pytest
 import dsh.loader
 from dsh.bash import SHELL_EXECUTOR, LocalExecutor
 from dsh.bash_env import plugin as bash_env_plugin
-from dsh.core import DSH_HOME, Context, FiberState
-from dsh.session import TOOLS, AgentRef, SessionHeader, ToolExecution, ToolResult, tools_plugin
+from dsh.core import Context, FiberState
+from dsh.session import DSH_HOME, TOOLS, AgentRef, SessionHeader, ToolExecution, ToolResult, tools_plugin
 from dsh.tool_bash import plugin as tool_bash_plugin
 from dsh.tool_pwsh import PWSH_DESCRIPTION
 from dsh.tool_pwsh import plugin as tool_pwsh_plugin

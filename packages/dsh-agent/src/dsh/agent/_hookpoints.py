@@ -63,7 +63,7 @@ class HookPoints:
             if self.notify is not None:
                 self.notify(notice)
             else:
-                from dsh.core.log import logger
+                from dsh.paths.log import logger
 
                 logger("dsh.agent").warning("%s", notice.text)
         return outcome

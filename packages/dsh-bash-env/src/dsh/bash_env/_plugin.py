@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from dsh.bash import DSH_ENV_PREFIX, SHELL_EXECUTOR, Executor, World, world_of
-from dsh.core import Context, FieldError, Plugin, plugin_home
+from dsh.core import Context, FieldError, Plugin
 from dsh.loader import EntryPointItem, follow_group
-from dsh.session import ToolExecution
+from dsh.session import ToolExecution, plugin_home
 from dsh.session.persistence import SESSION_PERSISTENCE, SessionPersistence
 
 from ._declare import BUILTIN_DISTRIBUTION, as_contributor

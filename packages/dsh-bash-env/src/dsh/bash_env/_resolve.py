@@ -16,9 +16,9 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Union
 
-from dsh.core import ReadOnlyDict, describe
+from dsh.core import describe
 from dsh.loader import EntryPointItem
-from dsh.session import ToolExecution
+from dsh.session import ReadOnlyDict, ToolExecution
 
 from ._declare import MAX_SNAPSHOT_BYTES, MAX_VALUE_BYTES, Contributor
 from ._errors import CollectionError

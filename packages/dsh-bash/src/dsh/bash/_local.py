@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from dsh.core import DSH_HOME, Context, Plugin, ServiceKey
+from dsh.core import Context, Plugin, ServiceKey
 from dsh.paths import resolve_dsh_home
+from dsh.session import DSH_HOME
 
 from ._capture import Capture
 from ._child import Ended

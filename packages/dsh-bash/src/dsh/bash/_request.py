@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from dsh.core import EMPTY_MAPPING
+from dsh.session import EMPTY_MAPPING
 
 from ._env import Shell
 

@@ -14,8 +14,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from dsh.core import DshError
-from dsh.core.log import configure_command
 from dsh.paths import signals
+from dsh.paths.log import configure_command
 from dsh.session import SessionLockedError, SessionNotFoundError
 
 from ._fast._choice import choose_deployment, relative_home

@@ -7,7 +7,6 @@ the separate ``dsh.loader``: the kernel names no validation library and reaches 
 """
 
 from ._context import Context
-from ._empty import EMPTY_MAPPING, ReadOnlyDict
 from ._errors import (
     DshError,
     EscapedError,
@@ -18,13 +17,10 @@ from ._errors import (
     describe,
 )
 from ._fiber import Effect, Fiber, FiberState, Guard
-from ._home import DSH_HOME, plugin_home
 from ._plugin import ConfigValidator, Plugin, plugin_config
 from ._services import Disposer, Registry, Service, ServiceKey
 
 __all__ = [
-    "DSH_HOME",
-    "EMPTY_MAPPING",
     "ConfigValidator",
     "Context",
     "Disposer",
@@ -37,7 +33,6 @@ __all__ = [
     "Guard",
     "Plugin",
     "PluginError",
-    "ReadOnlyDict",
     "RegistrationConflictError",
     "Registry",
     "Service",
@@ -45,5 +40,4 @@ __all__ = [
     "ServiceKey",
     "describe",
     "plugin_config",
-    "plugin_home",
 ]

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 def _log_error(message: str, *args: object) -> None:
-    from .log import logger  # logging is imported only when there is something to log
+    from dsh.paths.log import logger  # logging is imported only when there is something to log
 
     logger("dsh.core").error(message, *args)
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from dsh.core import DSH_HOME, Context, Plugin
+from dsh.core import Context, Plugin
+from dsh.session import DSH_HOME
 
 from ._key import HOOKS
 
@@ -63,7 +64,7 @@ def _apply(ctx: Context, config: HooksConfig) -> None:
         extra = dialect.extra_tables(ctx, config, base, home)
         tables[dialect.name] = merge_tables(dialect.name, [own, *extra], own.source) if extra else own
     if any(table.warnings for table in tables.values()):
-        from dsh.core.log import logger  # only to report them: a clean hooks config loads no logging
+        from dsh.paths.log import logger  # only to report them: a clean hooks config loads no logging
 
         for table in tables.values():
             for warning in table.warnings:

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from dsh.bash import Executor, LocalExecutor
-from dsh.core import DSH_HOME, Context
-from dsh.core.log import logger
-from dsh.session import SessionHeader
+from dsh.core import Context
+from dsh.paths.log import logger
+from dsh.session import DSH_HOME, SessionHeader
 from dsh.session.persistence import SESSION_PERSISTENCE
 
 from ._dialect import Dialect, TranscriptViews, dialect_of, dialects

@@ -191,6 +191,6 @@ def resolve_home(deployment: Deployment, env: Mapping[str, str] | None = None) -
     """The one harness home of a deployment: its ``dsh_home``, else ``$DSH_HOME``, else ``~/.dsh``.
 
     Plugins read it from the ``dsh_home`` service; one that also takes a ``dsh_home`` setting
-    checks that it agrees (:func:`dsh.core.plugin_home`).
+    checks that it agrees (:func:`dsh.session.plugin_home`).
     """
     return resolve_dsh_home(deployment.dsh_home, env)

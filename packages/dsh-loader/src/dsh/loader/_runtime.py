@@ -9,7 +9,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from dsh.core import (
-    DSH_HOME,
     Context,
     DshError,
     Fiber,
@@ -20,6 +19,7 @@ from dsh.core import (
     plugin_config,
 )
 from dsh.paths import ensure_private_dir
+from dsh.session import DSH_HOME
 from dsh.session.persistence import PERSISTENCE_GROUP
 
 from ._contain import contained, containment

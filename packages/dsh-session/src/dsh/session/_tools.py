@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
-from dsh.core import EMPTY_MAPPING, Disposer, Plugin, Registry, Service, ServiceKey
+from dsh.core import Disposer, Plugin, Registry, Service, ServiceKey
 
+from ._empty import EMPTY_MAPPING
 from ._frozen import Frozen, store
 from ._model import SessionHeader
 

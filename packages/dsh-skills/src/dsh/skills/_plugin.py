@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dsh.core import Context, Plugin, plugin_home
+from dsh.core import Context, Plugin
 from dsh.loader import EntryPointItem, follow_group
-from dsh.session import TOOLS, ToolExecution, ToolResult, ToolSpec
+from dsh.session import TOOLS, ToolExecution, ToolResult, ToolSpec, plugin_home
 
 from ._errors import SkillError
 from ._skills import SKILLS, SKILLS_GROUP, SkillRegistry

@@ -157,7 +157,7 @@ class JsonlPersistence:
         # An interrupted flush was never complete: drop it rather than glue the next one onto it.
         if end < size:
             os.ftruncate(fd, end)
-            from dsh.core.log import logger  # logging is imported only here, when there is news
+            from dsh.paths.log import logger  # logging is imported only here, when there is news
 
             logger("dsh.persistence.jsonl").warning(
                 "%s: cut an interrupted flush of %d bytes before appending", path, size - end

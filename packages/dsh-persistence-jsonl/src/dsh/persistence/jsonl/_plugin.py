@@ -6,7 +6,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from dsh.core import Context, Plugin, plugin_home
+from dsh.core import Context, Plugin
+from dsh.session import plugin_home
 from dsh.session.persistence import SESSION_PERSISTENCE
 
 from ._backend import JsonlPersistence

@@ -17,7 +17,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from dsh.core.log import adopt
+from dsh.paths.log import adopt
 from dsh.session import PersistenceError
 
 from ._schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE, lock_key

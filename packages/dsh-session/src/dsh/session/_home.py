@@ -5,13 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dsh.core import PluginError, ServiceKey
 from dsh.paths import resolve_dsh_home
 
-from ._errors import PluginError
-from ._services import ServiceKey
-
 if TYPE_CHECKING:
-    from ._context import Context
+    from dsh.core import Context
 
 DSH_HOME: ServiceKey[Path] = ServiceKey("dsh_home")
 """The harness home: resolved once per deployment by the loader, read by every plugin that needs it."""

@@ -15,7 +15,7 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
 
 def test_configuring_the_command_does_not_import_logging() -> None:
     done = _run(
-        "import sys; from dsh.core.log import configure_command; configure_command(debug=False); "
+        "import sys; from dsh.paths.log import configure_command; configure_command(debug=False); "
         "print('logging' in sys.modules)"
     )
     assert done.stdout == "False\n"
@@ -24,7 +24,7 @@ def test_configuring_the_command_does_not_import_logging() -> None:
 @pytest.mark.parametrize(("debug", "shown"), [(False, False), (True, True)])
 def test_the_command_shows_the_library_log_only_with_debug(debug: bool, shown: bool) -> None:
     done = _run(
-        "from dsh.core.log import configure_command, logger; "
+        "from dsh.paths.log import configure_command, logger; "
         f"configure_command(debug={debug}); logger('dsh.test').warning('a warning %s', 1)"
     )
     assert ("dsh: dsh.test: a warning 1" in done.stderr) is shown
@@ -32,14 +32,14 @@ def test_the_command_shows_the_library_log_only_with_debug(debug: bool, shown: b
 
 def test_without_the_command_logging_keeps_its_own_defaults() -> None:
     # A program embedding dsh did not ask for silence: a warning reaches stderr as logging does by default.
-    done = _run("from dsh.core.log import logger; logger('dsh.test').warning('plain warning')")
+    done = _run("from dsh.paths.log import logger; logger('dsh.test').warning('plain warning')")
     assert done.stderr == "plain warning\n"
 
 
 def test_a_program_s_own_logging_configuration_wins() -> None:
     done = _run(
         "import logging, sys; logging.basicConfig(stream=sys.stdout, format='mine: %(message)s'); "
-        "from dsh.core.log import configure_command, logger; configure_command(debug=False); "
+        "from dsh.paths.log import configure_command, logger; configure_command(debug=False); "
         "logger('dsh.test').warning('kept')"
     )
     assert done.stdout == "mine: kept\n"
@@ -50,7 +50,7 @@ def test_an_adopted_library_logger_with_its_own_level_follows_the_command(debug:
     # As psycopg does: its logger set to WARNING, which a root level alone would not silence.
     done = _run(
         "import logging; logging.getLogger('lib').setLevel(logging.WARNING); "
-        "from dsh.core.log import adopt, configure_command; "
+        "from dsh.paths.log import adopt, configure_command; "
         f"configure_command(debug={debug}); adopt('lib'); logging.getLogger('lib.pool').warning('discarding')"
     )
     assert ("dsh: lib.pool: discarding" in done.stderr) is shown
@@ -60,6 +60,6 @@ def test_an_adopted_library_logger_with_its_own_level_follows_the_command(debug:
 def test_adopting_outside_the_command_changes_nothing() -> None:
     done = _run(
         "import logging; logging.getLogger('lib').setLevel(logging.WARNING); "
-        "from dsh.core.log import adopt; adopt('lib'); logging.getLogger('lib').warning('as before')"
+        "from dsh.paths.log import adopt; adopt('lib'); logging.getLogger('lib').warning('as before')"
     )
     assert done.stderr == "as before\n"
