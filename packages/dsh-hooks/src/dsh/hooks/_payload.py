@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from dsh.core import EMPTY_MAPPING
+from dsh.session import EMPTY_MAPPING
 
 from ._dialect import Dialect, dialect_of
 

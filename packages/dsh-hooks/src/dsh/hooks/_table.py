@@ -12,7 +12,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
-from dsh.core import EMPTY_MAPPING
+from dsh.session import EMPTY_MAPPING
 
 from ._dialect import Dialect as Dialect  # re-exported: the name tables and tests use
 from ._dialect import dialect_of
