@@ -352,7 +352,7 @@ def test_the_readmes_two_commands_are_the_ones_ci_and_the_venv_layout_use() -> N
     # The set-up command runs `dsh exec` through the same Hatch, on the built-in default deployment.
     ((*launcher, verb, separator, line),) = setup
     assert launcher == [hatch, run, "dsh"] and (verb, separator) == ("exec", "--")
-    assert _meta(REPO / "packages" / "dsh-cli")["project"]["scripts"]["dsh"] == "dsh.cli._fast._client:run"
+    assert _meta(REPO / "packages" / "dsh-cli")["project"]["scripts"]["dsh"] == "dsh.cli._fast:run"
     table = {row.split("`")[1] for row in (REPO / "README.md").read_text().splitlines() if row.startswith("| `DSH_")}
     assert set(re.findall(r"\$(DSH_[A-Z_]+)", line)) <= table, "it shows only variables the README's table lists"
     assert "DSH_SESSION_JSONL" in line, "it shows where the default deployment's JSONL transcript is"

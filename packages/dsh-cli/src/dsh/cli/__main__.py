@@ -1,5 +1,5 @@
 """``python -m dsh.cli`` runs the ``dsh`` command."""
 
-from ._fast._client import run
+from ._fast import run
 
 run()
