@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -234,3 +236,30 @@ def test_a_stale_disposer_never_removes_a_later_registration() -> None:
     service.add("a", 2)
     old()
     assert service.names.get("a") == 2
+
+
+def test_a_named_tuple_config_needs_no_validator_when_empty_and_the_kernel_imports_no_dataclasses() -> None:
+    code = """
+import sys
+from typing import NamedTuple
+from dsh.core import Context, FiberState, Plugin
+
+class Config(NamedTuple):
+    port: int = 80
+
+class Needs(NamedTuple):
+    path: str
+
+got = []
+root = Context.root()
+assert root.plugin(Plugin(name="p", apply=lambda ctx, cfg: got.append(cfg), Config=Config)).state is FiberState.ACTIVE
+built = Plugin(name="q", apply=lambda ctx, cfg: got.append(cfg), Config=Config)
+assert root.plugin(built, Config(1)).state is FiberState.ACTIVE
+assert got == [Config(80), Config(1)], got
+needs = root.plugin(Plugin(name="n", apply=lambda ctx, cfg: None, Config=Needs), {})
+assert needs.state is FiberState.FAILED and "has a config to validate" in needs.error, needs.error  # a required field
+for module in ("dataclasses", "inspect"):
+    assert module not in sys.modules, f"the kernel imported {module}"
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr

@@ -1,11 +1,19 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from dsh.core import FieldError
 from dsh.loader import (
+    Catalog,
+    Deployment,
     DeploymentError,
+    ModelChoice,
+    PersistenceChoice,
+    PluginEntry,
+    ValidatedCache,
     load_deployment,
     parse_deployment,
 )
@@ -40,3 +48,49 @@ def test_yaml_syntax_and_shape_errors_name_the_file(tmp_path: Path) -> None:
         load_deployment(_write(tmp_path, "- a\n"))
     with pytest.raises(DeploymentError, match="cannot read deployment file"):
         load_deployment(tmp_path / "absent.yaml")
+
+
+def test_a_record_in_a_file_is_a_mapping_never_a_list_of_values(tmp_path: Path) -> None:
+    # pydantic alone builds a NamedTuple from a list, in field order: [sqlite] would be backend 'sqlite'.
+    with pytest.raises(DeploymentError, match=r"^d.yaml: field 'persistence' must be a mapping$"):
+        parse_deployment({"persistence": ["sqlite"]}, "d.yaml")
+    with pytest.raises(DeploymentError, match=r"^d.yaml: plugins\[1\] must be a mapping$"):
+        parse_deployment({"plugins": [{"id": "a"}, ["b", "c"]]}, "d.yaml")
+    with pytest.raises(DeploymentError, match=r"^d.yaml: field 'model' must be a mapping$"):
+        parse_deployment({"model": "anthropic"}, "d.yaml")
+    with pytest.raises(DeploymentError, match=r"^d.yaml: field 'plugins' must be a list$"):
+        parse_deployment({"plugins": "a"}, "d.yaml")
+
+
+def test_the_records_are_checked_named_tuples_built_in_code_as_from_a_file() -> None:
+    parsed = parse_deployment(
+        {"persistence": {"backend": "sqlite"}, "plugins": [{"id": "x"}], "model": {"provider": "m"}}
+    )
+    built = Deployment(persistence=PersistenceChoice("sqlite"), plugins=[PluginEntry("x")], model=ModelChoice("m"))
+    assert parsed == built and type(parsed.plugins) is tuple and type(parsed.plugins[0]) is PluginEntry
+    assert parsed.plugins[0].config == {} and parsed.persistence.config == {}
+    with pytest.raises(FieldError, match="entry id 'x' appears twice"):
+        built.replace(plugins=[PluginEntry("x"), PluginEntry("x", name="y")])  # replace() checks; _replace would not
+    assert built.replace(dsh_home=" ").dsh_home is None
+    for bad in (lambda: PluginEntry(""), lambda: PersistenceChoice(""), lambda: ModelChoice(" ")):
+        with pytest.raises(FieldError, match="must not be empty"):
+            bad()
+
+
+def test_a_cached_deployment_keeps_its_model_and_every_record_s_type(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path, "model: {provider: anthropic, config: {model: x}}\nplugins:\n  - {id: a, config: {k: [1]}}\n"
+    )
+    cached = str(tmp_path / "validated.cache")
+    first = ValidatedCache(cached, Catalog().key)
+    validated = load_deployment(path, validated=first)
+    first.save()
+    (form,) = json.loads(Path(cached).read_text())["deployments"].values()
+    assert form["deployment"]["model"] == {"provider": "anthropic", "config": {"model": "x"}}
+    again = load_deployment(path, validated=ValidatedCache(cached, Catalog().key))
+    assert again == validated and again.model == ModelChoice("anthropic", {"model": "x"})
+    assert [type(r) for r in (again.persistence, again.model, *(again.plugins or ()))] == [
+        PersistenceChoice,
+        ModelChoice,
+        PluginEntry,
+    ]

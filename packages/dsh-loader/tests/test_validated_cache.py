@@ -12,6 +12,37 @@ import pytest
 
 from dsh.loader import Catalog, DeploymentError, ValidatedCache, load_deployment, validated_cache
 
+PLUGIN_TAIL = """
+name = "acme"
+seen = []
+
+def apply(ctx, config):
+    seen.append(config)
+
+import sys
+plugin = sys.modules[__name__]
+"""
+
+NAMED_TUPLE_PLUGIN = (
+    """
+from typing import NamedTuple
+
+class _Config(NamedTuple):
+    region: str
+    retries: int = 1
+    tags: tuple[str, ...] = ()
+
+class Config(_Config):
+    __slots__ = ()
+
+    def __new__(cls, region, retries=1, tags=()):
+        if retries > 5:
+            raise ValueError("retries over 5")
+        return super().__new__(cls, region, retries, tags)
+"""
+    + PLUGIN_TAIL
+)
+
 PLUGIN = """
 from dataclasses import dataclass, field
 
@@ -51,19 +82,29 @@ with compose(deployment, catalog=catalog, validated=cache, env={"DSH_HOME": str(
     import acme_plugin
     config = acme_plugin.seen[-1]
 print(json.dumps({
-    "config": [config.region, config.retries, config.tags],
+    "config": [
+        config.region, config.retries, list(config.tags), type(config).__mro__[1].__name__, type(config.tags).__name__
+    ],
     "loaded": [m for m in ("yaml", "pydantic") if m in sys.modules],
 }))
 """
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
+@pytest.fixture(params=["dataclass", "namedtuple"])
+def home(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
+    """A home, and the ``acme`` plugin with a dataclass or a (checked) NamedTuple ``Config``."""
     home = tmp_path / "home"
     (home / "run").mkdir(parents=True, mode=0o700)
     home.chmod(0o700)
-    (tmp_path / "acme_plugin.py").write_text(PLUGIN)
+    (tmp_path / "acme_plugin.py").write_text(PLUGIN if request.param == "dataclass" else NAMED_TUPLE_PLUGIN)
     return home
+
+
+def _kind(home: Path) -> list[str]:
+    """What the probe reports of the config's class: its first base's name and the type of ``tags``."""
+    if "NamedTuple" in (home.parent / "acme_plugin.py").read_text():
+        return ["_Config", "tuple"]
+    return ["object", "list"]
 
 
 def _probe(home: Path, deployment: Path) -> dict[str, object]:
@@ -93,9 +134,9 @@ ONE_ENTRY = "plugins:\n  - {id: acme, name: 'acme_plugin:plugin', config: {regio
 def test_a_second_cold_run_with_the_same_file_imports_neither_yaml_nor_pydantic(home: Path) -> None:
     path = _deployment(home, ONE_ENTRY)
     first = _probe(home, path)
-    assert first == {"config": ["eu-1", 1, ["a", "b"]], "loaded": ["yaml", "pydantic"]}
-    second = _probe(home, path)
-    assert second == {"config": ["eu-1", 1, ["a", "b"]], "loaded": []}
+    assert first == {"config": ["eu-1", 1, ["a", "b"], *_kind(home)], "loaded": ["yaml", "pydantic"]}
+    second = _probe(home, path)  # the cached form rebuilds the same class, a tuple field as a tuple
+    assert second == {"config": ["eu-1", 1, ["a", "b"], *_kind(home)], "loaded": []}
     assert (home / "run" / "validated.cache").stat().st_mode & 0o777 == 0o600
 
 
@@ -103,7 +144,7 @@ def test_any_edit_of_the_file_is_validated_again(home: Path) -> None:
     path = _deployment(home, ONE_ENTRY)
     _probe(home, path)
     path.write_text(path.read_text().replace("eu-1", "eu-2"))
-    assert _probe(home, path) == {"config": ["eu-2", 1, ["a", "b"]], "loaded": ["yaml", "pydantic"]}
+    assert _probe(home, path) == {"config": ["eu-2", 1, ["a", "b"], *_kind(home)], "loaded": ["yaml", "pydantic"]}
     path.write_text(path.read_text().replace("region: eu-2", "region: eu-2, prio: 2"))
     with pytest.raises(AssertionError, match="prio"):
         _probe(home, path)  # a typo is refused on every run, cached form or not
@@ -152,7 +193,10 @@ def test_a_form_the_config_class_refuses_now_is_validated_afresh(home: Path) -> 
     assert cache.config("ref", Config, {"retries": 3}, validate) == Config(3)
     assert cache.config("ref", Config, {"retries": 3}, validate) == Config(3)
     assert calls == [1]  # the second answer came from the cache
-    cache._configs[next(iter(cache._configs))] = {"retries": 9}  # a stale form __post_init__ refuses
+    cache._configs[next(iter(cache._configs))] = {
+        "fields": {"retries": 9},
+        "tuples": [],
+    }  # a stale form __post_init__ refuses
     assert cache.config("ref", Config, {"retries": 3}, validate) == Config(3)
     assert calls == [1, 1]
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 
 from dsh.agent import BUILTINS
@@ -69,7 +68,7 @@ def layer_on_defaults(deployment: Deployment, source: str, env: Mapping[str, str
     """
     defaults = default_plugins(resolve_home(deployment, env))
     if deployment.plugins is None:
-        return replace(deployment, plugins=defaults)
+        return deployment.replace(plugins=defaults)
     default_ids = [entry.id for entry in defaults]
     by_id = {entry.id: entry for entry in defaults}
     for entry in deployment.plugins:
@@ -81,7 +80,7 @@ def layer_on_defaults(deployment: Deployment, source: str, env: Mapping[str, str
             )
         by_id[entry.id] = entry
     ordered = [by_id[i] for i in default_ids] + [e for e in deployment.plugins if e.id not in default_ids]
-    return replace(deployment, plugins=[e for e in ordered if e.enabled])
+    return deployment.replace(plugins=[e for e in ordered if e.enabled])
 
 
 def _deployment(
@@ -104,14 +103,14 @@ def layered(
     deployment = layer_on_defaults(deployment, source, env)
     if path is None:
         return deployment
-    plugins = deployment.plugins or []
+    plugins = list(deployment.plugins or ())
     if any(entry.name == "bash-env" for entry in plugins):
-        plugins = [*plugins, PluginEntry(id="deployment-env", config={"path": path})]
-        deployment = replace(deployment, plugins=plugins)
-    for entry in plugins:
-        if entry.name == "hooks":
-            entry.config.setdefault("base_dir", str(Path(path).parent.absolute()))
-    return deployment
+        plugins.append(PluginEntry(id="deployment-env", config={"path": path}))
+    base_dir = str(Path(path).parent.absolute())
+    for index, entry in enumerate(plugins):
+        if entry.name == "hooks" and "base_dir" not in entry.config:
+            plugins[index] = entry._replace(config={**entry.config, "base_dir": base_dir})  # already checked
+    return deployment.replace(plugins=plugins)
 
 
 def open_runtime(

@@ -44,10 +44,12 @@ class ServiceConflictError(PluginError):
 
 
 class FieldError(DshError, ValueError):
-    """A config field's value is out of range; raised by a dataclass ``Config``'s ``__post_init__``.
+    """A config field's value is out of range; raised by a checked record's ``__new__`` as it is built.
 
-    It is a ``ValueError`` so that pydantic, validating a config, reports it as that field's error:
-    the message of an invalid config then reads ``field 'config.<field>' <reason>``.
+    A checked NamedTuple ``Config`` raises it in ``__new__`` (a dataclass one in ``__post_init__``).
+    It is a ``ValueError`` so that pydantic, validating a config, reports it as an error of the
+    record (pydantic places it at the record, not the field); the loader reads ``.field`` to name the
+    field: the message of an invalid config then reads ``field 'config.<field>' <reason>``.
     """
 
     def __init__(self, field: str, reason: str) -> None:

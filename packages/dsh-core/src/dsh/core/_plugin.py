@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
-from dataclasses import MISSING, fields, is_dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ._errors import FieldError, PluginError
@@ -31,7 +31,7 @@ class Plugin(NamedTuple):
     name: str
     apply: ApplyFn
     Config: type[Any] | None = None
-    """A pydantic model or a stdlib dataclass (see :func:`plugin_config`)."""
+    """A ``typing.NamedTuple`` (dsh's own kind), a stdlib dataclass or a pydantic model (see :func:`plugin_config`)."""
     inject: tuple[str | ServiceKey[Any], ...] = ()
 
 
@@ -62,9 +62,9 @@ def plugin_apply(plugin: object) -> ApplyFn:
 def plugin_config(plugin: object, raw: object, validate: ConfigValidator | None = None) -> Any:
     """Validate ``raw`` against the plugin's ``Config``; raise :class:`PluginError` naming the field.
 
-    An instance of ``Config`` is used as it is; an absent or empty config of a dataclass without
-    required fields is ``Config()``, with no validator at all. Anything else goes to ``validate``
-    (dsh-loader's imports pydantic only then); without one it is refused, naming the plugin.
+    An instance of ``Config`` is used as it is; an absent or empty config of a NamedTuple or a
+    dataclass without required fields is ``Config()``, with no validator at all. Anything else goes
+    to ``validate`` (dsh-loader's imports pydantic only then); without one it is refused, naming the plugin.
     """
     config_cls = getattr(plugin, "Config", None)
     name = plugin_name(plugin)
@@ -72,14 +72,16 @@ def plugin_config(plugin: object, raw: object, validate: ConfigValidator | None 
         if raw not in (None, {}):
             raise PluginError(f"plugin '{name}' takes no config, but got {raw!r}", plugin=name)
         return None
-    # The schema protocol, naming no library: a dataclass, or a class that validates itself
-    # (``model_validate``, as a pydantic model does).
-    if not isinstance(config_cls, type) or not (is_dataclass(config_cls) or hasattr(config_cls, "model_validate")):
-        raise PluginError(f"plugin '{name}' has a Config that is neither a pydantic model nor a dataclass", plugin=name)
+    # The schema protocol, naming no library: a NamedTuple, a dataclass, or a class that validates
+    # itself (``model_validate``, as a pydantic model does).
+    required = _required_fields(config_cls)
+    if required is None and not (isinstance(config_cls, type) and hasattr(config_cls, "model_validate")):
+        message = f"plugin '{name}' has a Config that is not a NamedTuple, a dataclass or a pydantic model"
+        raise PluginError(message, plugin=name)
     if isinstance(raw, config_cls):
         return raw
     raw = raw or {}
-    if raw == {} and is_dataclass(config_cls) and not _required_fields(config_cls):
+    if raw == {} and required == ():
         try:
             return config_cls()
         except FieldError as exc:  # a default out of its own range: the plugin's defect, named
@@ -94,5 +96,27 @@ def plugin_config(plugin: object, raw: object, validate: ConfigValidator | None 
     return validate(name, config_cls, raw)
 
 
-def _required_fields(cls: type) -> list[str]:
-    return [f.name for f in fields(cls) if f.init and f.default is MISSING and f.default_factory is MISSING]
+def _is_named_tuple(cls: object) -> bool:
+    """Whether ``cls`` is a ``typing.NamedTuple`` class (or a subclass of one, as a checked record is)."""
+    return isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")
+
+
+def _required_fields(cls: object) -> tuple[str, ...] | None:
+    """The fields a NamedTuple or dataclass ``cls`` has no default for; None for any other class.
+
+    Never imports :mod:`dataclasses` (about 10 ms, with :mod:`inspect`, on every cold command): a
+    class can be a dataclass only once that module has been imported by whoever defined it.
+    """
+    if _is_named_tuple(cls):
+        defaults: dict[str, Any] = getattr(cls, "_field_defaults", {})
+        return tuple(f for f in getattr(cls, "_fields") if f not in defaults)  # noqa: B009 (Any, not tuple's)
+    if "dataclasses" in sys.modules:
+        dataclasses = sys.modules["dataclasses"]
+        if isinstance(cls, type) and dataclasses.is_dataclass(cls):
+            missing = dataclasses.MISSING
+            return tuple(
+                f.name
+                for f in dataclasses.fields(cls)
+                if f.init and f.default is missing and f.default_factory is missing
+            )
+    return None

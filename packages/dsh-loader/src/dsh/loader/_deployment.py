@@ -1,18 +1,19 @@
 """Deployments: which backend, model and plugins to load, validated from files, and the one harness home.
 
-The classes are stdlib dataclasses so that a deployment built in code (the default one) needs no
-pydantic; a file or a mapping is validated by pydantic, imported by :func:`parse_deployment`.
+The records are checked ``NamedTuple`` classes (dsh's record rule, see the README): a deployment
+built in code (the default one) needs neither pydantic nor :mod:`dataclasses`; a file or a mapping
+is validated by pydantic, imported by :func:`parse_deployment`, which calls each record's checking
+``__new__`` as a caller in code does. ``_replace`` skips those checks; :meth:`Deployment.replace` runs them.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from dsh.core import FieldError
+from dsh.core import EMPTY_MAPPING, FieldError
 from dsh.paths import UntrustedPathError, open_trusted, resolve_dsh_home
 
 from ._errors import DeploymentError
@@ -24,91 +25,113 @@ MAX_DEPLOYMENT_BYTES = 1024 * 1024
 """Largest deployment file read (1 MiB): a real one is a few hundred bytes, and a huge one would
 hold every command up while YAML parses it."""
 
-# A plain dict, not pydantic's ConfigDict: these classes are built (the default deployment) without
-# importing pydantic, which validates them only when a file or a mapping must be read.
-_FORBID_EXTRA: dict[str, Any] = {"extra": "forbid"}
+
+class _PluginEntry(NamedTuple):
+    id: str
+    name: str = ""
+    config: Mapping[str, Any] = EMPTY_MAPPING
+    enabled: bool = True
 
 
-@dataclass(kw_only=True)
-class PluginEntry:
+class PluginEntry(_PluginEntry):
     """One plugin of a deployment: ``name`` is a ``dsh.plugins`` entry point or ``module:attr``.
 
     ``name`` defaults to ``id``. ``enabled: false`` removes the entry (how a deployment file
-    removes one of the default plugins it is layered on).
+    removes one of the default plugins it is layered on). ``config`` is the entry's raw config, as
+    its file wrote it: the plugin's ``Config`` validates it.
     """
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = _FORBID_EXTRA
+    __slots__ = ()
 
-    id: str
-    name: str = ""
-    config: dict[str, Any] = field(default_factory=dict)
-    enabled: bool = True
-
-    def __post_init__(self) -> None:
-        if not self.id:
+    def __new__(
+        cls, id: str, name: str = "", config: Mapping[str, Any] = EMPTY_MAPPING, enabled: bool = True
+    ) -> PluginEntry:
+        if not id:
             raise FieldError("id", "must not be empty")
-        if not self.name.strip():
-            self.name = self.id
+        return super().__new__(cls, id, name if name.strip() else id, config, enabled)
 
 
-@dataclass(kw_only=True)
-class PersistenceChoice:
+class _PersistenceChoice(NamedTuple):
+    backend: str = "jsonl"
+    config: Mapping[str, Any] = EMPTY_MAPPING
+
+
+class PersistenceChoice(_PersistenceChoice):
     """The session persistence backend: a name in the ``dsh.persistence`` group and its config."""
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = _FORBID_EXTRA
+    __slots__ = ()
 
-    backend: str = "jsonl"
-    config: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if not self.backend:
+    def __new__(cls, backend: str = "jsonl", config: Mapping[str, Any] = EMPTY_MAPPING) -> PersistenceChoice:
+        if not backend:
             raise FieldError("backend", "must not be empty")
+        return super().__new__(cls, backend, config)
 
 
-@dataclass(kw_only=True)
-class ModelChoice:
+class _ModelChoice(NamedTuple):
+    provider: str
+    config: Mapping[str, Any] = EMPTY_MAPPING
+
+
+class ModelChoice(_ModelChoice):
     """The model the deployment's agents run on: a name in the ``dsh.models`` group and its config.
 
     Only a model-driven command loads it (:meth:`~dsh.loader.Runtime.load_model`); ``dsh exec``
     and the other verbs never import a provider.
     """
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = _FORBID_EXTRA
+    __slots__ = ()
 
-    provider: str
-    config: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if not self.provider.strip():
+    def __new__(cls, provider: str, config: Mapping[str, Any] = EMPTY_MAPPING) -> ModelChoice:
+        if not provider.strip():
             raise FieldError("provider", "must not be empty")
+        return super().__new__(cls, provider, config)
 
 
-@dataclass(kw_only=True)
-class Deployment:
+_JSONL = PersistenceChoice()
+"""The default backend (one immutable instance, shared)."""
+
+
+class _Deployment(NamedTuple):
+    dsh_home: str | None = None
+    persistence: PersistenceChoice = _JSONL
+    plugins: tuple[PluginEntry, ...] | None = None
+    model: ModelChoice | None = None
+    refresh_per_turn: bool = True
+
+
+class Deployment(_Deployment):
     """A composed harness: home, persistence backend and plugins (YAML or Python).
 
     ``plugins`` is ``None`` when the deployment does not say (an application layers its default
-    set on it; :func:`~dsh.loader.compose` loads none), and a list, possibly empty, when it does.
+    set on it; :func:`~dsh.loader.compose` loads none), and a tuple, possibly empty, when it does
+    (any sequence is taken). ``model`` is the model provider, when the deployment names one (``dsh
+    run`` also takes ``--model``). ``refresh_per_turn`` re-reads installed distributions before each
+    turn (cheap when nothing changed).
     """
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = _FORBID_EXTRA
+    __slots__ = ()
 
-    dsh_home: str | None = None
-    persistence: PersistenceChoice = field(default_factory=PersistenceChoice)
-    plugins: list[PluginEntry] | None = None
-    model: ModelChoice | None = None
-    """The model provider, when the deployment names one (``dsh run`` also takes ``--model``)."""
-    refresh_per_turn: bool = True
-    """Re-read installed distributions before each turn (cheap when nothing changed)."""
-
-    def __post_init__(self) -> None:
-        if self.dsh_home is not None and not self.dsh_home.strip():
-            self.dsh_home = None
+    def __new__(
+        cls,
+        dsh_home: str | None = None,
+        persistence: PersistenceChoice = _JSONL,
+        plugins: Sequence[PluginEntry] | None = None,
+        model: ModelChoice | None = None,
+        refresh_per_turn: bool = True,
+    ) -> Deployment:
+        if dsh_home is not None and not dsh_home.strip():
+            dsh_home = None
+        entries = None if plugins is None else tuple(plugins)
         seen: set[str] = set()
-        for entry in self.plugins or ():
+        for entry in entries or ():
             if entry.id in seen:
                 raise FieldError("plugins", f"entry id '{entry.id}' appears twice")
             seen.add(entry.id)
+        return super().__new__(cls, dsh_home, persistence, entries, model, refresh_per_turn)
+
+    def replace(self, **changes: Any) -> Deployment:
+        """A copy with ``changes``, checked as a new deployment is (``_replace`` would skip the checks)."""
+        return Deployment(**{**self._asdict(), **changes})
 
 
 def _describe_loc(raw: object, loc: Sequence[int | str]) -> str:
@@ -128,10 +151,10 @@ def parse_deployment(raw: object, source: str = "<deployment>") -> Deployment:
     """Validate a deployment structure with pydantic; errors name ``source``, the entry id and the field."""
     from pydantic import ValidationError
 
-    from .validation import problems, validate_dataclass
+    from .validation import problems, validate_named_tuple
 
     try:
-        deployment: Deployment = validate_dataclass(Deployment, raw if raw is not None else {})
+        deployment: Deployment = validate_named_tuple(Deployment, raw if raw is not None else {})
     except RecursionError:
         raise DeploymentError(f"{source}: a value is nested too deeply to validate", source=source) from None
     except ValidationError as exc:

@@ -6,52 +6,96 @@ schemas only to reach the answer it reached last time: about as much as everythi
 
 - each deployment file's **exact text** beside the validated :class:`Deployment` it gave, so a
   hit is a string comparison, never a checksum that could collide; any edit misses;
-- each plugin config (a stdlib-dataclass ``Config`` only) under its plugin's reference, the
-  ``Config`` class's fields and the raw mapping, beside the validated fields. A hit rebuilds the
-  config with ``Config(**fields)``, so its ``__post_init__`` checks still run.
+- each plugin config (a NamedTuple or stdlib-dataclass ``Config`` only) under its plugin's
+  reference, the ``Config`` class's fields and the raw mapping, beside the validated fields. A hit
+  rebuilds the config with ``Config(**fields)``, so a checked NamedTuple's ``__new__`` (a
+  dataclass's ``__post_init__``) still runs; a field that was a tuple is rebuilt as one.
 
 Both sections are keyed by this module's format and by the installed distributions (the discovery
 cache's key): an install, uninstall or upgrade of any distribution, pydantic included, drops them.
-A form is stored only when it rebuilds equal to what pydantic produced, so a config that JSON
-cannot carry exactly (nested dataclasses, tuples, bytes) is validated every time.
+A form is stored only when it rebuilds to exactly what pydantic produced, the same values of the
+same types, so a config that JSON cannot carry exactly (nested records, tuples inside lists, bytes)
+is validated every time.
 
 The file is trusted as the discovery cache is (``_discovery_cache``): read only when it is a
 regular file owned by this user and private, never through a link, and parsed whole; anything else
-is ignored and rewritten. Failing to read or write it is never fatal, only slower.
+is ignored and rewritten. Failing to read or write it is never fatal, only slower. Neither this
+module nor a hit imports :mod:`dataclasses` (a cold command with a deployment file must not).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
+import sys
 from collections.abc import Callable
-from dataclasses import asdict, fields, is_dataclass
 from typing import Any
 
-from ._deployment import Deployment, PersistenceChoice, PluginEntry
+from ._deployment import Deployment, ModelChoice, PersistenceChoice, PluginEntry
 from ._discovery_cache import read_private, write_private
 
 VALIDATED_CACHE = "validated.cache"
 """The cache's name in ``<home>/run``."""
 
-_FORMAT = "dsh validated cache 1"
+_FORMAT = "dsh validated cache 2"
+"""2: the records are NamedTuples; a config form names its tuple fields, a deployment form holds its model."""
 _MAX_ENTRIES = 64
 """Deployments and configs kept each; the oldest go first (a home shared by many files stays small)."""
 
 
+def _deployment_form(deployment: Deployment) -> dict[str, Any]:
+    plugins = deployment.plugins
+    model = deployment.model
+    return {
+        "dsh_home": deployment.dsh_home,
+        "persistence": deployment.persistence._asdict(),
+        "plugins": None if plugins is None else [entry._asdict() for entry in plugins],
+        "model": None if model is None else model._asdict(),
+        "refresh_per_turn": deployment.refresh_per_turn,
+    }
+
+
 def _deployment_from(data: dict[str, Any]) -> Deployment:
-    plugins = data["plugins"]
+    plugins, model = data["plugins"], data["model"]
     return Deployment(
         dsh_home=data["dsh_home"],
         persistence=PersistenceChoice(**data["persistence"]),
-        plugins=None if plugins is None else [PluginEntry(**entry) for entry in plugins],
+        plugins=None if plugins is None else tuple(PluginEntry(**entry) for entry in plugins),
+        model=None if model is None else ModelChoice(**model),
         refresh_per_turn=data["refresh_per_turn"],
     )
 
 
-def _shape(cls: type[Any]) -> str:
-    """The ``Config`` class as far as a cached form depends on it: where it lives and its fields."""
-    return repr((cls.__module__, cls.__qualname__, [(f.name, str(f.type)) for f in fields(cls) if f.init]))
+def _record_fields(cls: type[Any]) -> list[tuple[str, str]] | None:
+    """Each init field of the NamedTuple or dataclass ``cls`` with its annotation; None for another class."""
+    if issubclass(cls, tuple) and hasattr(cls, "_fields"):
+        hints: dict[str, Any] = {}
+        for base in reversed(cls.__mro__):  # a checked record's fields are annotated on its base
+            hints.update(getattr(base, "__annotations__", {}))
+        return [(name, str(hints.get(name))) for name in cls._fields]
+    dataclasses = sys.modules.get("dataclasses")  # a dataclass exists only once its module is imported
+    if dataclasses is not None and dataclasses.is_dataclass(cls):
+        return [(f.name, str(f.type)) for f in dataclasses.fields(cls) if f.init]
+    return None
+
+
+def _exact(rebuilt: object, value: object) -> bool:
+    """Equal values of the very same types, all the way down (a NamedTuple equals a plain tuple)."""
+    if type(rebuilt) is not type(value):
+        return False
+    if isinstance(value, dict):
+        assert isinstance(rebuilt, dict)
+        return rebuilt.keys() == value.keys() and all(_exact(rebuilt[k], v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        assert isinstance(rebuilt, (list, tuple))
+        return len(rebuilt) == len(value) and all(map(_exact, rebuilt, value))
+    return rebuilt == value
+
+
+def _config_from(cls: type[Any], cached: dict[str, Any]) -> Any:
+    fields: dict[str, Any] = dict(cached["fields"])
+    for name in cached["tuples"]:
+        fields[name] = tuple(fields[name])
+    return cls(**fields)
 
 
 class ValidatedCache:
@@ -81,7 +125,7 @@ class ValidatedCache:
             except (KeyError, TypeError, ValueError):
                 pass  # a form this code cannot rebuild: validate afresh, then overwrite it
         deployment = validate()
-        form = asdict(deployment)
+        form = _deployment_form(deployment)
         if _deployment_from(json.loads(json.dumps(form))) == deployment:
             self._deployments.pop(source, None)
             self._deployments[source] = {"text": text, "deployment": form}
@@ -89,26 +133,33 @@ class ValidatedCache:
         return deployment
 
     def config(self, ref: str, cls: type[Any], raw: object, validate: Callable[[], Any]) -> Any:
-        """``raw`` validated into the dataclass ``cls`` (the config of plugin ``ref``), cached when exact."""
-        if not (isinstance(cls, type) and is_dataclass(cls)) or not isinstance(raw, dict):
+        """``raw`` validated into the NamedTuple or dataclass ``cls`` (for plugin ``ref``), cached when exact."""
+        fields = _record_fields(cls) if isinstance(cls, type) else None
+        if fields is None or not isinstance(raw, dict):
             return validate()
         try:
-            key = json.dumps([ref, _shape(cls), raw], sort_keys=True)
+            key = json.dumps([ref, repr((cls.__module__, cls.__qualname__, fields)), raw], sort_keys=True)
         except (TypeError, ValueError):
             return validate()
         cached = self._configs.get(key)
         if isinstance(cached, dict):
             try:
-                return cls(**cached)
+                return _config_from(cls, cached)
             except Exception:
-                pass
+                pass  # a stale or doctored form the class refuses now: validate afresh
         value = validate()
         try:
-            form = {f.name: getattr(value, f.name) for f in fields(cls) if f.init}
-            exact = cls(**json.loads(json.dumps(form))) == value
+            values = {name: getattr(value, name) for name, _ in fields}
+            form = {
+                "fields": values,
+                "tuples": [name for name, v in values.items() if type(v) is tuple],
+            }
+            form = json.loads(json.dumps(form))
+            rebuilt = _config_from(cls, form)
+            exact = type(rebuilt) is type(value) and all(_exact(getattr(rebuilt, n), v) for n, v in values.items())
         except Exception:
             exact = False
-        if exact and not any(dataclasses.is_dataclass(v) for v in form.values()):
+        if exact:
             self._configs.pop(key, None)
             self._configs[key] = form
             self._changed = True

@@ -1,7 +1,7 @@
 """Validation with pydantic, and its errors in plain words naming each field.
 
 This module imports pydantic; the loader imports it only when something must be validated (a
-non-empty config of a dataclass ``Config``, a deployment file, a script), so that a command whose
+non-empty config of a NamedTuple or dataclass ``Config``, a deployment file, a script), so that a command whose
 configs are all empty never pays for pydantic. The kernel names no validation library: a root made
 by :func:`dsh.loader.root` validates plugin configs with :func:`validate_config` (the kernel's
 ``validate`` seam).
@@ -10,6 +10,8 @@ by :func:`dsh.loader.root` validates plugin configs with :func:`validate_config`
 from __future__ import annotations
 
 import dataclasses
+import types
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -25,6 +27,7 @@ __all__ = [
     "validate_config",
     "validate_dataclass",
     "validate_model",
+    "validate_named_tuple",
 ]
 
 _PLAIN = {
@@ -32,10 +35,12 @@ _PLAIN = {
     "extra_forbidden": "is not a known field (check its spelling)",
     "unexpected_keyword_argument": "is not a known field (check its spelling)",
     "list_type": "must be a list",
+    "tuple_type": "must be a list",
     "dict_type": "must be a mapping",
     "model_type": "must be a mapping",
     "model_attributes_type": "must be a mapping",
     "dataclass_type": "must be a mapping",
+    "named_tuple_type": "must be a mapping",
     "string_type": "must be a string",
     "string_too_short": "must not be empty",
     "int_type": "must be a whole number",
@@ -51,7 +56,7 @@ _PLAIN = {
     "less_than_equal": "is too large",
 }
 
-_MAPPING_TYPES = ("model_type", "dict_type", "model_attributes_type", "dataclass_type")
+_MAPPING_TYPES = ("model_type", "dict_type", "model_attributes_type", "dataclass_type", "named_tuple_type")
 
 
 def plain_error(err: Mapping[str, Any]) -> str:
@@ -83,8 +88,8 @@ def field_path(loc: Sequence[int | str]) -> str:
 def problems(exc: ValidationError) -> list[tuple[tuple[int | str, ...], str]]:
     """Each failing field's location and what is wrong with it, in plain words.
 
-    A :class:`~dsh.core.FieldError` raised by a dataclass's ``__post_init__`` is placed at its field
-    (pydantic places it at the dataclass itself).
+    A :class:`~dsh.core.FieldError` raised by a checked NamedTuple's ``__new__`` (or a dataclass's
+    ``__post_init__``) is placed at its field (pydantic places it at the record itself).
     """
     out = []
     for err in exc.errors():
@@ -173,13 +178,92 @@ def validate_model(cls: type[BaseModel], raw: object) -> Any:
     return _refusing_unknown(cls, _unknown_model_fields(cls, raw), lambda: cls.model_validate(raw))
 
 
+def _is_named_tuple(cls: object) -> bool:
+    return isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")
+
+
+def _record_hints(cls: type[Any]) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(cls)
+    except Exception:  # a hint that does not resolve: pydantic reports it; nothing to walk here
+        return {}
+
+
+def _records_in(hint: Any) -> list[type[Any]]:
+    """The NamedTuple classes a field of type ``hint`` holds directly (``P``, ``P | None``)."""
+    if _is_named_tuple(hint):
+        return [hint]
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return [arg for arg in typing.get_args(hint) if _is_named_tuple(arg)]
+    return []
+
+
+def _items_of(hint: Any) -> Any:
+    """The item type of a sequence field (``tuple[P, ...]``, ``list[P]``, ``Sequence[P]``, optional or not)."""
+    for option in typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,):
+        origin, args = typing.get_origin(option), typing.get_args(option)
+        if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+            return args[0]
+        if origin in (list, Sequence) and len(args) == 1:
+            return args[0]
+    return None
+
+
+def _positional(cls: type[Any], raw: object, loc: tuple[int | str, ...] = (), depth: int = 0) -> list[Any]:
+    """``mapping required`` errors for each list given where a NamedTuple is expected, at any depth.
+
+    pydantic builds a NamedTuple from a list too, positionally: ``persistence: [sqlite]`` would
+    silently become ``backend='sqlite'``. A record in a file is always a mapping of its fields.
+    """
+    if not isinstance(raw, Mapping) or depth > 32:
+        return []
+    found: list[Any] = []
+    hints = _record_hints(cls)
+    for name, value in raw.items():
+        hint = hints.get(name) if isinstance(name, str) else None
+        if hint is None:
+            continue
+        here = (*loc, name)
+        records = _records_in(hint)
+        items = _items_of(hint)
+        if records and isinstance(value, (list, tuple)):
+            found.append({"type": "dict_type", "loc": here, "input": value})
+        elif records and isinstance(value, Mapping):
+            found += _positional(records[0], value, here, depth + 1)
+        elif _is_named_tuple(items) and isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                if isinstance(item, (list, tuple)):
+                    found.append({"type": "dict_type", "loc": (*here, index), "input": item})
+                else:
+                    found += _positional(items, item, (*here, index), depth + 1)
+    return found
+
+
+def validate_named_tuple(cls: type[Any], raw: object) -> Any:
+    """Validate the mapping ``raw`` into the NamedTuple ``cls``; unknown fields are errors (pydantic's own).
+
+    The top level, and every record nested in it, must be a mapping of fields (pydantic would
+    also take a list of values in field order). A checked record's ``__new__`` runs, and a
+    :class:`~dsh.core.FieldError` it raises is reported at its field (see :func:`problems`).
+    Raises ``ValidationError``.
+    """
+    if not isinstance(raw, Mapping):
+        raise ValidationError.from_exception_data(cls.__name__, [{"type": "dict_type", "loc": (), "input": raw}])
+    adapter = _ADAPTERS.get(cls)
+    if adapter is None:
+        adapter = _ADAPTERS[cls] = TypeAdapter(cls)
+    return _refusing_unknown(cls, _positional(cls, raw), lambda: adapter.validate_python(raw))
+
+
 def validate_config(name: str, config_cls: type[Any], raw: object) -> Any:
-    """Validate a plugin's raw config against its ``Config`` (a pydantic model or a dataclass).
+    """Validate a plugin's raw config against its ``Config`` (a NamedTuple, a dataclass or a pydantic model).
 
     Unknown fields are refused either way. Raise :class:`~dsh.core.PluginError` naming each failing
     field (``config.port``).
     """
     try:
+        if _is_named_tuple(config_cls):
+            return validate_named_tuple(config_cls, raw)
         if issubclass(config_cls, BaseModel):
             return validate_model(config_cls, raw)
         return validate_dataclass(config_cls, raw)

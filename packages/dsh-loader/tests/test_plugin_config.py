@@ -1,0 +1,271 @@
+"""Plugin configs as dsh validates them (``dsh.loader.root()``): a NamedTuple (dsh's own kind), a stdlib
+dataclass or a pydantic model; empty configs of the first two skip pydantic, others are validated by it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import pytest
+
+from dsh.core import FiberState, FieldError, Plugin
+from dsh.loader import root
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataclassServer:
+    port: int = 8080
+    tags: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not 0 < self.port < 65536:
+            raise FieldError("port", "must be between 1 and 65535")
+
+
+class _Server(NamedTuple):
+    port: int = 8080
+    tags: tuple[str, ...] = ()
+
+
+class NamedTupleServer(_Server):
+    """A checked NamedTuple, as dsh's own configs are (the record rule)."""
+
+    __slots__ = ()
+
+    def __new__(cls, port: int = 8080, tags: tuple[str, ...] = ()) -> NamedTupleServer:
+        if not 0 < port < 65536:
+            raise FieldError("port", "must be between 1 and 65535")
+        return super().__new__(cls, port, tags)
+
+
+KINDS = [pytest.param(DataclassServer, list, id="dataclass"), pytest.param(NamedTupleServer, tuple, id="namedtuple")]
+
+
+@dataclass(frozen=True, kw_only=True)
+class NeedsPath:
+    path: str
+
+
+class NeedsPathTuple(NamedTuple):
+    path: str
+    mode: str = "r"
+
+
+def _load(config_cls: type, raw: object) -> tuple[FiberState, str | None, object]:
+    got: list[object] = []
+    fiber = root().plugin(Plugin(name="server", apply=lambda ctx, cfg: got.append(cfg), Config=config_cls), raw)
+    return fiber.state, fiber.error, got[0] if got else None
+
+
+@pytest.mark.parametrize(("kind", "seq"), KINDS)
+def test_an_empty_config_is_the_defaults(kind: type, seq: type) -> None:
+    for raw in (None, {}):
+        assert _load(kind, raw) == (FiberState.ACTIVE, None, kind())
+
+
+@pytest.mark.parametrize(("kind", "seq"), KINDS)
+def test_a_config_is_validated_and_coerced_like_a_pydantic_model(kind: type, seq: type) -> None:
+    got = _load(kind, {"port": "9000", "tags": ["a"]})[2]
+    assert got == kind(port=9000, tags=seq(["a"])) and type(got) is kind and type(got.tags) is seq  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("kind", "seq"), KINDS)
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"port": "many"}, "field 'config.port' must be a whole number"),
+        ({"port": 0}, "field 'config.port' must be between 1 and 65535"),
+        ({"prot": 1}, "field 'config.prot' is not a known field (check its spelling)"),
+        ({"tags": "a", "x": 1}, "field 'config.tags' must be a list; field 'config.x' is not a known field"),
+        ([1], "field 'config' must be a mapping"),
+    ],
+)
+def test_invalid_configs_fail_naming_each_field(kind: type, seq: type, raw: object, message: str) -> None:
+    state, error, _ = _load(kind, raw)
+    assert state is FiberState.FAILED and error is not None
+    assert error.startswith("plugin 'server' has invalid config: ") and message in error
+
+
+@pytest.mark.parametrize("kind", [NeedsPath, NeedsPathTuple])
+def test_a_required_field_is_named_when_the_config_is_empty(kind: type) -> None:
+    state, error, _ = _load(kind, None)
+    assert state is FiberState.FAILED and error == "plugin 'server' has invalid config: field 'config.path' is required"
+
+
+class _Bad(NamedTuple):
+    port: int = 0
+
+
+class Bad(_Bad):
+    __slots__ = ()
+
+    def __new__(cls, port: int = 0) -> Bad:
+        if port < 1:
+            raise FieldError("port", "must be at least 1")
+        return super().__new__(cls, port)
+
+
+def test_a_default_a_checked_config_refuses_is_the_plugin_s_defect_named() -> None:
+    state, error, _ = _load(Bad, None)
+    assert (state, error) == (
+        FiberState.FAILED,
+        "plugin 'server' has invalid config: field 'config.port' must be at least 1",
+    )
+
+
+class Limit(NamedTuple):
+    name: str
+    value: int = 1
+
+
+class Limits(NamedTuple):
+    first: Limit | None = None
+    more: tuple[Limit, ...] = ()
+
+
+def test_a_nested_record_of_a_named_tuple_config_is_a_mapping_never_a_list_of_values() -> None:
+    state, _, got = _load(Limits, {"first": {"name": "a"}, "more": [{"name": "b", "value": "2"}]})
+    assert (state, got) == (FiberState.ACTIVE, Limits(Limit("a"), (Limit("b", 2),)))
+    assert type(got.more[0]) is Limit  # type: ignore[union-attr]
+    # pydantic alone would build Limit('a', 3) from a list: in a file, a record is always its fields by name
+    state, error, _ = _load(Limits, {"first": ["a", 3], "more": [["b"], {"name": "c", "extra": 1}]})
+    assert error == (
+        "plugin 'server' has invalid config: field 'config.more[1].extra' is not a known field (check its spelling); "
+        "field 'config.first' must be a mapping; field 'config.more[0]' must be a mapping"
+    )
+
+
+def test_a_config_that_is_none_of_the_three_kinds_is_refused() -> None:
+    for raw in (None, {"port": 2}):
+        state, error, _ = _load(dict, raw)
+        assert state is FiberState.FAILED
+        assert error == "plugin 'server' has a Config that is not a NamedTuple, a dataclass or a pydantic model"
+
+
+def test_field_error_names_its_field_when_raised_directly() -> None:
+    with pytest.raises(FieldError, match="field 'port' must be between 1 and 65535") as err:
+        DataclassServer(port=-1)
+    with pytest.raises(FieldError, match="field 'port' must be between 1 and 65535"):
+        NamedTupleServer(port=-1)
+    assert (err.value.field, err.value.reason) == ("port", "must be between 1 and 65535")
+
+
+def test_the_kernel_and_an_empty_dataclass_config_never_import_pydantic() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        from dataclasses import dataclass
+        from dsh.core import FiberState, Plugin
+        from dsh.loader import root
+
+        @dataclass
+        class Config:
+            port: int = 1
+
+        fiber = root().plugin(Plugin(name="p", apply=lambda ctx, cfg: None, Config=Config), {})
+        assert fiber.state is FiberState.ACTIVE, fiber.error
+        assert "pydantic" not in sys.modules, "pydantic was imported"
+        assert "logging" not in sys.modules, "logging was imported"
+        root().plugin(Plugin(name="p", apply=lambda ctx, cfg: None, Config=Config), {"port": 2})
+        assert "pydantic" in sys.modules
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+WHO_IMPORTS = """
+import sys
+
+class Watch:
+    # Who asks for dataclasses or inspect: orjson (dsh.session's encoder) does at its own import,
+    # which is not the kernel's or the loader's to change; they must never be the ones asking.
+    askers = []
+
+    def find_spec(self, name, path=None, target=None):
+        if name in ("dataclasses", "inspect"):
+            frame = sys._getframe(1)
+            while frame is not None and frame.f_globals.get("__name__", "").startswith(
+                ("importlib", "_frozen_importlib")
+            ):
+                frame = frame.f_back  # the import machinery, up to the module whose import asks
+            module = "" if frame is None else frame.f_globals.get("__name__", "")
+            if module.startswith(("dsh.core", "dsh.loader")):
+                Watch.askers.append(f"{module} imports {name}")
+        return None
+
+sys.meta_path.insert(0, Watch())
+from typing import NamedTuple
+from dsh.core import FiberState, Plugin
+from dsh.loader import PluginEntry, Deployment, root
+
+class Config(NamedTuple):
+    port: int = 1
+
+fiber = root().plugin(Plugin(name="p", apply=lambda ctx, cfg: None, Config=Config), {})
+assert fiber.state is FiberState.ACTIVE, fiber.error
+Deployment(plugins=[PluginEntry(id="p")])
+assert not Watch.askers, Watch.askers
+assert "pydantic" not in sys.modules, "pydantic was imported"
+assert "logging" not in sys.modules, "logging was imported"
+root().plugin(Plugin(name="p", apply=lambda ctx, cfg: None, Config=Config), {"port": 2})
+assert "pydantic" in sys.modules
+"""
+
+
+def test_the_loader_and_an_empty_named_tuple_config_import_neither_pydantic_nor_dataclasses() -> None:
+    done = subprocess.run([sys.executable, "-c", WHO_IMPORTS], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_pydantic_model_config_refuses_an_unknown_field_naming_it() -> None:
+    # pydantic ignores unknown fields of a model that does not say otherwise: a typo would boot.
+    from pydantic import BaseModel, ConfigDict, Field
+
+    class Ticket(BaseModel):
+        ticket: str
+        owner: str = Field(default="", alias="assignee")
+
+    state, error, _ = _load(Ticket, {"ticket": "T-1", "prio": 2})
+    assert state is FiberState.FAILED
+    assert error == "plugin 'server' has invalid config: field 'config.prio' is not a known field (check its spelling)"
+    state, error, _ = _load(Ticket, {"prio": 2})  # with the model's own errors, each named
+    assert error == (
+        "plugin 'server' has invalid config: field 'config.ticket' is required; "
+        "field 'config.prio' is not a known field (check its spelling)"
+    )
+    state, _, got = _load(Ticket, {"ticket": "T-1", "assignee": "ana"})  # an alias is a known field
+    assert state is FiberState.ACTIVE and got == Ticket(ticket="T-1", assignee="ana")
+
+    class Open(BaseModel):  # a model that chose to allow extras keeps its choice
+        model_config = ConfigDict(extra="allow")
+        ticket: str
+
+    state, _, got = _load(Open, {"ticket": "T-1", "prio": 2})
+    assert state is FiberState.ACTIVE and got == Open(ticket="T-1", prio=2)
+
+
+def test_invalid_config_names_the_field() -> None:
+    from pydantic import BaseModel
+
+    class Config(BaseModel):
+        port: int
+
+    fiber = root().plugin(Plugin(name="server", apply=lambda ctx, cfg: None, Config=Config), {"port": "many"})
+    assert fiber.state is FiberState.FAILED
+    assert fiber.error is not None
+    assert "plugin 'server' has invalid config" in fiber.error and "field 'config.port'" in fiber.error
+
+
+def test_valid_config_reaches_apply() -> None:
+    from pydantic import BaseModel
+
+    class Config(BaseModel):
+        port: int = 80
+
+    got: list[int] = []
+    root().plugin(Plugin(name="server", apply=lambda ctx, cfg: got.append(cfg.port), Config=Config), {"port": "8080"})
+    assert got == [8080]
