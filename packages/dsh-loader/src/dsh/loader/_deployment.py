@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from dsh.core import EMPTY_MAPPING, FieldError
+from dsh.core import FieldError
 from dsh.paths import UntrustedPathError, open_trusted, resolve_dsh_home
+from dsh.session import EMPTY_MAPPING
 
 from ._errors import DeploymentError
 
