@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from dsh.bash import Interrupts, interrupted_result, interruption
@@ -197,7 +196,7 @@ class Agent(HookPoints):
         from ._steps import ModelStep, TurnResult  # only model-driven turns need them, never ``dsh exec``
 
         turn_id = self._open_turn()
-        result = TurnResult(turn_id)
+        result = TurnResult(turn_id)  # the turn's record so far, replaced as the turn goes on
         session = self.session
         hooks = self._hooks()
         self._stopping = None
@@ -208,10 +207,10 @@ class Agent(HookPoints):
             if hooks is not None and self.parent is None:
                 outcome = self._settle("UserPromptSubmit", await hooks.user_prompt(self._scope(turn_id), prompt))
                 if outcome.stop:
-                    result.stopped = result.blocked = outcome.stop_reason
+                    result = result._replace(stopped=outcome.stop_reason, blocked=outcome.stop_reason)
                     return result
                 if outcome.blocked:
-                    result.blocked = outcome.reason
+                    result = result._replace(blocked=outcome.reason)
                     return result
             self.model.begin_turn(prompt)
             stop_hook_active = False
@@ -230,7 +229,7 @@ class Agent(HookPoints):
                         f"model '{self.model.name}' step() returned {type(step).__name__}, not a dsh.agent.ModelStep",
                         provider=self.model.name,
                     )
-                calls = [c if c.id else replace(c, id=_new_call_id()) for c in step.tool_calls]
+                calls = [c if c.id else c._replace(id=_new_call_id()) for c in step.tool_calls]
                 said: dict[str, Any] = {}
                 if step.reasoning:
                     said["reasoning"] = step.reasoning
@@ -246,14 +245,14 @@ class Agent(HookPoints):
                     import asyncio  # the model-driven loop runs under asyncio: its calls overlap
 
                     results = await asyncio.gather(*(self.call_tool(c, turn_id) for c in calls))
-                    result.tool_results.extend(zip(calls, results, strict=True))
+                    result = result._replace(tool_results=(*result.tool_results, *zip(calls, results, strict=True)))
                     if hooks is not None:
                         await self._post_tool_batch(calls, results, turn_id)
                     if self._stopping is not None:
-                        result.stopped = self._stopping
+                        result = result._replace(stopped=self._stopping)
                         break
                     continue
-                result.text = step.text
+                result = result._replace(text=step.text)
                 if hooks is None:
                     break
                 event = "Stop" if self.parent is None else "SubagentStop"
@@ -264,7 +263,7 @@ class Agent(HookPoints):
                     ),
                 )
                 if stop.stop:
-                    result.stopped = stop.stop_reason
+                    result = result._replace(stopped=stop.stop_reason)
                     break
                 if stop.blocked and not self._stop_capped(event, stop_blocks, stop.reason):
                     # A blocking Stop hook sends the agent on, with the reason as the next prompt;

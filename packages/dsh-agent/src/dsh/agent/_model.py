@@ -6,20 +6,19 @@ deployment's ``model: {provider: NAME, config: {...}}`` (or ``dsh run --model NA
 :func:`load_model` loads it and checks the object against :class:`Model`, so a provider that
 does not satisfy the protocol is one error naming its entry point, never a ``TypeError`` mid-turn.
 
-:class:`ToolCall` is a plain dataclass (``dsh exec`` builds a call with no pydantic); a script is
-validated by pydantic, which checks it as a field of :class:`~dsh.agent.ModelStep` (``_steps``, a
+:class:`ToolCall` is a checked ``NamedTuple`` (``dsh exec`` builds a call with no pydantic); a script
+is validated by pydantic, which checks it as a field of :class:`~dsh.agent.ModelStep` (``_steps``, a
 module ``dsh exec`` never imports: it runs no model step).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from dsh.core import ServiceKey
-from dsh.session import Session, ToolSpec
+from dsh.session import EMPTY_MAPPING, Session, ToolSpec
 
 from ._errors import ModelError, ScriptError
 
@@ -30,25 +29,34 @@ if TYPE_CHECKING:
     from ._steps import ModelStep
 
 
-@dataclass(frozen=True, kw_only=True)
-class ToolCall:
-    """One tool call the model asks for.
+class _ToolCallFields(NamedTuple):
+    name: str
+    id: str | None = None
+    arguments: Mapping[str, object] = EMPTY_MAPPING
+    error: str | None = None
+
+
+class ToolCall(_ToolCallFields):
+    """One tool call the model asks for; a ``ValueError`` when its ``name`` is empty.
 
     ``error`` says why the call cannot run as the model gave it (its arguments were not a JSON
     object, say): the loop records the call and answers it with ``error`` as a failed result,
-    without running the tool, so the model can correct itself.
+    without running the tool, so the model can correct itself. ``_replace`` skips the check (it
+    keeps a checked name unless given another).
     """
 
-    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}  # read when a script is validated
+    __slots__ = ()
 
-    id: str | None = None
-    name: str
-    arguments: dict[str, object] = field(default_factory=dict)
-    error: str | None = None
-
-    def __post_init__(self) -> None:
-        if not self.name:
-            raise ValueError("has an empty name")
+    def __new__(
+        cls,
+        name: str,
+        id: str | None = None,
+        arguments: Mapping[str, object] = EMPTY_MAPPING,
+        error: str | None = None,
+    ) -> ToolCall:
+        if not name:
+            raise ValueError("has an empty name")  # pydantic places it at the call: "field '...' has an empty name"
+        return super().__new__(cls, name, id, arguments, error)
 
     def to_json(self) -> dict[str, object]:
         """The call as ``message/assistant`` records it (``error`` only when set)."""

@@ -1,22 +1,21 @@
 """The records of a model-driven turn: a model's step and what the turn produced.
 
 ``dsh run`` and subagents use them; ``dsh exec`` runs a single tool call and no model step, so it
-never imports this module (each dataclass definition costs a cold start about half a millisecond).
-They stay dataclasses: pydantic validates :class:`ModelStep` as a field of a script.
+never imports this module. Both are ``NamedTuple``s; pydantic validates :class:`ModelStep` (and its
+:class:`~dsh.agent.ToolCall`) as a field of a script, from a mapping, refusing unknown keys.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import ClassVar
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
-from dsh.session import ToolResult
+from dsh.session import EMPTY_MAPPING, ToolResult
 
 from ._model import ToolCall
 
 
-@dataclass(frozen=True, kw_only=True)
-class ModelStep:
+class ModelStep(NamedTuple):
     """One model response: text, and the tool calls to run (none ends the turn).
 
     ``reasoning`` is the model's reasoning text where the provider returns it (DeepSeek's
@@ -24,21 +23,19 @@ class ModelStep:
     what else the provider reports). Both are recorded in the ``message/assistant`` event when set.
     """
 
-    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}  # read when a script is validated
-
     text: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_calls: Sequence[ToolCall] = ()
     reasoning: str = ""
-    usage: dict[str, int] = field(default_factory=dict)
+    usage: Mapping[str, int] = EMPTY_MAPPING
 
 
-@dataclass
-class TurnResult:
+class TurnResult(NamedTuple):
     """What one turn produced."""
 
     turn_id: str
     text: str = ""
-    tool_results: list[tuple[ToolCall, ToolResult]] = field(default_factory=list)
+    tool_results: tuple[tuple[ToolCall, ToolResult], ...] = ()
+    """Each call the model made and its result, in the order the model asked for them."""
     blocked: str | None = None
     """Why a UserPromptSubmit hook blocked the turn, if it did."""
     stopped: str | None = None
