@@ -6,7 +6,6 @@ import argparse
 import os
 import stat
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from dsh.bash_env import SESSION_ID_KEY, SESSION_JSONL_KEY, TOOL_CALL_ID_KEY, TURN_ID_KEY
@@ -64,19 +63,21 @@ def fork(args: argparse.Namespace) -> int:
         return 0
 
 
-@dataclass
 class Verdict:
-    """What ``dsh sessions verify`` found (``--json`` prints it)."""
+    """What ``dsh sessions verify`` found (``--json`` prints it), filled in as the checks run."""
 
-    session_id: str
-    path: str | None
-    status: str = "consistent"
-    """``consistent``, ``unflushed`` (the first turn is still running) or ``inconsistent``."""
-    call: dict[str, str] | None = None
-    problems: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    unreadable: bool = False
-    """The transcript exists but was not read (a symlink, not a file, not parseable): no call check."""
+    __slots__ = ("call", "notes", "path", "problems", "session_id", "status", "unreadable")
+
+    def __init__(self, session_id: str, path: str | None) -> None:
+        self.session_id = session_id
+        self.path = path
+        self.status = "consistent"
+        """``consistent``, ``unflushed`` (the first turn is still running) or ``inconsistent``."""
+        self.call: dict[str, str] | None = None
+        self.problems: list[str] = []
+        self.notes: list[str] = []
+        self.unreadable = False
+        """The transcript exists but was not read (a symlink, not a file, not parseable): no call check."""
 
     def as_json(self) -> dict[str, Any]:
         """The ``--json`` document."""
