@@ -1,7 +1,6 @@
 """Reading skill folders: ``SKILL.md`` files with ``name`` and ``description`` front matter.
 
-Imported when skills are first read (the ``skill`` tool, ``dsh skills``), not at plugin import:
-a command that reads no skill never pays for defining these classes.
+Imported when skills are first read (the ``skill`` tool, ``dsh skills``), not at plugin import.
 """
 
 from __future__ import annotations
@@ -9,8 +8,7 @@ from __future__ import annotations
 import builtins
 import os
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dsh.paths import UntrustedPathError, check_trusted, read_regular_text
 
@@ -28,8 +26,7 @@ NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 MAX_DESCRIPTION = 1024
 
 
-@dataclass(frozen=True)
-class Skill:
+class Skill(NamedTuple):
     """One skill: its front matter, its instructions, and where it came from."""
 
     name: str
@@ -116,8 +113,7 @@ def parse_skill(path: str | os.PathLike[str], source: str = HOME_SOURCE, origin:
     )
 
 
-@dataclass(frozen=True)
-class Discovery:
+class Discovery(NamedTuple):
     """What one scan found: skills sorted by name, and one warning per file or source that failed."""
 
     skills: tuple[Skill, ...]
