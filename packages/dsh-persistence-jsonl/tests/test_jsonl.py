@@ -49,9 +49,8 @@ def test_locate_validates_the_id_before_building_a_path(tmp_path: Path, bad_id: 
     from dsh.session import InvalidSessionIdError
 
     backend, _ = _store(tmp_path / "root")
-    # Unpickling rebuilds a header without checking it again: a bad id can reach locate() that way.
-    rebuild, (cls, values) = SessionHeader(id="ok-1", cwd="/work").__reduce__()
-    header = rebuild(cls, (bad_id, *values[1:]))
+    # ``_replace`` (a NamedTuple's) builds a header without checking it: a bad id can reach locate() that way.
+    header = SessionHeader(id="ok-1", cwd="/work")._replace(id=bad_id)
     assert header.id == bad_id
     with pytest.raises(InvalidSessionIdError):
         backend.locate(header)

@@ -10,10 +10,8 @@ on every ``dsh exec`` and once per stored session by ``dsh sessions list``, so t
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any, Self
+from typing import Any, NamedTuple, Self
 
-from ._frozen import Frozen, store
 from ._json import json_bytes
 from ._rules import (
     FAST_ID,
@@ -34,34 +32,7 @@ from ._rules import (
 )
 
 
-class _Record(Frozen):
-    """A record of the transcript format: a JSON-ready dict of its fields, and checked copies."""
-
-    __slots__ = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        """The record as a JSON-ready dict, fields in their stored order."""
-        return dict(zip(self._order, self._v, strict=True))
-
-    def replace(self, **changes: Any) -> Self:
-        """A copy with ``changes`` applied, checked like a new record."""
-        build: Callable[..., Self] = type(self)
-        return build(**{**self.to_dict(), **changes})
-
-
-class SessionHeader(_Record):
-    """The identity of a session, stored first in its transcript.
-
-    ``id`` and ``parent_session`` are safe session ids (see :func:`validate_session_id`), ``cwd`` an
-    absolute path without NUL, the two counts non-negative integers, and ``version`` at most
-    :data:`FORMAT_VERSION`. A stored header with a field this version does not know is refused.
-    """
-
-    _order = ("id", "created_at", "cwd", "parent_session", "origin", "delegation_depth", "seed_length", "version")
-    __slots__ = ()
-    _what = "session header"
-    _known = frozenset(_order)
-
+class _HeaderFields(NamedTuple):
     id: str
     created_at: str
     cwd: str
@@ -71,8 +42,19 @@ class SessionHeader(_Record):
     seed_length: int
     version: int
 
-    def __init__(
-        self,
+
+class SessionHeader(_HeaderFields):
+    """The identity of a session, stored first in its transcript.
+
+    ``id`` and ``parent_session`` are safe session ids (see :func:`validate_session_id`), ``cwd`` an
+    absolute path without NUL, the two counts non-negative integers, and ``version`` at most
+    :data:`FORMAT_VERSION`. A stored header with a field this version does not know is refused.
+    """
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
         *,
         id: str,
         cwd: str,
@@ -82,7 +64,7 @@ class SessionHeader(_Record):
         delegation_depth: int = 0,
         seed_length: int = 0,
         version: int = FORMAT_VERSION,
-    ) -> None:
+    ) -> Self:
         # Each rule is tested inline first (the common, valid case) and only a value that fails it
         # goes through the checker that names the problem: a header is built per session listed.
         if id.__class__ is not str or not FAST_ID.fullmatch(id):
@@ -105,18 +87,19 @@ class SessionHeader(_Record):
             seed_length = check_count(seed_length, "seed_length", id)
         if version.__class__ is not int or version != FORMAT_VERSION:
             version = check_version(version, id)
-        store(self, "_v", (id, created_at, cwd, parent_session, origin, delegation_depth, seed_length, version))
+        return super().__new__(cls, id, created_at, cwd, parent_session, origin, delegation_depth, seed_length, version)
 
-    def __hash__(self) -> int:
-        return hash(self._v)
+    def __getnewargs_ex__(self) -> tuple[tuple[()], dict[str, Any]]:
+        # Pickle and copy call ``__new__`` with these, so its keywords rebuild (and check) the copy.
+        return (), self._asdict()
 
     @classmethod
     def from_dict(cls, data: object) -> SessionHeader:
         """Check and build a header from a decoded JSON object (a stored header)."""
         fields = as_object(data, "session header")
-        if not cls._known.issuperset(fields):
-            field = sorted(str(k) for k in fields if k not in cls._known)[0]
-            raise fail(field, f"is not a session header field (known: {', '.join(cls._order)})", known_id(fields))
+        if not _HEADER_FIELDS.issuperset(fields):
+            field = sorted(str(k) for k in fields if k not in _HEADER_FIELDS)[0]
+            raise fail(field, f"is not a session header field (known: {', '.join(cls._fields)})", known_id(fields))
         if "id" not in fields or "cwd" not in fields:
             raise fail("id" if "id" not in fields else "cwd", "is missing", known_id(fields))
         return cls(**fields)
@@ -126,25 +109,35 @@ class SessionHeader(_Record):
         """Check and build a header from its JSON text (see :meth:`from_dict`)."""
         return cls.from_dict(decode_json(text, "session header"))
 
+    def to_dict(self) -> dict[str, Any]:
+        """The header as a JSON-ready dict, fields in their stored order."""
+        return self._asdict()
+
     def to_json(self) -> str:
         """The header as compact JSON, the form the database backends store (odd strings escaped)."""
-        return json_bytes(self.to_dict()).decode()
+        return json_bytes(self._asdict()).decode()
+
+    def replace(self, **changes: Any) -> SessionHeader:
+        """A copy with ``changes`` applied, checked like a new header (``_replace`` checks nothing)."""
+        return SessionHeader(**{**self._asdict(), **changes})
 
 
-class SessionEvent(_Record):
-    """One transcript event: a non-empty ``type`` (``turn/start``, ``tool/call``, ... or a plugin's own),
-    the time it was recorded (seconds since the epoch) and its JSON-able ``data``."""
+_HEADER_FIELDS = frozenset(SessionHeader._fields)
 
-    _order = ("type", "at", "data")
-    __slots__ = ()
-    _what = "session event"
-    __hash__ = None  # type: ignore[assignment]  # its data is a dict
 
+class _EventFields(NamedTuple):
     type: str
     at: float
     data: dict[str, Any]
 
-    def __init__(self, *, type: str, at: float | None = None, data: dict[str, Any] | None = None) -> None:
+
+class SessionEvent(_EventFields):
+    """One transcript event: a non-empty ``type`` (``turn/start``, ``tool/call``, ... or a plugin's own),
+    the time it was recorded (seconds since the epoch) and its JSON-able ``data``."""
+
+    __slots__ = ()
+
+    def __new__(cls, *, type: str, at: float | None = None, data: dict[str, Any] | None = None) -> Self:
         if (type.__class__ is not str or not type) and (not isinstance(type, str) or not type):
             raise fail("type", "must be a non-empty string" + ("" if isinstance(type, str) else f", not {kind(type)}"))
         if at is None:
@@ -160,7 +153,11 @@ class SessionEvent(_Record):
         for key in data:
             if key.__class__ is not str and not isinstance(key, str):
                 raise fail("data", f"of a '{type}' event has a key that is not a string: {key!r}")
-        store(self, "_v", (type, at, data))
+        return super().__new__(cls, type, at, data)
+
+    def __getnewargs_ex__(self) -> tuple[tuple[()], dict[str, Any]]:
+        # Pickle and copy call ``__new__`` with these, so its keywords rebuild (and check) the copy.
+        return (), self._asdict()
 
     @classmethod
     def from_dict(cls, data: object) -> SessionEvent:
@@ -175,19 +172,36 @@ class SessionEvent(_Record):
         at = fields.get("at")
         return cls(type=fields["type"], at=0.0 if at is None else at, data=fields.get("data"))
 
+    def to_dict(self) -> dict[str, Any]:
+        """The event as a JSON-ready dict, fields in their stored order."""
+        return self._asdict()
 
-class SessionLocation(_Record):
-    """Where a backend keeps one session's dedicated log: ``kind`` names the representation, ``path`` is absolute."""
+    def replace(self, **changes: Any) -> SessionEvent:
+        """A copy with ``changes`` applied, checked like a new event (``_replace`` checks nothing)."""
+        return SessionEvent(**{**self._asdict(), **changes})
 
-    _order = ("kind", "path")
-    __slots__ = ()
-    _what = "session location"
 
+class _LocationFields(NamedTuple):
     kind: str
     path: str
 
-    def __init__(self, *, kind: str, path: str) -> None:
-        store(self, "_v", (check_string(kind, "kind", None), check_absolute_path(path, "path", None)))
 
-    def __hash__(self) -> int:
-        return hash(self._v)
+class SessionLocation(_LocationFields):
+    """Where a backend keeps one session's dedicated log: ``kind`` names the representation, ``path`` is absolute."""
+
+    __slots__ = ()
+
+    def __new__(cls, *, kind: str, path: str) -> Self:
+        return super().__new__(cls, check_string(kind, "kind", None), check_absolute_path(path, "path", None))
+
+    def __getnewargs_ex__(self) -> tuple[tuple[()], dict[str, Any]]:
+        # Pickle and copy call ``__new__`` with these, so its keywords rebuild (and check) the copy.
+        return (), self._asdict()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The location as a JSON-ready dict: ``kind`` and ``path``."""
+        return self._asdict()
+
+    def replace(self, **changes: Any) -> SessionLocation:
+        """A copy with ``changes`` applied, checked like a new location (``_replace`` checks nothing)."""
+        return SessionLocation(**{**self._asdict(), **changes})

@@ -6,53 +6,26 @@ It lives here, beside :class:`ToolExecution`, so tool packages never import the 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, Self, runtime_checkable
 
 from dsh.core import Disposer, Plugin, Registry, Service, ServiceKey
 
 from ._empty import EMPTY_MAPPING
-from ._frozen import Frozen, store
 from ._model import SessionHeader
 
 if TYPE_CHECKING:
     from dsh.core import Context
 
 
-# Plain frozen classes rather than dataclasses: one is built per tool call, and defining a
-# dataclass costs about a millisecond at import, on every cold ``dsh`` command.
-
-
-class AgentRef(Frozen):
+class AgentRef(NamedTuple):
     """The agent that made a tool call, and the header of its session."""
-
-    _order = ("name", "header", "agent_type")
-    __slots__ = ()
-    _what = "agent reference"
 
     name: str
     header: SessionHeader
-    agent_type: str
-
-    def __init__(self, name: str, header: SessionHeader, agent_type: str = "main") -> None:
-        store(self, "_v", (name, header, agent_type))
-
-    def __hash__(self) -> int:
-        return hash(self._v)
+    agent_type: str = "main"
 
 
-class ToolExecution(Frozen):
-    """One tool call: which tool, its id, its arguments, and the calling agent (if any).
-
-    ``env`` is ordinary environment in-process plugins add for this call (exports of SessionStart
-    hooks, say). Shell tools pass it in the ``env`` channel, so it never displaces a managed ``DSH_*``.
-    ``ambient`` is the environment the call's children start from when it is not this process's
-    (the client's, for a ``dsh exec`` served by ``dsh serve``); None: this process's ``os.environ``.
-    """
-
-    _order = ("tool", "call_id", "arguments", "agent", "turn_id", "env", "ambient")
-    __slots__ = ()
-    _what = "tool execution"
-
+class _ExecutionFields(NamedTuple):
     tool: str
     call_id: str
     arguments: Mapping[str, Any]
@@ -61,8 +34,21 @@ class ToolExecution(Frozen):
     env: Mapping[str, str]
     ambient: Mapping[str, str] | None
 
-    def __init__(
-        self,
+
+class ToolExecution(_ExecutionFields):
+    """One tool call: which tool, its id, its arguments, and the calling agent (if any).
+
+    ``env`` is ordinary environment in-process plugins add for this call (exports of SessionStart
+    hooks, say). Shell tools pass it in the ``env`` channel, so it never displaces a managed ``DSH_*``.
+    ``ambient`` is the environment the call's children start from when it is not this process's
+    (the client's, for a ``dsh exec`` served by ``dsh serve``); None: this process's ``os.environ``.
+    ``arguments`` and ``env`` given as None are empty read-only mappings.
+    """
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
         tool: str,
         call_id: str,
         arguments: Mapping[str, Any] | None = None,
@@ -70,9 +56,17 @@ class ToolExecution(Frozen):
         turn_id: str | None = None,
         env: Mapping[str, str] | None = None,
         ambient: Mapping[str, str] | None = None,
-    ) -> None:
-        arguments = {} if arguments is None else arguments
-        store(self, "_v", (tool, call_id, arguments, agent, turn_id, {} if env is None else env, ambient))
+    ) -> Self:
+        return super().__new__(
+            cls,
+            tool,
+            call_id,
+            EMPTY_MAPPING if arguments is None else arguments,
+            agent,
+            turn_id,
+            EMPTY_MAPPING if env is None else env,
+            ambient,
+        )
 
     @property
     def session(self) -> SessionHeader | None:
@@ -80,19 +74,12 @@ class ToolExecution(Frozen):
         return None if self.agent is None else self.agent.header
 
 
-class ToolSpec(Frozen):
+class ToolSpec(NamedTuple):
     """What the model sees of a tool: name, description, and a JSON Schema of its arguments."""
-
-    _order = ("name", "description", "parameters")
-    __slots__ = ()
-    _what = "tool spec"
 
     name: str
     description: str
     parameters: Mapping[str, Any]
-
-    def __init__(self, name: str, description: str, parameters: Mapping[str, Any]) -> None:
-        store(self, "_v", (name, description, parameters))
 
 
 class ToolResult(NamedTuple):

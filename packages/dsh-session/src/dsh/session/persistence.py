@@ -9,13 +9,12 @@ subclasses, each carrying the session at fault), and encode events with :func:`e
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from dsh.core import ServiceKey
 
 from ._codec import batch_last_turn, decode_batch, encode_batch, encode_event, turn_number
-from ._frozen import Frozen, store
-from ._json import json_bytes, storable
+from ._json import json_bytes, json_default, storable
 from ._model import SessionEvent, SessionHeader, SessionLocation
 
 __all__ = [
@@ -32,38 +31,25 @@ __all__ = [
     "encode_batch",
     "encode_event",
     "json_bytes",
+    "json_default",
     "storable",
     "turn_number",
 ]
 
 
-class StoredSession(Frozen):
+class StoredSession(NamedTuple):
     """A loaded session: its header, every complete event, and any damage found while loading."""
-
-    _order = ("header", "events", "damage")
-    __slots__ = ()
-    _what = "stored session"
 
     header: SessionHeader
     events: tuple[SessionEvent, ...]
-    damage: tuple[str, ...]
-
-    def __init__(self, header: SessionHeader, events: tuple[SessionEvent, ...], damage: tuple[str, ...] = ()) -> None:
-        store(self, "_v", (header, events, damage))
+    damage: tuple[str, ...] = ()
 
 
-class SessionScan(Frozen):
+class SessionScan(NamedTuple):
     """Every readable session's header, and one line (path or database and reason) per damaged one."""
 
-    _order = ("headers", "damaged")
-    __slots__ = ()
-    _what = "session scan"
-
     headers: tuple[SessionHeader, ...]
-    damaged: tuple[str, ...]
-
-    def __init__(self, headers: tuple[SessionHeader, ...], damaged: tuple[str, ...] = ()) -> None:
-        store(self, "_v", (headers, damaged))
+    damaged: tuple[str, ...] = ()
 
 
 @runtime_checkable
@@ -109,22 +95,15 @@ class SessionPersistence(Protocol):
         ...
 
 
-class SessionTail(Frozen):
+class SessionTail(NamedTuple):
     """What resuming a session needs without reading its history: the header and the last turn's number.
 
     ``last_turn`` is the number ``n`` of the last ``turn/start`` stored (``<id>:turn-<n>``); 0 before
     the first turn.
     """
 
-    _order = ("header", "last_turn")
-    __slots__ = ()
-    _what = "session tail"
-
     header: SessionHeader
     last_turn: int
-
-    def __init__(self, header: SessionHeader, last_turn: int) -> None:
-        store(self, "_v", (header, last_turn))
 
 
 @runtime_checkable
