@@ -6,15 +6,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from dsh.session import ToolResult
+from dsh.session.persistence import json_default
 
 
 def recorded(result: ToolResult) -> dict[str, Any]:
     """The ``data`` a ``tool/result`` event records and PostToolUse hooks see: JSON-able, ``blocked`` when refused.
 
-    It is what a resumed session reads back, so the live event and the stored one are equal: a
-    record (a ``NamedTuple``) is an object of its fields, a tuple a list, and any value the store's
-    JSON would change or refuse is recorded as the store reads it back (:func:`_stored`): a tool's
-    odd value never costs the turn or the session.
+    It is what a resumed session reads back, so the live event and the stored one are equal: what
+    the store's JSON makes of a value it does not write natively is its ``json_default``'s (a record
+    is an object of its fields), and any value the store's JSON would change or refuse is recorded
+    as the store reads it back (:func:`_stored`): a tool's odd value never costs the turn or the session.
     """
     data = dict(result.data)
     if result.blocked:
@@ -40,7 +41,7 @@ class _Irregular(Exception):
 
 
 def _plain(value: Any, depth: int) -> Any:
-    """A copy of ``value`` with records as dicts of their fields and tuples as lists.
+    """A copy of ``value`` with tuples as lists and anything else as the store's ``json_default`` writes it.
 
     A copy of every container, so the event stays what the tool returned even when the tool later
     changes its own lists and dicts. Raises :class:`_Irregular` at anything the store would change
@@ -68,20 +69,19 @@ def _plain(value: Any, depth: int) -> Any:
                 raise _Irregular
             copied[key] = _plain(item, depth)
         return copied
-    if isinstance(value, tuple):
-        fields = getattr(value, "_asdict", None)
-        if fields is not None:  # a NamedTuple: an object of its fields, as its names say
-            return _plain(dict(fields()), depth - 1)
+    if kind is tuple or isinstance(value, list):
         return [_plain(item, depth) for item in value]
-    if isinstance(value, list):
-        return [_plain(item, depth) for item in value]
-    raise _Irregular
+    try:
+        encoded = json_default(value)  # the store's own rule: a record is an object of its fields
+    except TypeError:
+        raise _Irregular from None
+    return _plain(encoded, depth - 1)
 
 
 def _stored(value: Any, path: frozenset[int], depth: int) -> Any:
     """``value`` as the store reads it back: plain JSON types only, never an error.
 
-    Records are objects of their fields and tuples lists; keys become strings as JSON writes them
+    Tuples are lists and what ``json_default`` writes is read back as written; keys become strings as JSON writes them
     (``True`` → ``"true"``, ``None`` → ``"null"``, ``1`` → ``"1"``, ``1.5`` → ``"1.5"``, others their
     ``str()``); an
     integer past 64 bits is its decimal string, a float that is not finite ``None`` (JSON's
@@ -101,13 +101,15 @@ def _stored(value: Any, path: frozenset[int], depth: int) -> Any:
     if depth >= MAX_DEPTH:
         return "<nested too deep>"
     inner, depth = path | {id(value)}, depth + 1
-    if isinstance(value, tuple) and hasattr(value, "_asdict"):
-        return _stored(dict(value._asdict()), inner, depth - 1)
     if isinstance(value, Mapping):
         return {_key(k): _stored(v, inner, depth) for k, v in value.items()}
-    if isinstance(value, list | tuple):
+    if type(value) is tuple or isinstance(value, list):
         return [_stored(v, inner, depth) for v in value]
-    return _text(value)
+    try:
+        encoded = json_default(value)
+    except TypeError:
+        return _text(value)
+    return _stored(encoded, inner, depth - 1)
 
 
 def _key(key: Any) -> str:
