@@ -546,7 +546,7 @@ def bench_exec_served(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
                 walls[name].append(_wall(forms[name], env))
     finally:
         _stop(server)
-    out = _ratios(walls, "script" if "script" in walls else "module")
+    out: dict[str, Any] = {**_ratios(walls, "script" if "script" in walls else "module")}
     module = _ratios(walls, "module")
     out["form"] = "dsh script" if "script" in walls else "python -m dsh.cli"
     out["module_median_ms"], out["module_ratio"] = module["median_ms"], module["ratio"]
