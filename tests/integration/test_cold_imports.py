@@ -147,12 +147,10 @@ defined = sorted(
 print(json.dumps({"code": code, "defined": defined}), file=sys.stderr)
 """
 
-MAX_COLD_DATACLASSES = 9
-"""Dataclasses a cold ``dsh exec`` may define: each costs about half a millisecond (one ``exec`` per
-generated method). They are the default plugins' five ``Config`` classes and the four records
-pydantic validates from files (``Deployment``, ``PersistenceChoice``, ``ModelChoice``, ``PluginEntry``);
-any other record on the path (``ToolCall`` included) is a ``NamedTuple`` or a plain class, or lives
-in a module imported when its feature is first used."""
+MAX_COLD_DATACLASSES = 0
+"""Dataclasses a cold ``dsh exec`` may define: none. Each costs about half a millisecond (one ``exec``
+per generated method); every record dsh defines is a ``NamedTuple`` (the record rule, issue 22: the
+plugins' ``Config`` classes, the deployment records, ``ToolCall``...) or a plain class."""
 
 
 def test_a_cold_exec_defines_only_the_dataclasses_pydantic_validates(tmp_path: Path) -> None:

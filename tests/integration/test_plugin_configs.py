@@ -1,4 +1,4 @@
-"""Every dsh plugin's Config (stdlib dataclasses) accepts and refuses what its pydantic model did."""
+"""Every dsh plugin's Config (NamedTuples, the record rule) accepts and refuses what its pydantic model did."""
 
 from __future__ import annotations
 
@@ -8,14 +8,20 @@ from typing import Any
 import pytest
 
 import dsh.loader
+from dsh.agent._script import ScriptedConfig
 from dsh.bash import LocalExecutorConfig
 from dsh.bash_env import BashEnvConfig
+from dsh.bash_sandbox import SandboxConfig
+from dsh.bash_ssh import SshConfig
 from dsh.cli._deployment_env import DeploymentEnvConfig
 from dsh.core import FiberState, Plugin
 from dsh.hooks import HooksConfig
+from dsh.models.anthropic import AnthropicConfig
+from dsh.models.openai import OpenAIConfig
 from dsh.persistence.jsonl import JsonlConfig
 from dsh.persistence.postgres import PostgresConfig
 from dsh.persistence.sqlite import SqliteConfig
+from dsh.session import EMPTY_MAPPING
 from dsh.skills import SkillsConfig
 from dsh.tool_bash import ShellToolConfig
 
@@ -28,7 +34,22 @@ EVERY = [
     PostgresConfig,
     HooksConfig,
     SkillsConfig,
+    SandboxConfig,
+    AnthropicConfig,
+    OpenAIConfig,
 ]
+"""Every dsh plugin Config whose fields all have defaults."""
+
+ALL = [*EVERY, SshConfig, DeploymentEnvConfig, ScriptedConfig]
+
+
+@pytest.mark.parametrize("config_cls", ALL)
+def test_every_dsh_config_is_a_named_tuple_with_no_mutable_default(config_cls: type) -> None:
+    assert issubclass(config_cls, tuple) and hasattr(config_cls, "_fields"), f"{config_cls.__name__} is no NamedTuple"
+    assert "__dataclass_fields__" not in vars(config_cls)
+    for name, default in config_cls._field_defaults.items():  # type: ignore[attr-defined]
+        assert not isinstance(default, (list, set)), f"{config_cls.__name__}.{name} defaults to a mutable {default!r}"
+        assert not isinstance(default, dict) or default is EMPTY_MAPPING, f"{config_cls.__name__}.{name}"
 
 
 def _validate(config_cls: type, raw: object) -> tuple[Any, str | None]:
@@ -85,3 +106,33 @@ def test_valid_values_are_coerced_as_before() -> None:
     assert (config.schema, config.statement_timeout) == ("fleet_1", None)
     config, _ = _validate(HooksConfig, {"claude": {"hooks": {}}, "codex": "/etc/codex.json"})
     assert config.claude == {"hooks": {}} and config.codex == "/etc/codex.json"
+
+
+@pytest.mark.parametrize(
+    ("config_cls", "field", "extra"),
+    [
+        (BashEnvConfig, "exclude", {}),
+        (SkillsConfig, "exclude", {}),
+        (HooksConfig, "claude_plugins", {}),
+        (SandboxConfig, "hide", {}),
+        (SshConfig, "shared", {"host": "h"}),
+    ],
+)
+def test_a_yaml_list_is_a_tuple_field(config_cls: type, field: str, extra: dict[str, Any]) -> None:
+    config, error = _validate(config_cls, {field: ["a", "b"], **extra})
+    assert error is None and getattr(config, field) == ("a", "b")
+    _, error = _validate(config_cls, {field: "a", **extra})
+    assert error is not None and f"field 'config.{field}' must be a list" in error
+
+
+def test_a_checked_config_reports_its_field_from_new_and_from_a_file_alike() -> None:
+    for config_cls, raw, message in [
+        (AnthropicConfig, {"max_tokens": 0}, "field 'config.max_tokens' must be at least 1"),
+        (OpenAIConfig, {"timeout": 0}, "field 'config.timeout' must be a positive number of seconds"),
+        (BashEnvConfig, {"policy": {"x": "maybe"}}, "field 'config.policy.x' must be one of 'required' or 'optional'"),
+    ]:
+        _, error = _validate(config_cls, raw)
+        assert error is not None and message in error, error
+    with pytest.raises(ValueError, match="field 'max_retries' must be 0 or more"):
+        OpenAIConfig(max_retries=-1)
+    assert BashEnvConfig(exclude=["a"]).exclude == ("a",)  # a checked config takes any sequence

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 from pydantic import (
     BaseModel,
@@ -116,8 +115,7 @@ def load_script(path: str | os.PathLike[str]) -> Script:
         raise ScriptError(f"{source}: {format_validation_error(exc)}", path=source) from None
 
 
-@dataclass(frozen=True, kw_only=True)
-class ScriptedConfig:
+class ScriptedConfig(NamedTuple):
     """The ``scripted`` provider's config: the script its model replays (YAML or JSON)."""
 
     script: str

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Literal, NamedTuple
 
 from dsh.bash import DSH_ENV_PREFIX, SHELL_EXECUTOR, Executor, World, world_of
 from dsh.core import Context, FieldError, Plugin
 from dsh.loader import EntryPointItem, follow_group
-from dsh.session import ToolExecution, plugin_home
+from dsh.session import EMPTY_MAPPING, ToolExecution, plugin_home
 from dsh.session.persistence import SESSION_PERSISTENCE, SessionPersistence
 
 from ._declare import BUILTIN_DISTRIBUTION, as_contributor
@@ -75,27 +74,41 @@ class PersistenceTranslator:
         return location.path, f"readable at that path in {world.label}"
 
 
-@dataclass(frozen=True, kw_only=True)
-class BashEnvConfig:
-    """Config of the ``bash-env`` plugin."""
+Policy = Literal["required", "optional"]
 
+
+class _BashEnvConfig(NamedTuple):
     dsh_home: str | None = None
     """Harness home; must agree with the deployment's (the default), which every consumer shares."""
     entry_points: bool = True
     """Load every contributor of the ``dsh.bash_env`` entry-point group."""
-    exclude: list[str] = field(default_factory=list)
+    exclude: tuple[str, ...] = ()
     """Entry-point names not to load."""
     resolve_timeout: float = DEFAULT_RESOLVE_TIMEOUT
     """Seconds each contributor's ``resolve()`` may take; past it that call fails naming the contributor."""
-    policy: dict[str, Literal["required", "optional"]] = field(default_factory=dict)
+    policy: Mapping[str, Policy] = EMPTY_MAPPING
     """Per contributor name: ``required`` (the default: its failure fails the call) or ``optional``
     (its failure is one warning and its keys are absent from that call)."""
 
-    def __post_init__(self) -> None:
-        check_resolve_timeout(self.resolve_timeout)
-        for name, policy in self.policy.items():
-            if policy not in ("required", "optional"):
-                raise FieldError("policy", f"of contributor '{name}' must be 'required' or 'optional', not {policy!r}")
+
+class BashEnvConfig(_BashEnvConfig):
+    """Config of the ``bash-env`` plugin; a checked record (``_replace`` skips the checks)."""
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        dsh_home: str | None = None,
+        entry_points: bool = True,
+        exclude: Sequence[str] = (),
+        resolve_timeout: float = DEFAULT_RESOLVE_TIMEOUT,
+        policy: Mapping[str, Policy] = EMPTY_MAPPING,
+    ) -> BashEnvConfig:
+        check_resolve_timeout(resolve_timeout)
+        for name, value in policy.items():
+            if value not in ("required", "optional"):
+                raise FieldError("policy", f"of contributor '{name}' must be 'required' or 'optional', not {value!r}")
+        return super().__new__(cls, dsh_home, entry_points, tuple(exclude), resolve_timeout, policy)
 
 
 def _contributor_plugin(item: EntryPointItem) -> Plugin:

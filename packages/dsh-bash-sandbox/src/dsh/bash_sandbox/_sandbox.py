@@ -12,8 +12,7 @@ import shutil
 import subprocess
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 from dsh.bash import (
     SHELL_EXECUTOR,
@@ -201,14 +200,30 @@ class SandboxExecutor(LocalExecutor):
         return result._replace(stderr=stderr, sandbox=facts)
 
 
-@dataclass(frozen=True, kw_only=True)
-class SandboxConfig(LocalExecutorConfig):
-    """Config of the ``bash-sandbox`` plugin (``mode`` and ``network`` are a contract)."""
+_LOCAL = LocalExecutorConfig()
+"""The local executor's defaults, which this config's first fields repeat."""
 
+
+class SandboxConfig(NamedTuple):
+    """Config of the ``bash-sandbox`` plugin (``mode`` and ``network`` are a contract).
+
+    The first five fields are :class:`~dsh.bash.LocalExecutorConfig`'s, repeated (a NamedTuple
+    inherits no fields; a test checks that they match).
+    """
+
+    credential_pattern: str | None = _LOCAL.credential_pattern
+    """Regex of ambient variable names to scrub; null keeps every name."""
+    max_output: int = _LOCAL.max_output
+    spill_dir: str | None = None
+    """Where truncated output is spilled; default ``<DSH_HOME>/output``."""
+    max_spill: int | None = None
+    """Bytes of one stream's output kept in its spill file (default 256 MiB); the rest is counted and dropped."""
+    spill_budget: int | None = None
+    """Bytes the spill folder may hold (default 256 MiB) before the oldest finished spills are removed."""
     mode: Mode = "read-only"
     network: bool = False
     """Whether the sandbox shares the harness's network (off: only its own loopback)."""
-    hide: list[str] = field(default_factory=list)
+    hide: tuple[str, ...] = ()
     """Directories replaced by an empty one inside the sandbox (``~/.ssh``, say)."""
     bwrap: str = "bwrap"
     """The bubblewrap program (a name on PATH or a path)."""

@@ -15,9 +15,8 @@ import secrets
 import signal
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import asyncssh
 
@@ -38,6 +37,9 @@ from dsh.bash import (
 from dsh.core import Context, Plugin
 
 from ._remote import NO_CWD, remote_line
+
+_LOCAL = LocalExecutorConfig()
+"""The local executor's defaults (``SshConfig`` repeats its fields; the executor scrubs the same names)."""
 
 DEFAULT_PORT: Final = 22
 MAX_SESSIONS: Final = 10
@@ -90,7 +92,7 @@ class SshExecutor:
         shared: Sequence[str] = (),
         connect_timeout: float = 10.0,
         max_sessions: int = MAX_SESSIONS,
-        credential_pattern: str | None = LocalExecutorConfig.credential_pattern,
+        credential_pattern: str | None = _LOCAL.credential_pattern,
         **local: Any,
     ) -> None:
         self.host = host
@@ -378,12 +380,24 @@ def _reason(exc: BaseException) -> str:
     return text.rstrip(".")
 
 
-@dataclass(frozen=True, kw_only=True)
-class SshConfig(LocalExecutorConfig):
+class SshConfig(NamedTuple):
     """Config of the ``bash-ssh`` plugin (``host``, ``port``, ``user``, ``identity_file`` and ``known_hosts``
-    are a contract)."""
+    are a contract).
+
+    After ``host`` (the one required field, so first) come :class:`~dsh.bash.LocalExecutorConfig`'s
+    five fields, repeated (a NamedTuple inherits no fields; a test checks that they match).
+    """
 
     host: str
+    credential_pattern: str | None = _LOCAL.credential_pattern
+    """Regex of ambient variable names to scrub; null keeps every name."""
+    max_output: int = _LOCAL.max_output
+    spill_dir: str | None = None
+    """Where truncated output is spilled; default ``<DSH_HOME>/output``."""
+    max_spill: int | None = None
+    """Bytes of one stream's output kept in its spill file (default 256 MiB); the rest is counted and dropped."""
+    spill_budget: int | None = None
+    """Bytes the spill folder may hold (default 256 MiB) before the oldest finished spills are removed."""
     port: int = DEFAULT_PORT
     user: str | None = None
     """The remote user; default: the local user's name."""
@@ -393,7 +407,7 @@ class SshConfig(LocalExecutorConfig):
     """Where the host's key must be: an unknown or changed key is refused."""
     dsh_home: str | None = None
     """The ``DSH_HOME`` a remote command gets (a path on the host); default: none."""
-    shared: list[str] = field(default_factory=list)
+    shared: tuple[str, ...] = ()
     """Harness paths mounted at the same path on the host (a shared sessions folder, say)."""
     connect_timeout: float = 10.0
     max_sessions: int = MAX_SESSIONS

@@ -14,6 +14,7 @@ from ._interrupt import Interrupted, Interrupts, interrupted_result, interrupted
 from ._local import (
     SHELL_EXECUTOR,
     Executor,
+    ExecutorSettings,
     LocalExecutor,
     LocalExecutorConfig,
     executor_options,
@@ -40,6 +41,7 @@ __all__ = [
     "ExecError",
     "ExecResult",
     "Executor",
+    "ExecutorSettings",
     "Interrupted",
     "Interrupts",
     "LocalExecutor",

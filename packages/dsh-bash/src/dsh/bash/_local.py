@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from dsh.core import Context, Plugin, ServiceKey
 from dsh.paths import resolve_dsh_home
@@ -208,9 +207,12 @@ SHELL_EXECUTOR: ServiceKey[Executor] = ServiceKey("shell_executor")
 """The executor service; tools fall back to a default :class:`LocalExecutor` without one."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class LocalExecutorConfig:
-    """Config of the ``bash-local`` plugin."""
+class LocalExecutorConfig(NamedTuple):
+    """Config of the ``bash-local`` plugin.
+
+    Executors built on the local one (dsh-bash-sandbox's, dsh-bash-ssh's) repeat these fields first
+    in their own configs (a NamedTuple inherits no fields); their tests check that they match.
+    """
 
     credential_pattern: str | None = DEFAULT_CREDENTIAL_PATTERN
     """Regex of ambient variable names to scrub; null keeps every name."""
@@ -223,7 +225,22 @@ class LocalExecutorConfig:
     """Bytes the spill folder may hold (default 256 MiB) before the oldest finished spills are removed."""
 
 
-def executor_options(ctx: Context, config: LocalExecutorConfig) -> dict[str, Any]:
+class ExecutorSettings(Protocol):
+    """What :func:`executor_options` reads: :class:`LocalExecutorConfig`'s fields, in any config repeating them."""
+
+    @property
+    def credential_pattern(self) -> str | None: ...
+    @property
+    def max_output(self) -> int: ...
+    @property
+    def spill_dir(self) -> str | None: ...
+    @property
+    def max_spill(self) -> int | None: ...
+    @property
+    def spill_budget(self) -> int | None: ...
+
+
+def executor_options(ctx: Context, config: ExecutorSettings) -> dict[str, Any]:
     """The :class:`LocalExecutor` keyword arguments ``config`` means in ``ctx`` (spills default to the
     deployment's ``<DSH_HOME>/output``); executors built on it (a sandbox, a remote host) share them."""
     home = ctx.get(DSH_HOME)

@@ -9,7 +9,7 @@ deployment in effect is a file (and ``bash-env`` is loaded).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from dsh.bash import World
 from dsh.bash_env import BASH_ENV, BashEnvRegistry, Reach
@@ -19,8 +19,7 @@ from dsh.session import ToolExecution
 from ._fast._choice import DEPLOYMENT_ENV
 
 
-@dataclass(frozen=True, kw_only=True)
-class DeploymentEnvConfig:
+class DeploymentEnvConfig(NamedTuple):
     """The deployment file in effect (absolute)."""
 
     path: str

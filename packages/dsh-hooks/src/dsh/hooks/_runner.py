@@ -6,8 +6,7 @@ imported only when the plugin is applied, i.e. when a deployment configures hook
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from dsh.core import Context, Plugin
 from dsh.session import DSH_HOME
@@ -18,13 +17,12 @@ if TYPE_CHECKING:
     from ._table import Dialect, HookTable
 
 
-@dataclass(frozen=True, kw_only=True)
-class HooksConfig:
+class HooksConfig(NamedTuple):
     """Config of the ``hooks`` plugin: each dialect inline or as a path to the peer's file."""
 
     claude: dict[str, Any] | str | None = None
     codex: dict[str, Any] | str | None = None
-    claude_plugins: list[str] = field(default_factory=list)
+    claude_plugins: tuple[str, ...] = ()
     """Claude Code plugin folders to load by path (``~/.claude/plugins/x``): their ``hooks/hooks.json``
     (and manifest hooks) join the Claude Code hooks, with ``CLAUDE_PLUGIN_ROOT`` and ``CLAUDE_PLUGIN_DATA``;
     their ``skills/`` become a source of the ``skills`` service."""

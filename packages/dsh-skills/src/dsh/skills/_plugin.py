@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from dsh.core import Context, Plugin
 from dsh.loader import EntryPointItem, follow_group
@@ -60,15 +59,14 @@ class SkillTool:
         return ToolResult(text, data={"skill": skill.as_json()})
 
 
-@dataclass(frozen=True, kw_only=True)
-class SkillsConfig:
+class SkillsConfig(NamedTuple):
     """Config of the ``skills`` plugin."""
 
     dsh_home: str | None = None
     """Only to state it: the deployment's home is used, and the plugin fails when this differs."""
     entry_points: bool = True
     """Load the skill folders every ``dsh.skills`` entry point names."""
-    exclude: list[str] = field(default_factory=list)
+    exclude: tuple[str, ...] = ()
     """Entry-point names not to load."""
 
 

@@ -6,8 +6,7 @@ import math
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dsh.bash import DSH_ENV_PREFIX, SHELL_EXECUTOR, BashExecRequest, ExecResult, Executor, LocalExecutor, Shell
 from dsh.bash_env import BASH_ENV, CollectionError
@@ -29,18 +28,22 @@ BASH_DESCRIPTION = (
 )
 
 
-@dataclass(frozen=True, kw_only=True)
-class ShellToolConfig:
-    """Config of a shell tool plugin."""
-
+class _ShellToolConfig(NamedTuple):
     default_timeout: float = 120.0
     """Seconds a foreground call may run when the model gives no timeout."""
     max_timeout: float = 600.0
 
-    def __post_init__(self) -> None:
-        for name in ("default_timeout", "max_timeout"):
-            if not getattr(self, name) > 0:
+
+class ShellToolConfig(_ShellToolConfig):
+    """Config of a shell tool plugin; a checked record (``_replace`` skips the checks)."""
+
+    __slots__ = ()
+
+    def __new__(cls, default_timeout: float = 120.0, max_timeout: float = 600.0) -> ShellToolConfig:
+        for name, value in (("default_timeout", default_timeout), ("max_timeout", max_timeout)):
+            if not value > 0:
                 raise FieldError(name, "must be greater than 0")
+        return super().__new__(cls, default_timeout, max_timeout)
 
 
 class TaskTable:

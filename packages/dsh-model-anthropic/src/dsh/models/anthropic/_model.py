@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dsh.agent import MODEL, ModelError, ModelStep, ToolCall, provider_error, read_key, server_message, status_reason
 from dsh.core import Context, FieldError, Plugin
-from dsh.session import Session, ToolSpec
+from dsh.session import EMPTY_MAPPING, Session, ToolSpec
 
 from ._messages import messages, tool_definitions
 
@@ -23,10 +22,7 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 """The SDK's own default, used when neither the config's ``base_url`` nor ``$ANTHROPIC_BASE_URL`` is set."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class AnthropicConfig:
-    """The ``anthropic`` provider's config (every field optional; unknown fields are refused)."""
-
+class _AnthropicConfig(NamedTuple):
     model: str = ""
     """The model id; empty: ``$ANTHROPIC_MODEL``, else claude-sonnet-4-5."""
     base_url: str = ""
@@ -44,16 +40,40 @@ class AnthropicConfig:
     """Seconds to wait for one HTTP answer."""
     max_retries: int = 2
     """Retries of a 408, 409, 429 or 5xx answer or a lost connection (the SDK's, honouring ``retry-after``)."""
-    extra_body: dict[str, Any] = field(default_factory=dict)
+    extra_body: Mapping[str, Any] = EMPTY_MAPPING
     """More request fields, sent as they are."""
 
-    def __post_init__(self) -> None:
-        if self.timeout <= 0:
+
+class AnthropicConfig(_AnthropicConfig):
+    """The ``anthropic`` provider's config (every field optional; unknown fields are refused).
+
+    A checked record: its values are checked as it is built (``_replace`` skips the checks).
+    """
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        model: str = "",
+        base_url: str = "",
+        api_key_env: str = "ANTHROPIC_API_KEY",
+        system: str = "",
+        max_tokens: int = 4096,
+        temperature: float | None = None,
+        stream: bool = False,
+        timeout: float = 120.0,
+        max_retries: int = 2,
+        extra_body: Mapping[str, Any] = EMPTY_MAPPING,
+    ) -> AnthropicConfig:
+        if timeout <= 0:
             raise FieldError("timeout", "must be a positive number of seconds")
-        if self.max_retries < 0:
+        if max_retries < 0:
             raise FieldError("max_retries", "must be 0 or more")
-        if self.max_tokens < 1:
+        if max_tokens < 1:
             raise FieldError("max_tokens", "must be at least 1")
+        return super().__new__(
+            cls, model, base_url, api_key_env, system, max_tokens, temperature, stream, timeout, max_retries, extra_body
+        )
 
 
 class AnthropicModel:

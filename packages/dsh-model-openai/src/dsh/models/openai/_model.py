@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dsh.agent import MODEL, ModelError, ModelStep, ToolCall, provider_error, read_key, server_message, status_reason
 from dsh.core import Context, FieldError, Plugin
-from dsh.session import Session, ToolSpec
+from dsh.session import EMPTY_MAPPING, Session, ToolSpec
 
 from ._messages import chat_messages, drop_nulls, function_tools
 
@@ -24,10 +23,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 """The SDK's own default, used when neither the config's ``base_url`` nor ``$OPENAI_BASE_URL`` is set."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class OpenAIConfig:
-    """The ``openai`` provider's config (every field optional; unknown fields are refused)."""
-
+class _OpenAIConfig(NamedTuple):
     model: str = ""
     """The model id (``deepseek-chat``, ``gpt-5-mini``, ``qwen3:8b``); empty: ``$OPENAI_MODEL``, else gpt-5-mini."""
     base_url: str = ""
@@ -48,14 +44,52 @@ class OpenAIConfig:
     """Seconds to wait for one HTTP answer."""
     max_retries: int = 2
     """Retries of a 408, 409, 429 or 5xx answer or a lost connection (the SDK's, honouring ``retry-after``)."""
-    extra_body: dict[str, Any] = field(default_factory=dict)
+    extra_body: Mapping[str, Any] = EMPTY_MAPPING
     """More request fields, sent as they are (a server's own options)."""
 
-    def __post_init__(self) -> None:
-        if self.timeout <= 0:
+
+class OpenAIConfig(_OpenAIConfig):
+    """The ``openai`` provider's config (every field optional; unknown fields are refused).
+
+    A checked record: its values are checked as it is built (``_replace`` skips the checks).
+    """
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        model: str = "",
+        base_url: str = "",
+        api_key_env: str = "OPENAI_API_KEY",
+        system: str = "",
+        stream: bool = False,
+        strict: bool = False,
+        parallel_tool_calls: bool | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 2,
+        extra_body: Mapping[str, Any] = EMPTY_MAPPING,
+    ) -> OpenAIConfig:
+        if timeout <= 0:
             raise FieldError("timeout", "must be a positive number of seconds")
-        if self.max_retries < 0:
+        if max_retries < 0:
             raise FieldError("max_retries", "must be 0 or more")
+        return super().__new__(
+            cls,
+            model,
+            base_url,
+            api_key_env,
+            system,
+            stream,
+            strict,
+            parallel_tool_calls,
+            temperature,
+            max_tokens,
+            timeout,
+            max_retries,
+            extra_body,
+        )
 
 
 class OpenAIModel:

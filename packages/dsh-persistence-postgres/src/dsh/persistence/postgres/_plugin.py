@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from dsh.core import Context, FieldError, Plugin
 from dsh.session.persistence import SESSION_PERSISTENCE
@@ -11,10 +11,7 @@ from dsh.session.persistence import SESSION_PERSISTENCE
 from ._backend import PostgresPersistence
 
 
-@dataclass(frozen=True, kw_only=True)
-class PostgresConfig:
-    """Config of the ``postgres`` backend. Every field has a default: libpq's environment suffices."""
-
+class _PostgresConfig(NamedTuple):
     dsn: str = ""
     """A libpq connection string or URL; empty means libpq's own defaults (``PGHOST``, ``PGDATABASE``,
     ``PGUSER``, ``PGPASSWORD``, ``~/.pgpass``, ...). Prefer ``~/.pgpass`` to a password in the file."""
@@ -27,17 +24,35 @@ class PostgresConfig:
     connect_timeout: float = 10.0
     """Seconds to wait for a connection (when the DSN and ``PGCONNECT_TIMEOUT`` do not say)."""
 
-    def __post_init__(self) -> None:
-        if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", self.schema):
+
+class PostgresConfig(_PostgresConfig):
+    """Config of the ``postgres`` backend. Every field has a default: libpq's environment suffices.
+
+    A checked record: its values are checked as it is built (``_replace`` skips the checks).
+    """
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        dsn: str = "",
+        schema: str = "dsh",
+        pool_min_size: int = 1,
+        pool_max_size: int = 4,
+        statement_timeout: float | None = 30.0,
+        connect_timeout: float = 10.0,
+    ) -> PostgresConfig:
+        if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
             raise FieldError("schema", "must be a plain lower-case SQL identifier (letters, digits, _; at most 63)")
-        if not self.pool_min_size >= 0:
+        if not pool_min_size >= 0:
             raise FieldError("pool_min_size", "must be at least 0")
-        if not self.pool_max_size >= 1:
+        if not pool_max_size >= 1:
             raise FieldError("pool_max_size", "must be at least 1")
-        if self.statement_timeout is not None and not self.statement_timeout > 0:
+        if statement_timeout is not None and not statement_timeout > 0:
             raise FieldError("statement_timeout", "must be greater than 0")
-        if not self.connect_timeout > 0:
+        if not connect_timeout > 0:
             raise FieldError("connect_timeout", "must be greater than 0")
+        return super().__new__(cls, dsn, schema, pool_min_size, pool_max_size, statement_timeout, connect_timeout)
 
 
 def _apply(ctx: Context, config: PostgresConfig) -> None:

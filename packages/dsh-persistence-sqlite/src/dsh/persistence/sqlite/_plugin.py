@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from dsh.core import Context, Plugin
 from dsh.session import plugin_home
@@ -13,8 +13,7 @@ from dsh.session.persistence import SESSION_PERSISTENCE
 from ._backend import SqlitePersistence, Synchronous
 
 
-@dataclass(frozen=True, kw_only=True)
-class SqliteConfig:
+class SqliteConfig(NamedTuple):
     """Config of the ``sqlite`` backend."""
 
     path: str | None = None
