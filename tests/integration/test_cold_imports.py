@@ -62,6 +62,22 @@ def test_a_cold_verb_on_the_default_deployment_imports_none_of_the_heavy_modules
     assert loaded == []
 
 
+def test_a_cold_exec_with_the_readmes_deployment_file_imports_none_of_the_heavy_modules(tmp_path: Path) -> None:
+    """Issue 22: a deployment file costs what the built-in deployment costs. Its validated form is
+    cached (no yaml, no pydantic from the second command on), and the ``deployment-env`` fact it adds
+    resolves inline (no thread pool, so no ``concurrent.futures`` and the ``logging`` it imports)."""
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    deployment = home / "sqlite.yaml"
+    deployment.write_text("persistence: {backend: sqlite}\n")
+    deployment.chmod(0o600)
+    line = ("exec", "--no-server", "--deployment", str(deployment), "--", 'test -n "$DSH_DEPLOYMENT"')
+    assert _cold(home, *line)[0] == 0  # the first command validates the file and caches its form
+    code, loaded, _ = _cold(home, *line, watched=(*NEVER_LOADED, "socket"))
+    assert code == 0
+    assert loaded == []
+
+
 def test_a_plain_cold_exec_never_builds_the_full_command_line_parser(tmp_path: Path) -> None:
     """The fenced start-up path reads the plain ``exec`` form; every other line is argparse's."""
     code, loaded, out = _cold(tmp_path / "home", "exec", "--no-server", "--", "echo ran", watched=("argparse",))
@@ -153,7 +169,7 @@ per generated method); every record dsh defines is a ``NamedTuple`` (the record 
 plugins' ``Config`` classes, the deployment records, ``ToolCall``...) or a plain class."""
 
 
-def test_a_cold_exec_defines_only_the_dataclasses_pydantic_validates(tmp_path: Path) -> None:
+def test_a_cold_exec_defines_no_dataclass(tmp_path: Path) -> None:
     home = tmp_path / "home"
     _cold(home, "env")  # the discovery cache, as every later command finds it
     env = {k: v for k, v in os.environ.items() if k not in ("DSH_DEPLOYMENT", "DSH_SESSION_ID")}

@@ -14,6 +14,7 @@ from typing import NamedTuple
 from dsh.bash import World
 from dsh.bash_env import BASH_ENV, BashEnvRegistry, Reach
 from dsh.core import Context, Plugin
+from dsh.loader import EntryPointItem
 from dsh.session import ToolExecution
 
 from ._fast._choice import DEPLOYMENT_ENV
@@ -49,7 +50,14 @@ class _Deployment:
 
 def _apply(ctx: Context, config: DeploymentEnvConfig) -> None:
     registry = ctx.require(BASH_ENV)
-    registry.register(_Deployment(registry, config.path))
+    # The harness's own fact, a path it holds: resolved inline like bash-env's built-ins (no thread
+    # hand-off per call, and no thread pool to start for it on a cold command), still shown as dsh-cli's.
+    origin = ctx.fiber.origin
+    registry.register(
+        _Deployment(registry, config.path),
+        builtin=True,
+        origin=origin if isinstance(origin, EntryPointItem) else None,
+    )
 
 
 plugin = Plugin(name="deployment-env", apply=_apply, Config=DeploymentEnvConfig, inject=("bash_env",))

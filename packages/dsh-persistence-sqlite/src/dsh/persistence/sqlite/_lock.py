@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import socket
 from collections.abc import Callable
 
 from dsh.session import PersistenceError, SessionLockedError
@@ -45,7 +44,7 @@ def lock_file(lock_dir: str, session_id: str) -> Callable[[], None]:
     # Who holds it, for the message another writer gets; best effort, the flock is the lock.
     try:
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {os.uname().nodename}\n".encode(), 0)
     except OSError:
         pass
     released = False
