@@ -356,3 +356,16 @@ def test_the_readmes_two_commands_are_the_ones_ci_and_the_venv_layout_use() -> N
     table = {row.split("`")[1] for row in (REPO / "README.md").read_text().splitlines() if row.startswith("| `DSH_")}
     assert set(re.findall(r"\$(DSH_[A-Z_]+)", line)) <= table, "it shows only variables the README's table lists"
     assert "DSH_SESSION_JSONL" in line, "it shows where the default deployment's JSONL transcript is"
+
+
+def test_every_record_dsh_defines_is_a_named_tuple() -> None:
+    """The record rule (root README, issue 22): no dataclass is defined in dsh's own sources."""
+    for source in REPO.glob("packages/*/src/**/*.py"):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.ClassDef):
+                for decorator in node.decorator_list:
+                    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                    name = ast.unparse(target)
+                    assert name.split(".")[-1] != "dataclass", (
+                        f"{source}: class {node.name} is a dataclass; dsh's records are NamedTuples (root README)"
+                    )
