@@ -62,14 +62,25 @@ def test_a_cold_verb_on_the_default_deployment_imports_none_of_the_heavy_modules
     assert loaded == []
 
 
-def test_a_cold_exec_with_the_readmes_deployment_file_imports_none_of_the_heavy_modules(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "text",
+    [
+        "persistence: {backend: sqlite}\n",
+        # bash-env's config leaves its mapping field (policy) at its read-only empty default
+        "plugins:\n  - {id: bash-env, config: {exclude: [nothing-installed]}}\n",
+    ],
+    ids=["readme-sqlite", "bash-env-exclude"],
+)
+def test_a_cold_exec_with_the_readmes_deployment_file_imports_none_of_the_heavy_modules(
+    tmp_path: Path, text: str
+) -> None:
     """Issue 22: a deployment file costs what the built-in deployment costs. Its validated form is
     cached (no yaml, no pydantic from the second command on), and the ``deployment-env`` fact it adds
     resolves inline (no thread pool, so no ``concurrent.futures`` and the ``logging`` it imports)."""
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
     deployment = home / "sqlite.yaml"
-    deployment.write_text("persistence: {backend: sqlite}\n")
+    deployment.write_text(text)
     deployment.chmod(0o600)
     line = ("exec", "--no-server", "--deployment", str(deployment), "--", 'test -n "$DSH_DEPLOYMENT"')
     assert _cold(home, *line)[0] == 0  # the first command validates the file and caches its form

@@ -206,3 +206,32 @@ def test_an_invalid_file_is_still_an_error_naming_the_file(home: Path) -> None:
     cache = validated_cache(home, Catalog())
     with pytest.raises(DeploymentError, match=r"deployment\.yaml"):
         load_deployment(path, validated=cache)
+
+
+def test_a_config_leaving_a_mapping_field_at_its_read_only_default_is_cached(tmp_path: Path) -> None:
+    """A NamedTuple ``Config`` whose mapping field defaults to ``EMPTY_MAPPING`` (the record rule) is
+    cached like any other, and the field comes back as that very default, never a mutable ``{}``."""
+    from collections.abc import Mapping
+    from typing import NamedTuple
+
+    from dsh.session import EMPTY_MAPPING
+
+    class Config(NamedTuple):
+        exclude: tuple[str, ...] = ()
+        policy: Mapping[str, str] = EMPTY_MAPPING
+
+    calls: list[int] = []
+
+    def validate() -> Config:
+        calls.append(1)
+        return Config(exclude=("a",))
+
+    home = tmp_path / "home"
+    (home / "run").mkdir(parents=True, mode=0o700)
+    catalog = Catalog()
+    cache = validated_cache(home, catalog)
+    assert cache.config("ref", Config, {"exclude": ["a"]}, validate) == Config(("a",))
+    cache.save()
+    again = validated_cache(home, catalog).config("ref", Config, {"exclude": ["a"]}, validate)
+    assert calls == [1]  # the second process's answer came from the cache
+    assert again == Config(("a",)) and again.policy is EMPTY_MAPPING and type(again.exclude) is tuple

@@ -9,7 +9,9 @@ schemas only to reach the answer it reached last time: about as much as everythi
 - each plugin config (a NamedTuple or stdlib-dataclass ``Config`` only) under its plugin's
   reference, the ``Config`` class's fields and the raw mapping, beside the validated fields. A hit
   rebuilds the config with ``Config(**fields)``, so a checked NamedTuple's ``__new__`` (a
-  dataclass's ``__post_init__``) still runs; a field that was a tuple is rebuilt as one.
+  dataclass's ``__post_init__``) still runs; a field that was a tuple is rebuilt as one, and a
+  field left at its default object is not stored, so it is rebuilt as that very object (a mapping
+  field's read-only ``EMPTY_MAPPING``, which JSON would bring back as a mutable ``{}``).
 
 Both sections are keyed by this module's format and by the installed distributions (the discovery
 cache's key): an install, uninstall or upgrade of any distribution, pydantic included, drops them.
@@ -76,6 +78,14 @@ def _record_fields(cls: type[Any]) -> list[tuple[str, str]] | None:
     if dataclasses is not None and dataclasses.is_dataclass(cls):
         return [(f.name, str(f.type)) for f in dataclasses.fields(cls) if f.init]
     return None
+
+
+def _defaults(cls: type[Any]) -> dict[str, Any]:
+    """The default object of each field of the NamedTuple or dataclass ``cls`` that has one (not a factory's)."""
+    if issubclass(cls, tuple):
+        return dict(getattr(cls, "_field_defaults", {}))
+    dataclasses = sys.modules["dataclasses"]  # _record_fields found a dataclass: the module is loaded
+    return {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
 
 
 def _exact(rebuilt: object, value: object) -> bool:
@@ -150,9 +160,11 @@ class ValidatedCache:
         value = validate()
         try:
             values = {name: getattr(value, name) for name, _ in fields}
+            defaults = _defaults(cls)
+            given = {name: v for name, v in values.items() if not (name in defaults and v is defaults[name])}
             form = {
-                "fields": values,
-                "tuples": [name for name, v in values.items() if type(v) is tuple],
+                "fields": given,
+                "tuples": [name for name, v in given.items() if type(v) is tuple],
             }
             form = json.loads(json.dumps(form))
             rebuilt = _config_from(cls, form)
