@@ -6,7 +6,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -235,3 +237,42 @@ def test_a_config_leaving_a_mapping_field_at_its_read_only_default_is_cached(tmp
     again = validated_cache(home, catalog).config("ref", Config, {"exclude": ["a"]}, validate)
     assert calls == [1]  # the second process's answer came from the cache
     assert again == Config(("a",)) and again.policy is EMPTY_MAPPING and type(again.exclude) is tuple
+
+
+@pytest.mark.parametrize(
+    "doctor",
+    [
+        lambda form: form["plugins"][0].update(name=5),
+        lambda form: form.update(dsh_home=5),
+        lambda form: form.update(model={"provider": 3}),
+        lambda form: form.update(persistence=[]),
+    ],
+    ids=["entry-name", "dsh-home", "model-provider", "persistence-list"],
+)
+def test_a_cached_deployment_form_of_the_wrong_types_is_validated_afresh(
+    tmp_path: Path, doctor: Callable[[dict[str, Any]], None]
+) -> None:
+    """The cache is never fatal: a form that no longer builds (any error) is read from the file again."""
+    home = tmp_path / "home"
+    (home / "run").mkdir(parents=True, mode=0o700)
+    path = _deployment(home, "model: {provider: openai}\nplugins:\n  - {id: bash-env}\n")
+    catalog = Catalog()
+    cache = validated_cache(home, catalog)
+    expected = load_deployment(path, validated=cache)
+    cache.save()
+    cached = home / "run" / "validated.cache"
+    data = json.loads(cached.read_text())
+    doctor(next(iter(data["deployments"].values()))["deployment"])
+    cached.write_text(json.dumps(data))
+    assert load_deployment(path, validated=validated_cache(home, catalog)) == expected
+
+
+def test_a_deployment_holding_a_value_json_cannot_is_loaded_and_not_cached(tmp_path: Path) -> None:
+    """A YAML date in a config is not JSON: the file is read, validated each time, never a traceback."""
+    home = tmp_path / "home"
+    (home / "run").mkdir(parents=True, mode=0o700)
+    path = _deployment(home, "persistence: {backend: jsonl, config: {since: 2024-01-01}}\n")
+    for _ in range(2):
+        cache = validated_cache(home, Catalog())
+        assert str(load_deployment(path, validated=cache).persistence.config["since"]) == "2024-01-01"
+        cache.save()

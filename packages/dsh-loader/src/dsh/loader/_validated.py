@@ -132,11 +132,15 @@ class ValidatedCache:
         if isinstance(cached, dict) and cached.get("text") == text:
             try:
                 return _deployment_from(cached["deployment"])
-            except (KeyError, TypeError, ValueError):
-                pass  # a form this code cannot rebuild: validate afresh, then overwrite it
+            except Exception:
+                pass  # a form this code cannot rebuild (stale, doctored: any error): validate afresh, then overwrite it
         deployment = validate()
         form = _deployment_form(deployment)
-        if _deployment_from(json.loads(json.dumps(form))) == deployment:
+        try:
+            exact = _deployment_from(json.loads(json.dumps(form))) == deployment
+        except (TypeError, ValueError):  # a value JSON cannot hold (a YAML date): validated every time
+            exact = False
+        if exact:
             self._deployments.pop(source, None)
             self._deployments[source] = {"text": text, "deployment": form}
             self._changed = True
