@@ -515,7 +515,7 @@ def bench_exec(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
     env = child_env(os.environ, DSH_HOME=str(tmp / "exec-home"))
     argv = [sys.executable, "-m", "dsh.cli", "exec", "--no-server", "--", "true"]
     walls: dict[str, list[float]] = {"cold": [], "floor": []}
-    for _ in range(size["process_rounds"]):
+    for _ in range(size["cold_rounds"]):
         walls["cold"].append(_wall(argv, env))
         walls["floor"].append(_wall([sys.executable, "-c", "pass"], env))
     return {"dsh_exec_true": _ratios(walls, "cold")}
@@ -564,6 +564,7 @@ FULL: dict[str, Any] = {
     "dists_small": 10,
     "dists_big": 500,
     "process_rounds": 15,
+    "cold_rounds": 41,
     "served_rounds": 41,
     "refresh_repeats": 1001,
     "flush_rounds": 40,
@@ -588,6 +589,7 @@ QUICK: dict[str, Any] = {
     "dists_small": 2,
     "dists_big": 5,
     "process_rounds": 1,
+    "cold_rounds": 1,
     "served_rounds": 5,
     "refresh_repeats": 3,
     "flush_rounds": 2,
