@@ -118,11 +118,18 @@ def bench_cold(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
     sqlite_file.write_text("persistence: {backend: sqlite}\n")
     sqlite_file.chmod(0o600)
     with_file = child_env(os.environ, DSH_HOME=str(home), DSH_DEPLOYMENT=str(sqlite_file))
+    # The same file naming the built-in backend: what having a deployment file costs, apart from
+    # what the SQLite backend it picks costs.
+    jsonl_file = home / "jsonl.yaml"
+    jsonl_file.write_text("persistence: {backend: jsonl}\n")
+    jsonl_file.chmod(0o600)
+    with_jsonl_file = child_env(os.environ, DSH_HOME=str(home), DSH_DEPLOYMENT=str(jsonl_file))
     jobs: dict[str, tuple[list[str], Mapping[str, str]]] = {
         "python_pass": ([sys.executable, "-c", "pass"], env),
         "dependency_floor": ([sys.executable, "-c", DEPENDENCY_FLOOR], env),
         "exec": ([*DSH, "exec", "--no-server", "--", "true"], env),
         "exec_deployment_file": ([*DSH, "exec", "--no-server", "--", "true"], with_file),
+        "exec_jsonl_deployment_file": ([*DSH, "exec", "--no-server", "--", "true"], with_jsonl_file),
         "sessions_list_deployment_file": ([*DSH, "sessions", "list"], with_file),
         "env": ([*DSH, "env"], env),
         "plugins": ([*DSH, "plugins"], env),
@@ -147,6 +154,7 @@ def bench_cold(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
     out["cold_floors"] = {"python_pass_ms": floor, "dependency_floor_ms": med["dependency_floor"]["ms"]}
     out["cold_deployment_file_cost"] = {
         "exec_with_file_over_builtin": med["exec_deployment_file"]["ms"] / med["exec"]["ms"],
+        "exec_with_jsonl_file_over_builtin": med["exec_jsonl_deployment_file"]["ms"] / med["exec"]["ms"],
         "sessions_list_with_file_over_builtin": (
             med["sessions_list_deployment_file"]["ms"] / med["sessions_list"]["ms"]
         ),
