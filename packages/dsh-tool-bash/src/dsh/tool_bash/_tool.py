@@ -49,8 +49,7 @@ class ShellToolConfig(_ShellToolConfig):
 class TaskTable:
     """Background tasks started by one shell tool, by task id.
 
-    A plain slotted class: every boot makes one, and a dataclass cost each cold start half a
-    millisecond to define.
+    A plain slotted class: mutable state, not a record (dsh's record rule, root README).
     """
 
     __slots__ = ("tasks",)
