@@ -106,7 +106,7 @@ def first_installed(items: Iterable[EntryPointItem]) -> list[EntryPointItem]:
 
 
 class _Scan:
-    """One scan's items and the ones left out, per group (a plain class: a dataclass costs every cold start)."""
+    """One scan's items and the ones left out, per group: filled in while scanning (mutable state, a slotted class)."""
 
     __slots__ = ("items", "lost")
 
