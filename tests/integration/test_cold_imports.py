@@ -89,6 +89,23 @@ def test_a_cold_exec_with_the_readmes_deployment_file_imports_none_of_the_heavy_
     assert loaded == []
 
 
+def test_one_discovery_cache_serves_the_dsh_script_and_python_m_from_any_folder(tmp_path: Path) -> None:
+    """``python -m`` puts the working directory first on ``sys.path``, the script its own folder: a
+    folder without distribution metadata is not part of the cache's key, so no form or folder rescans."""
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if k not in ("DSH_DEPLOYMENT", "DSH_SESSION_ID")}
+    env |= {"DSH_HOME": str(home), "PYTHONPROFILEIMPORTTIME": "1"}
+    script = Path(sys.executable).with_name("dsh")
+    forms = [[sys.executable, "-m", "dsh.cli", "env"]] * 3 + ([[str(script), "env"]] if script.exists() else [])
+    scanned = []
+    for i, argv in enumerate(forms):
+        folder = tmp_path / f"cwd-{i}"
+        folder.mkdir()
+        done = subprocess.run(argv, cwd=folder, env=env, capture_output=True, text=True, timeout=120, check=True)
+        scanned.append(any(line.endswith("| importlib.metadata") for line in done.stderr.splitlines()))
+    assert scanned == [True] + [False] * (len(forms) - 1)
+
+
 def test_a_plain_cold_exec_never_builds_the_full_command_line_parser(tmp_path: Path) -> None:
     """The fenced start-up path reads the plain ``exec`` form; every other line is argparse's."""
     code, loaded, out = _cold(tmp_path / "home", "exec", "--no-server", "--", "echo ran", watched=("argparse",))

@@ -26,15 +26,24 @@ _KEY = "key "
 _END = "end"
 KEEP = 8
 """Keys kept in one file, newest first: interpreters, virtual environments or ``sys.path``
-variants (``python -m`` puts the working directory first) sharing a home do not evict each other."""
+variants sharing a home do not evict each other."""
 
 Row = tuple[str, ...]
 """``("I" or "L", group, name, value, distribution, version, installed)``: an item, or one left out."""
 
 
 def cache_key(fingerprint: tuple[tuple[str, object], ...]) -> str:
-    """One line naming the interpreter, ``sys.path`` and every metadata entry on it, in a stable order."""
-    stable = [(entry, tuple(sorted(seen)) if isinstance(seen, frozenset) else seen) for entry, seen in fingerprint]
+    """One line naming the interpreter and each ``sys.path`` entry that holds distribution metadata
+    (with every metadata entry in it), in ``sys.path``'s order.
+
+    An entry with none (a missing folder, an empty one, a source folder) finds no entry point, so it
+    is left out: ``dsh`` (its script's folder first on ``sys.path``) and ``python -m dsh.cli`` (the
+    working directory first), from any folder, share one key. An entry that gains metadata enters
+    the key, and the next command rescans.
+    """
+    stable = [
+        (entry, tuple(sorted(seen)) if isinstance(seen, frozenset) else seen) for entry, seen in fingerprint if seen
+    ]
     text = repr((sys.executable, sys.version, sys.implementation.cache_tag, stable))
     return text.replace("\n", "\\n")
 
