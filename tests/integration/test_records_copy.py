@@ -55,3 +55,46 @@ def test_the_shared_empty_default_is_a_read_only_dict_that_stays_itself() -> Non
     assert EMPTY_MAPPING == {}
     assert ToolResult("x").data is BashExecRequest(command="true").env is EMPTY_MAPPING
     assert pickle.loads(pickle.dumps(ReadOnlyDict(a="b"))) == {"a": "b"}
+
+
+def _checked_records() -> list[type[tuple[object, ...]]]:
+    """Every checked record of dsh's: a subclass of a NamedTuple with a ``__new__`` of its own (the record rule)."""
+    import importlib
+    from pathlib import Path
+
+    found = []
+    for source in sorted(Path(__file__).parents[2].glob("packages/*/src/dsh/**/*.py")):
+        parts = source.with_suffix("").parts
+        name = ".".join(parts[parts.index("src") + 1 :]).removesuffix(".__init__")
+        if name.endswith("__main__"):
+            continue  # running it is the command
+        module = importlib.import_module(name)
+        for value in vars(module).values():
+            if (
+                isinstance(value, type)
+                and value.__module__ == name
+                and "__new__" in vars(value)
+                and any(hasattr(base, "_fields") for base in value.__bases__)
+            ):
+                found.append(value)
+    return found
+
+
+def test_a_checked_records_new_keeps_the_defaults_of_its_fields() -> None:
+    """A checked record repeats its fields in ``__new__`` (a typed signature); a default that drifted
+    from the field's would differ between ``Config()`` and pydantic or ``_make``."""
+    import inspect
+
+    records = _checked_records()
+    assert len(records) >= 10, records  # the configs, the deployment records, the session records
+    for record in records:
+        parameters = inspect.signature(record.__new__).parameters
+        fields: tuple[str, ...] = getattr(record, "_fields")  # noqa: B009 (a NamedTuple's, typed here)
+        defaults: dict[str, object] = getattr(record, "_field_defaults")  # noqa: B009
+        assert set(fields) <= set(parameters), f"{record.__qualname__}.__new__ misses fields"
+        for name, default in defaults.items():
+            given = parameters[name].default
+            assert given is default or given == default, (
+                f"{record.__module__}.{record.__qualname__}: __new__ defaults {name} to {given!r}, "
+                f"the field to {default!r}"
+            )
