@@ -442,3 +442,12 @@ def test_a_role_that_may_not_create_the_schema_is_told_to_run_sessions_migrate(
         host.write(_header(), [SessionEvent(type="turn/start")])
     finally:
         host.close()
+
+
+def test_a_pool_whose_minimum_exceeds_its_maximum_is_refused_naming_the_field() -> None:
+    from dsh.core import FieldError
+    from dsh.persistence.postgres import PostgresConfig
+
+    with pytest.raises(FieldError, match=r"^field 'pool_min_size' must not exceed pool_max_size \(2\)$") as err:
+        PostgresConfig(pool_min_size=5, pool_max_size=2)
+    assert err.value.field == "pool_min_size"

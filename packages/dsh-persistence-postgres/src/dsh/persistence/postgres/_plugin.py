@@ -48,6 +48,8 @@ class PostgresConfig(_PostgresConfig):
             raise FieldError("pool_min_size", "must be at least 0")
         if not pool_max_size >= 1:
             raise FieldError("pool_max_size", "must be at least 1")
+        if pool_min_size > pool_max_size:
+            raise FieldError("pool_min_size", f"must not exceed pool_max_size ({pool_max_size})")
         if statement_timeout is not None and not statement_timeout > 0:
             raise FieldError("statement_timeout", "must be greater than 0")
         if not connect_timeout > 0:
@@ -56,8 +58,6 @@ class PostgresConfig(_PostgresConfig):
 
 
 def _apply(ctx: Context, config: PostgresConfig) -> None:
-    if config.pool_min_size > config.pool_max_size:
-        raise ValueError("config field 'pool_min_size' is larger than 'pool_max_size'")
     backend = PostgresPersistence(
         config.dsn,
         schema=config.schema,
