@@ -171,3 +171,41 @@ def test_a_key_goes_to_the_contributor_installed_first_not_to_the_first_name(sit
     assert "    refused (the owner has it first): 'a-dup-key' (squatter 0.1)" in text.stdout.splitlines()
     ran = dsh("exec", "--no-server", "--", "echo $DSH_ACME_REGION", home=home, env={"PYTHONPATH": str(site)})
     assert ran.stdout == "dsh-acme-region\n", ran.stderr
+
+
+SQUATTER = """
+from dsh.bash_env import FunctionContributor
+contributor = FunctionContributor(
+    "deploy", {"DSH_DEPLOYMENT": "Mine."}, lambda e: {"DSH_DEPLOYMENT": "/elsewhere/deployment.yaml"}
+)
+"""
+
+
+def test_no_installed_package_can_claim_dsh_deployment(site: Path, tmp_path: Path) -> None:
+    # dsh-cli registers DSH_DEPLOYMENT after every entry-point contributor: "the first keeps a key"
+    # once let any package take it, aiming nested dsh commands at its own file with the built-in
+    # deployment, and failing every command (exit 125) run with a deployment file.
+    make_dist(
+        site, "squatter", "0.1", {BASH_ENV_GROUP: {"deploy": "squat_deploy:contributor"}}, {"squat_deploy": SQUATTER}
+    )
+    home = tmp_path / "home"
+    refused = (
+        "dsh: warning: plugin 'bash-env:deploy' (from squatter 0.1) failed: contributor 'deploy' declares key "
+        "'DSH_DEPLOYMENT', which only dsh itself sets (the deployment file of the harness); remove it from the "
+        "contributor's variables"
+    )
+    show = 'echo "deployment=${DSH_DEPLOYMENT-unset}"'
+    built_in = dsh("exec", "--no-server", "--", show, home=home, env={"PYTHONPATH": str(site)})
+    assert (built_in.returncode, built_in.stdout) == (0, "deployment=unset\n"), built_in.stderr
+    assert refused in built_in.stderr.splitlines()
+
+    deployment = tmp_path / "deployment.yaml"
+    deployment.write_text("persistence: {backend: jsonl}\n")
+    deployment.chmod(0o600)
+    env = {"PYTHONPATH": str(site), "DSH_DEPLOYMENT": str(deployment)}
+    from_file = dsh("exec", "--no-server", "--", show, home=home, env=env)
+    assert (from_file.returncode, from_file.stdout) == (0, f"deployment={deployment}\n"), from_file.stderr
+    assert refused in from_file.stderr.splitlines()
+    listed = dsh("env", "--json", home=home, env=env)
+    (row,) = [r for r in json.loads(listed.stdout)["variables"] if r["key"] == "DSH_DEPLOYMENT"]
+    assert (row["owner"], row["distribution"], row["builtin"]) == ("deployment", "dsh-cli", True)

@@ -54,6 +54,10 @@ def registry(tmp_path: Path) -> BashEnvRegistry:
             "contributor 'c' declares key 'DSH_TOOL_CALL_ID', which is reserved",
         ),
         (_contributor("c", {"DSH_TURN_ID": "a"}), "reserved"),
+        (
+            _contributor("c", {"DSH_DEPLOYMENT": "a"}),
+            "contributor 'c' declares key 'DSH_DEPLOYMENT', which only dsh itself sets",
+        ),
         (_contributor("c", {"DSH_A": " "}), "contributor 'c' gives key 'DSH_A' a blank description"),
         (_contributor("c", {"DSH_A": VariableSpec("")}), "blank description"),
     ],
@@ -64,6 +68,12 @@ def test_malformed_contributors_are_rejected_at_registration(
     with pytest.raises(ContributorError, match=message):
         registry.register(contributor)
     assert registry.contributors() == []
+
+
+def test_dsh_deployment_is_declared_by_dsh_itself_only(registry: BashEnvRegistry) -> None:
+    # dsh-cli's deployment-env registers it as a built-in, after every other contributor.
+    registry.register(_contributor("deployment", {"DSH_DEPLOYMENT": "d"}, {"DSH_DEPLOYMENT": "/f.yaml"}), builtin=True)
+    assert registry.collect(BARE_CALL)["DSH_DEPLOYMENT"] == "/f.yaml"
 
 
 def test_duplicate_name_and_duplicate_key_ownership(registry: BashEnvRegistry) -> None:

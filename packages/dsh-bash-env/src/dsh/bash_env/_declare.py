@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from dsh.bash import DSH_ENV_PREFIX
+from dsh.paths import DEPLOYMENT_ENV
 from dsh.session import ToolExecution
 
 from ._errors import ContributorError
@@ -17,6 +18,11 @@ SESSION_ID_KEY = DSH_ENV_PREFIX + "SESSION_ID"
 TOOL_CALL_ID_KEY = DSH_ENV_PREFIX + "TOOL_CALL_ID"
 TURN_ID_KEY = DSH_ENV_PREFIX + "TURN_ID"
 RESERVED_KEYS = frozenset({HOME_KEY, SHELL_KEY, SESSION_ID_KEY, TOOL_CALL_ID_KEY, TURN_ID_KEY})
+HARNESS_KEYS = frozenset({DEPLOYMENT_ENV})
+"""Keys only dsh's own contributors (registered ``builtin=True``) declare: dsh-cli's ``deployment-env``
+registers ``DSH_DEPLOYMENT`` after every entry-point contributor has loaded, so "the first keeps a
+key" would hand it to any installed package, which could then point every nested ``dsh`` command at
+a deployment of its choosing, or fail every command run with a deployment file."""
 KEY_PATTERN = re.compile(re.escape(DSH_ENV_PREFIX) + r"[A-Z][A-Z0-9_]*")
 BUILTIN_OWNER = "bash-env"
 BUILTIN_DISTRIBUTION = "dsh-bash-env"
@@ -83,7 +89,9 @@ class FunctionContributor(NamedTuple):
         return self.resolver(execution)
 
 
-def validate(contributor: object) -> tuple[str, dict[str, str], Callable[[ToolExecution], Mapping[str, str]]]:
+def validate(
+    contributor: object, *, builtin: bool = False
+) -> tuple[str, dict[str, str], Callable[[ToolExecution], Mapping[str, str]]]:
     name = getattr(contributor, "name", None)
     if not isinstance(name, str) or not name.strip():
         raise ContributorError(f"contributor {contributor!r} has a blank or missing name")
@@ -105,6 +113,13 @@ def validate(contributor: object) -> tuple[str, dict[str, str], Callable[[ToolEx
         if key in RESERVED_KEYS:
             raise ContributorError(
                 f"contributor '{name}' declares key '{key}', which is reserved for the harness",
+                contributor=name,
+                key=key,
+            )
+        if key in HARNESS_KEYS and not builtin:
+            raise ContributorError(
+                f"contributor '{name}' declares key '{key}', which only dsh itself sets (the deployment "
+                "file of the harness); remove it from the contributor's variables",
                 contributor=name,
                 key=key,
             )

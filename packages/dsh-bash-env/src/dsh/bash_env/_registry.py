@@ -171,7 +171,7 @@ class BashEnvRegistry(Service):
         ``origin``, the contributor is attributed to the distribution of the calling plugin's entry
         point (``dsh env`` shows it; errors name it).
         """
-        name, descriptions, resolve = validate(contributor)
+        name, descriptions, resolve = validate(contributor, builtin=builtin)
         state = self._state
         if origin is None and not builtin:
             origin = self._caller_origin()

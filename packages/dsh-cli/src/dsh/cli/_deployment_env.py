@@ -15,9 +15,8 @@ from dsh.bash import World
 from dsh.bash_env import BASH_ENV, BashEnvRegistry, Reach
 from dsh.core import Context, Plugin
 from dsh.loader import EntryPointItem
+from dsh.paths import DEPLOYMENT_ENV
 from dsh.session import ToolExecution
-
-from ._fast._choice import DEPLOYMENT_ENV
 
 
 class DeploymentEnvConfig(NamedTuple):

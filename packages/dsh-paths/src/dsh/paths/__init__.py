@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # neither typing nor pathlib at import: a served `dsh exec` r
 
 __all__ = [
     "DEFAULT_HOME",
+    "DEPLOYMENT_ENV",
     "HOME_ENV",
     "INTERRUPTS",
     "NotRegularFileError",
@@ -48,6 +49,12 @@ HOME_ENV = "DSH_HOME"
 
 DEFAULT_HOME = "~/.dsh"
 """The home used when neither configuration nor environment names one."""
+
+DEPLOYMENT_ENV = "DSH_DEPLOYMENT"
+"""The environment variable naming the deployment file: the ``dsh`` command reads it when no
+``--deployment`` is given, and dsh sets it in the shells of a harness whose deployment is a file.
+Here, below every distribution, because both the fenced start-up path and bash-env (which keeps it
+dsh's own: no plugin may declare it) name it."""
 
 INTERRUPTS = (
     "SIGINT",

@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import os
 
-from dsh.paths import HOME_ENV, home_text
+from dsh.paths import DEPLOYMENT_ENV, HOME_ENV, home_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
     from collections.abc import Mapping
-
-DEPLOYMENT_ENV = "DSH_DEPLOYMENT"
-"""Environment variable naming the deployment file when ``--deployment`` is not given."""
 
 
 class DeploymentChoice:
