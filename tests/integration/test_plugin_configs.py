@@ -82,6 +82,23 @@ def test_an_empty_config_is_the_defaults_and_a_misspelt_field_is_named(config_cl
         (ShellToolConfig, {"default_timeout": -1}, "field 'config.default_timeout' must be greater than 0"),
         (ShellToolConfig, {"max_timeout": "soon"}, "field 'config.max_timeout' must be a number"),
         (LocalExecutorConfig, {"max_output": 1.5}, "field 'config.max_output' must be a whole number"),
+        # 0 and below printed "showing the last -1 of 0 characters" over every stream, and every
+        # character at 0 (text[-0:]): nonsense limits are refused where every other check is.
+        (LocalExecutorConfig, {"max_output": 0}, "field 'config.max_output' must be at least 1"),
+        (LocalExecutorConfig, {"max_output": -1}, "field 'config.max_output' must be at least 1"),
+        (
+            LocalExecutorConfig,
+            {"max_spill": -1},
+            "field 'config.max_spill' must be 0 or more (or null for the default)",
+        ),
+        (SandboxConfig, {"max_output": 0}, "field 'config.max_output' must be at least 1"),
+        (SandboxConfig, {"spill_budget": -1}, "field 'config.spill_budget' must be 0 or more"),
+        (SshConfig, {"host": "h", "max_output": -3}, "field 'config.max_output' must be at least 1"),
+        (SshConfig, {"host": " "}, "field 'config.host' must name the host"),
+        (SshConfig, {"host": "h", "port": 0}, "field 'config.port' must be a TCP port, 1 to 65535"),
+        (SshConfig, {"host": "h", "port": 70000}, "field 'config.port' must be a TCP port, 1 to 65535"),
+        (SshConfig, {"host": "h", "connect_timeout": 0}, "field 'config.connect_timeout' must be a positive number"),
+        (SshConfig, {"host": "h", "max_sessions": 0}, "field 'config.max_sessions' must be at least 1"),
         (JsonlConfig, {"fsync": "maybe"}, "field 'config.fsync' must be true or false"),
         (SqliteConfig, {"synchronous": "EXTRA"}, "field 'config.synchronous' must be one of 'FULL', 'NORMAL' or 'OFF'"),
         (PostgresConfig, {"schema": "Public"}, "field 'config.schema' must be a plain lower-case SQL identifier"),

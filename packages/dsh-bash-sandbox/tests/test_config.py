@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import get_type_hints
+
 from dsh.bash import LocalExecutorConfig
 from dsh.bash_sandbox import SandboxConfig
 
@@ -10,7 +12,7 @@ def test_the_local_executor_s_fields_come_first_with_the_same_types_and_defaults
     local = LocalExecutorConfig._fields
     assert SandboxConfig._fields[: len(local)] == local
     for name in local:
-        assert SandboxConfig.__annotations__[name] == LocalExecutorConfig.__annotations__[name], name
+        assert get_type_hints(SandboxConfig)[name] == get_type_hints(LocalExecutorConfig)[name], name
         assert SandboxConfig._field_defaults[name] == LocalExecutorConfig._field_defaults[name], name
 
 

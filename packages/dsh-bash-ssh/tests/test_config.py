@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import get_type_hints
+
 from dsh.bash import LocalExecutorConfig
 from dsh.bash_ssh import SshConfig
 
@@ -11,7 +13,7 @@ def test_the_local_executor_s_fields_follow_host_with_the_same_types_and_default
     assert SshConfig._fields[0] == "host" and "host" not in SshConfig._field_defaults  # the one required field
     assert SshConfig._fields[1 : 1 + len(local)] == local
     for name in local:
-        assert SshConfig.__annotations__[name] == LocalExecutorConfig.__annotations__[name], name
+        assert get_type_hints(SshConfig)[name] == get_type_hints(LocalExecutorConfig)[name], name
         assert SshConfig._field_defaults[name] == LocalExecutorConfig._field_defaults[name], name
 
 

@@ -25,6 +25,7 @@ from dsh.bash import (
     LocalExecutorConfig,
     Mount,
     World,
+    check_output_limits,
     executor_options,
 )
 from dsh.core import Context, Plugin
@@ -204,13 +205,7 @@ _LOCAL = LocalExecutorConfig()
 """The local executor's defaults, which this config's first fields repeat."""
 
 
-class SandboxConfig(NamedTuple):
-    """Config of the ``bash-sandbox`` plugin (``mode`` and ``network`` are a contract).
-
-    The first five fields are :class:`~dsh.bash.LocalExecutorConfig`'s, repeated (a NamedTuple
-    inherits no fields; a test checks that they match).
-    """
-
+class _SandboxConfig(NamedTuple):
     credential_pattern: str | None = _LOCAL.credential_pattern
     """Regex of ambient variable names to scrub; null keeps every name."""
     max_output: int = _LOCAL.max_output
@@ -227,6 +222,34 @@ class SandboxConfig(NamedTuple):
     """Directories replaced by an empty one inside the sandbox (``~/.ssh``, say)."""
     bwrap: str = "bwrap"
     """The bubblewrap program (a name on PATH or a path)."""
+
+
+class SandboxConfig(_SandboxConfig):
+    """Config of the ``bash-sandbox`` plugin (``mode`` and ``network`` are a contract); a checked record
+    (``_replace`` skips the checks).
+
+    The first five fields are :class:`~dsh.bash.LocalExecutorConfig`'s, repeated (a NamedTuple
+    inherits no fields; a test checks that they match) and checked as it checks them.
+    """
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        credential_pattern: str | None = _LOCAL.credential_pattern,
+        max_output: int = _LOCAL.max_output,
+        spill_dir: str | None = None,
+        max_spill: int | None = None,
+        spill_budget: int | None = None,
+        mode: Mode = "read-only",
+        network: bool = False,
+        hide: tuple[str, ...] = (),
+        bwrap: str = "bwrap",
+    ) -> SandboxConfig:
+        check_output_limits(max_output, max_spill, spill_budget)
+        return super().__new__(
+            cls, credential_pattern, max_output, spill_dir, max_spill, spill_budget, mode, network, hide, bwrap
+        )
 
 
 def _apply(ctx: Context, config: SandboxConfig) -> None:

@@ -32,9 +32,10 @@ from dsh.bash import (
     LocalExecutorConfig,
     Mount,
     World,
+    check_output_limits,
     executor_options,
 )
-from dsh.core import Context, Plugin
+from dsh.core import Context, FieldError, Plugin
 
 from ._remote import NO_CWD, remote_line
 
@@ -380,14 +381,7 @@ def _reason(exc: BaseException) -> str:
     return text.rstrip(".")
 
 
-class SshConfig(NamedTuple):
-    """Config of the ``bash-ssh`` plugin (``host``, ``port``, ``user``, ``identity_file`` and ``known_hosts``
-    are a contract).
-
-    After ``host`` (the one required field, so first) come :class:`~dsh.bash.LocalExecutorConfig`'s
-    five fields, repeated (a NamedTuple inherits no fields; a test checks that they match).
-    """
-
+class _SshConfig(NamedTuple):
     host: str
     credential_pattern: str | None = _LOCAL.credential_pattern
     """Regex of ambient variable names to scrub; null keeps every name."""
@@ -411,6 +405,62 @@ class SshConfig(NamedTuple):
     """Harness paths mounted at the same path on the host (a shared sessions folder, say)."""
     connect_timeout: float = 10.0
     max_sessions: int = MAX_SESSIONS
+
+
+class SshConfig(_SshConfig):
+    """Config of the ``bash-ssh`` plugin (``host``, ``port``, ``user``, ``identity_file`` and ``known_hosts``
+    are a contract); a checked record (``_replace`` skips the checks).
+
+    After ``host`` (the one required field, so first) come :class:`~dsh.bash.LocalExecutorConfig`'s
+    five fields, repeated (a NamedTuple inherits no fields; a test checks that they match) and checked
+    as it checks them.
+    """
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        host: str,
+        credential_pattern: str | None = _LOCAL.credential_pattern,
+        max_output: int = _LOCAL.max_output,
+        spill_dir: str | None = None,
+        max_spill: int | None = None,
+        spill_budget: int | None = None,
+        port: int = DEFAULT_PORT,
+        user: str | None = None,
+        identity_file: str | None = None,
+        known_hosts: str = "~/.ssh/known_hosts",
+        dsh_home: str | None = None,
+        shared: tuple[str, ...] = (),
+        connect_timeout: float = 10.0,
+        max_sessions: int = MAX_SESSIONS,
+    ) -> SshConfig:
+        if not host.strip():
+            raise FieldError("host", "must name the host (a name or address)")
+        check_output_limits(max_output, max_spill, spill_budget)
+        if not 1 <= port <= 65535:
+            raise FieldError("port", "must be a TCP port, 1 to 65535")
+        if not connect_timeout > 0:
+            raise FieldError("connect_timeout", "must be a positive number of seconds")
+        if max_sessions < 1:
+            raise FieldError("max_sessions", "must be at least 1")
+        return super().__new__(
+            cls,
+            host,
+            credential_pattern,
+            max_output,
+            spill_dir,
+            max_spill,
+            spill_budget,
+            port,
+            user,
+            identity_file,
+            known_hosts,
+            dsh_home,
+            shared,
+            connect_timeout,
+            max_sessions,
+        )
 
 
 def _apply(ctx: Context, config: SshConfig) -> None:

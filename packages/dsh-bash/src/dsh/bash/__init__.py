@@ -17,6 +17,7 @@ from ._local import (
     ExecutorSettings,
     LocalExecutor,
     LocalExecutorConfig,
+    check_output_limits,
     executor_options,
     local_executor_plugin,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "Shell",
     "World",
     "WorldKind",
+    "check_output_limits",
     "executor_options",
     "interrupted_result",
     "interrupted_status",

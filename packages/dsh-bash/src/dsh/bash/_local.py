@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from dsh.core import Context, Plugin, ServiceKey
+from dsh.core import Context, FieldError, Plugin, ServiceKey
 from dsh.paths import resolve_dsh_home
 from dsh.session import DSH_HOME
 
@@ -207,22 +207,53 @@ SHELL_EXECUTOR: ServiceKey[Executor] = ServiceKey("shell_executor")
 """The executor service; tools fall back to a default :class:`LocalExecutor` without one."""
 
 
-class LocalExecutorConfig(NamedTuple):
-    """Config of the ``bash-local`` plugin.
-
-    Executors built on the local one (dsh-bash-sandbox's, dsh-bash-ssh's) repeat these fields first
-    in their own configs (a NamedTuple inherits no fields); their tests check that they match.
-    """
-
+class _LocalExecutorConfig(NamedTuple):
     credential_pattern: str | None = DEFAULT_CREDENTIAL_PATTERN
     """Regex of ambient variable names to scrub; null keeps every name."""
     max_output: int = DEFAULT_MAX_OUTPUT
+    """Characters of each stream a result shows (its tail); at least 1."""
     spill_dir: str | None = None
     """Where truncated output is spilled; default ``<DSH_HOME>/output``."""
     max_spill: int | None = None
     """Bytes of one stream's output kept in its spill file (default 256 MiB); the rest is counted and dropped."""
     spill_budget: int | None = None
     """Bytes the spill folder may hold (default 256 MiB) before the oldest finished spills are removed."""
+
+
+def check_output_limits(max_output: int, max_spill: int | None, spill_budget: int | None) -> None:
+    """Refuse output limits that mean nothing, naming the field (the one check of every executor's config).
+
+    ``max_output`` shows the last that many characters, so it must be at least 1 (0 and below once
+    printed "showing the last -1 of 0 characters" above every empty stream, and the whole output at 0);
+    a spill cap or budget of 0 keeps no spill, below 0 is nonsense.
+    """
+    if max_output < 1:
+        raise FieldError("max_output", "must be at least 1")
+    for name, value in (("max_spill", max_spill), ("spill_budget", spill_budget)):
+        if value is not None and value < 0:
+            raise FieldError(name, "must be 0 or more (or null for the default)")
+
+
+class LocalExecutorConfig(_LocalExecutorConfig):
+    """Config of the ``bash-local`` plugin; a checked record (``_replace`` skips the checks).
+
+    Executors built on the local one (dsh-bash-sandbox's, dsh-bash-ssh's) repeat these fields first
+    in their own configs (a NamedTuple inherits no fields), and check them with
+    :func:`check_output_limits`; their tests check that the fields match.
+    """
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        credential_pattern: str | None = DEFAULT_CREDENTIAL_PATTERN,
+        max_output: int = DEFAULT_MAX_OUTPUT,
+        spill_dir: str | None = None,
+        max_spill: int | None = None,
+        spill_budget: int | None = None,
+    ) -> LocalExecutorConfig:
+        check_output_limits(max_output, max_spill, spill_budget)
+        return super().__new__(cls, credential_pattern, max_output, spill_dir, max_spill, spill_budget)
 
 
 class ExecutorSettings(Protocol):
