@@ -82,8 +82,8 @@ def test_an_empty_config_is_the_defaults_and_a_misspelt_field_is_named(config_cl
         (ShellToolConfig, {"default_timeout": -1}, "field 'config.default_timeout' must be greater than 0"),
         (ShellToolConfig, {"max_timeout": "soon"}, "field 'config.max_timeout' must be a number"),
         (LocalExecutorConfig, {"max_output": 1.5}, "field 'config.max_output' must be a whole number"),
-        # 0 and below printed "showing the last -1 of 0 characters" over every stream, and every
-        # character at 0 (text[-0:]): nonsense limits are refused where every other check is.
+        # -1 printed "showing the last -1 of 0 characters" over every stream, empty ones too; at
+        # 0 the note said 0 and still showed the kept tail: nonsense limits are refused where every other check is.
         (LocalExecutorConfig, {"max_output": 0}, "field 'config.max_output' must be at least 1"),
         (LocalExecutorConfig, {"max_output": -1}, "field 'config.max_output' must be at least 1"),
         (

@@ -224,7 +224,7 @@ def check_output_limits(max_output: int, max_spill: int | None, spill_budget: in
     """Refuse output limits that mean nothing, naming the field (the one check of every executor's config).
 
     ``max_output`` shows the last that many characters, so it must be at least 1 (0 and below once
-    printed "showing the last -1 of 0 characters" above every empty stream, and the whole output at 0);
+    printed "showing the last -1 of 0 characters" above every empty stream, and at 0 still showed a few);
     a spill cap or budget of 0 keeps no spill, below 0 is nonsense.
     """
     if max_output < 1:
