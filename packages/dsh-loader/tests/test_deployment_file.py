@@ -33,6 +33,14 @@ def test_invalid_entry_names_file_entry_and_field(tmp_path: Path) -> None:
     assert str(path) in message and "entry 'hooks' (plugins[0])" in message and "field 'confg'" in message
 
 
+@pytest.mark.parametrize("bad_id", [["a"], 7, {"x": 1}])
+def test_an_id_that_is_no_string_is_the_field_at_fault_not_the_entry_s_name(bad_id: object) -> None:
+    # It once read "entry '['a']' (plugins[0]), field 'id' must be a string".
+    with pytest.raises(DeploymentError) as err:
+        parse_deployment({"plugins": [{"id": bad_id, "name": "hooks"}]}, "d.yaml")
+    assert str(err.value) == "d.yaml: plugins[0], field 'id' must be a string"
+
+
 def test_name_defaults_to_id_and_duplicate_ids_fail(tmp_path: Path) -> None:
     assert parse_deployment({"plugins": [{"id": "x"}]}, "d.yaml").plugins[0].name == "x"
     with pytest.raises(DeploymentError, match=r"plugins\[0\], field 'id'"):

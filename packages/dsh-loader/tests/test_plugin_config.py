@@ -269,3 +269,29 @@ def test_valid_config_reaches_apply() -> None:
     got: list[int] = []
     root().plugin(Plugin(name="server", apply=lambda ctx, cfg: got.append(cfg.port), Config=Config), {"port": "8080"})
     assert got == [8080]
+
+
+class Union(NamedTuple):
+    settings: dict[str, str] | str | None = None
+    size: int | list[str] = 0
+    modes: dict[str, bool] = {}  # noqa: RUF012 (a test record, never mutated)
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        # One problem at the field, in words, not one per member named by pydantic
+        # ("field 'config.settings.dict[str,str]' must be a mapping; field 'config.settings.str' ...").
+        ({"settings": ["a"]}, "field 'config.settings' must be a mapping or a string"),
+        ({"size": "big"}, "field 'config.size' must be a whole number or a list"),
+        # A member that got further into the value says what to fix there.
+        ({"size": ["a", 3]}, "field 'config.size[1]' must be a string"),
+        ({"settings": {"k": 3}}, "field 'config.settings.k' must be a string"),
+        # Keys of a mapping that look like type names are keys, not union members.
+        ({"modes": {"str": "x"}}, "field 'config.modes.str' must be true or false"),
+    ],
+)
+def test_a_field_of_several_types_gets_one_problem_in_words(raw: object, message: str) -> None:
+    fiber = root().plugin(Plugin(name="p", apply=lambda ctx, config: None, Config=Union), raw)
+    assert fiber.state is FiberState.FAILED
+    assert fiber.error == f"plugin 'p' has invalid config: {message}"

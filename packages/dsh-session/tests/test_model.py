@@ -163,6 +163,11 @@ def test_events_check_their_fields() -> None:
         ({"type": "x", "at": "now"}, "field 'at' of a 'x' event must be a number, not a string"),
         ({"type": "x", "at": True}, "field 'at' of a 'x' event must be a number, not a boolean"),
         ({"type": "x", "data": [1]}, "field 'data' of a 'x' event must be an object, not a list"),
+        # A record is no list (it is an object in dsh's JSON), and no dict either: named as what it is.
+        (
+            {"type": "x", "data": SessionHeader(id="s", cwd="/")},
+            "field 'data' of a 'x' event must be an object, not a SessionHeader record",
+        ),
         ({"type": "x", "data": {1: "a"}}, "field 'data' of a 'x' event has a key that is not a string: 1"),
     ):
         with pytest.raises(SessionFormatError) as err:

@@ -142,7 +142,9 @@ def _describe_loc(raw: object, loc: Sequence[int | str]) -> str:
         entries = raw.get("plugins") if isinstance(raw, Mapping) else None
         entry = entries[loc[1]] if isinstance(entries, list) and loc[1] < len(entries) else None
         entry_id = entry.get("id") if isinstance(entry, Mapping) else None
-        where = f"entry '{entry_id}' (plugins[{loc[1]}])" if entry_id else f"plugins[{loc[1]}]"
+        # Only a usable id names the entry: a list or number there is the very field at fault.
+        named = isinstance(entry_id, str) and entry_id.strip()
+        where = f"entry '{entry_id}' (plugins[{loc[1]}])" if named else f"plugins[{loc[1]}]"
         rest = field_path(loc[2:])
         return f"{where}, field '{rest}'" if rest else where
     return f"field '{field_path(loc) or '<root>'}'"

@@ -56,8 +56,6 @@ _PLAIN = {
     "less_than_equal": "is too large",
 }
 
-_MAPPING_TYPES = ("model_type", "dict_type", "model_attributes_type", "dataclass_type", "named_tuple_type")
-
 
 def plain_error(err: Mapping[str, Any]) -> str:
     """One pydantic error detail in plain words (``must be a list``), without pydantic's wording."""
@@ -85,11 +83,56 @@ def field_path(loc: Sequence[int | str]) -> str:
     return out
 
 
+_SCALAR_TAGS = frozenset({"str", "int", "float", "bool", "bytes", "none"})
+"""The names pydantic gives the plain members of a union in an error's location."""
+
+
+def _union_tag(part: int | str) -> bool:
+    """Whether a location part is pydantic's name of a union member (``dict[str,any]``, ``str``), not a field."""
+    return isinstance(part, str) and ("[" in part or part in _SCALAR_TAGS)
+
+
+def _merge_unions(found: list[tuple[tuple[int | str, ...], str]]) -> list[tuple[tuple[int | str, ...], str]]:
+    """One problem per union field instead of one per member, in the user's words, with no member names.
+
+    A value no member took is reported at the field as what it must be (``must be a mapping or a
+    string``); where a member got further into the value (a list whose third item is not a string),
+    that member's deeper problems are the ones that say what to fix.
+    """
+    out: list[tuple[tuple[int | str, ...], str]] = []
+    i = 0
+    while i < len(found):
+        loc, message = found[i]
+        at = next((k for k, part in enumerate(loc) if _union_tag(part)), None)
+        if at is None:
+            out.append((loc, message))
+            i += 1
+            continue
+        prefix, j = loc[:at], i
+        while j < len(found) and found[j][0][:at] == prefix and len(found[j][0]) > at and _union_tag(found[j][0][at]):
+            j += 1
+        members = found[i:j]
+        if len(members) < 2:  # one member alone is no union: a key that looks like a type name
+            out.append((loc, message))
+            i += 1
+            continue
+        deeper = [(m_loc[:at] + m_loc[at + 1 :], m_msg) for m_loc, m_msg in members if len(m_loc) > at + 1]
+        if deeper:
+            out.extend(_merge_unions(deeper))
+        else:
+            wants = [m_msg.removeprefix("must be ") for _, m_msg in members]
+            said = all(m_msg.startswith("must be ") for _, m_msg in members)
+            out.append((prefix, "must be " + " or ".join(dict.fromkeys(wants)) if said else "; or ".join(wants)))
+        i = j
+    return out
+
+
 def problems(exc: ValidationError) -> list[tuple[tuple[int | str, ...], str]]:
     """Each failing field's location and what is wrong with it, in plain words.
 
     A :class:`~dsh.core.FieldError` raised by a checked NamedTuple's ``__new__`` (or a dataclass's
-    ``__post_init__``) is placed at its field (pydantic places it at the record itself).
+    ``__post_init__``) is placed at its field (pydantic places it at the record itself). A field of
+    several types (``dict[str, Any] | str``) gets one problem, not one per type named by pydantic.
     """
     out = []
     for err in exc.errors():
@@ -98,16 +141,15 @@ def problems(exc: ValidationError) -> list[tuple[tuple[int | str, ...], str]]:
         if err.get("type") == "value_error" and isinstance(error, FieldError):
             loc = (*loc, error.field)
         out.append((loc, plain_error(err)))
-    return out
+    return _merge_unions(out)
 
 
 def format_validation_error(exc: ValidationError, prefix: str = "") -> str:
     """Render a pydantic error as one plain sentence per failing field, naming each field."""
     parts = []
-    kinds = [err.get("type") for err in exc.errors()]
-    for (loc, message), kind in zip(problems(exc), kinds, strict=True):
+    for loc, message in problems(exc):
         path = field_path((*((prefix,) if prefix else ()), *loc))
-        if not path and kind in _MAPPING_TYPES:
+        if not path and message == _PLAIN["dict_type"]:  # every mapping kind reads so
             parts.append("the top level must be a mapping of fields")
         else:
             parts.append(f"field '{path or '<root>'}' {message}")

@@ -77,6 +77,9 @@ def kind(value: object) -> str:
         return kind
     if isinstance(value, Mapping):
         return "an object"
+    if isinstance(value, tuple) and hasattr(value, "_asdict"):
+        # A record (a NamedTuple): an object in dsh's JSON, a tuple in Python; "a list" was neither.
+        return f"a {type(value).__name__} record"
     if isinstance(value, list | tuple):
         return "a list"
     return type(value).__name__
