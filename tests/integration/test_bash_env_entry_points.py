@@ -179,14 +179,26 @@ contributor = FunctionContributor(
     "deploy", {"DSH_DEPLOYMENT": "Mine."}, lambda e: {"DSH_DEPLOYMENT": "/elsewhere/deployment.yaml"}
 )
 """
+NAMESAKE = """
+from dsh.bash_env import FunctionContributor
+contributor = FunctionContributor("deployment", {"DSH_DEPLOYMENT_REGION": "Region."}, lambda e: {})
+"""
 
 
-def test_no_installed_package_can_claim_dsh_deployment(site: Path, tmp_path: Path) -> None:
-    # dsh-cli registers DSH_DEPLOYMENT after every entry-point contributor: "the first keeps a key"
-    # once let any package take it, aiming nested dsh commands at its own file with the built-in
-    # deployment, and failing every command (exit 125) run with a deployment file.
+def test_no_installed_package_can_take_dsh_deployment_or_its_name(site: Path, tmp_path: Path) -> None:
+    # DSH_DEPLOYMENT used to come from a dsh-cli plugin registered after every entry-point
+    # contributor, so "the first keeps it" let any package take its key (aiming nested dsh commands
+    # at a file of its own) or its name, "deployment" (failing every command run with a deployment
+    # file, exit 125). bash-env now holds it with its other built-ins, and refuses the key to others.
     make_dist(
         site, "squatter", "0.1", {BASH_ENV_GROUP: {"deploy": "squat_deploy:contributor"}}, {"squat_deploy": SQUATTER}
+    )
+    make_dist(
+        site,
+        "namesake",
+        "0.1",
+        {BASH_ENV_GROUP: {"deployment": "namesake_mod:contributor"}},
+        {"namesake_mod": NAMESAKE},
     )
     home = tmp_path / "home"
     refused = (
@@ -206,6 +218,8 @@ def test_no_installed_package_can_claim_dsh_deployment(site: Path, tmp_path: Pat
     from_file = dsh("exec", "--no-server", "--", show, home=home, env=env)
     assert (from_file.returncode, from_file.stdout) == (0, f"deployment={deployment}\n"), from_file.stderr
     assert refused in from_file.stderr.splitlines()
+    namesake = "plugin 'bash-env:deployment' (from namesake 0.1) failed: a contributor named 'deployment' is already"
+    assert namesake in from_file.stderr
     listed = dsh("env", "--json", home=home, env=env)
     (row,) = [r for r in json.loads(listed.stdout)["variables"] if r["key"] == "DSH_DEPLOYMENT"]
-    assert (row["owner"], row["distribution"], row["builtin"]) == ("deployment", "dsh-cli", True)
+    assert (row["owner"], row["distribution"], row["builtin"]) == ("deployment", "dsh-bash-env", True)

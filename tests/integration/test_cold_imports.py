@@ -75,8 +75,9 @@ def test_a_cold_exec_with_the_readmes_deployment_file_imports_none_of_the_heavy_
     tmp_path: Path, text: str
 ) -> None:
     """Issue 22: a deployment file costs what the built-in deployment costs. Its validated form is
-    cached (no yaml, no pydantic from the second command on), and the ``deployment-env`` fact it adds
-    resolves inline (no thread pool, so no ``concurrent.futures`` and the ``logging`` it imports)."""
+    cached (no yaml, no pydantic from the second command on), and the ``DSH_DEPLOYMENT`` fact it adds
+    (bash-env's built-in) resolves inline (no thread pool, so no ``concurrent.futures`` and the
+    ``logging`` it imports)."""
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
     deployment = home / "sqlite.yaml"

@@ -13,7 +13,6 @@ from dsh.bash import LocalExecutorConfig
 from dsh.bash_env import BashEnvConfig
 from dsh.bash_sandbox import SandboxConfig
 from dsh.bash_ssh import SshConfig
-from dsh.cli._deployment_env import DeploymentEnvConfig
 from dsh.core import FiberState, Plugin
 from dsh.hooks import HooksConfig
 from dsh.models.anthropic import AnthropicConfig
@@ -40,7 +39,7 @@ EVERY = [
 ]
 """Every dsh plugin Config whose fields all have defaults."""
 
-ALL = [*EVERY, SshConfig, DeploymentEnvConfig, ScriptedConfig]
+ALL = [*EVERY, SshConfig, ScriptedConfig]
 
 
 @pytest.mark.parametrize("config_cls", ALL)
@@ -108,7 +107,11 @@ def test_an_empty_config_is_the_defaults_and_a_misspelt_field_is_named(config_cl
         (PostgresConfig, {"connect_timeout": -2}, "field 'config.connect_timeout' must be greater than 0"),
         (HooksConfig, {"ask": "maybe"}, "field 'config.ask' must be one of 'deny' or 'allow'"),
         (SkillsConfig, {"entry_points": "no way"}, "field 'config.entry_points' must be true or false"),
-        (DeploymentEnvConfig, {}, "field 'config.path' is required"),
+        (
+            BashEnvConfig,
+            {"deployment": "rel.yaml"},
+            "field 'config.deployment' must be an absolute path, not 'rel.yaml'",
+        ),
     ],
 )
 def test_invalid_values_are_refused_naming_the_field(config_cls: type, raw: object, message: str) -> None:

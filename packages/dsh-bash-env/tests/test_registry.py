@@ -71,7 +71,7 @@ def test_malformed_contributors_are_rejected_at_registration(
 
 
 def test_dsh_deployment_is_declared_by_dsh_itself_only(registry: BashEnvRegistry) -> None:
-    # dsh-cli's deployment-env registers it as a built-in, after every other contributor.
+    # bash-env's own DeploymentFile registers it as a built-in.
     registry.register(_contributor("deployment", {"DSH_DEPLOYMENT": "d"}, {"DSH_DEPLOYMENT": "/f.yaml"}), builtin=True)
     assert registry.collect(BARE_CALL)["DSH_DEPLOYMENT"] == "/f.yaml"
 
@@ -163,6 +163,28 @@ def _harness(tmp_path: Path) -> Context:
     root.provide(DSH_HOME, tmp_path / "home")
     root.plugin(plugin, {"entry_points": False})
     return root
+
+
+def test_the_deployment_file_is_a_built_in_fact_held_before_any_other_contributor(tmp_path: Path) -> None:
+    root = dsh.loader.root()
+    root.provide(DSH_HOME, tmp_path / "home")
+    root.plugin(plugin, {"entry_points": False, "deployment": "/etc/dsh/deployment.yaml"})
+    registry = root.require(BASH_ENV)
+    assert registry.collect(BARE_CALL)["DSH_DEPLOYMENT"] == "/etc/dsh/deployment.yaml"
+    (row,) = [v for v in registry.list() if v.key == "DSH_DEPLOYMENT"]
+    assert (row.owner, row.builtin) == ("deployment", True)
+    # A plugin's contributor of the same name loses; without the config there is no such fact.
+    late = root.plugin(
+        Plugin(
+            name="late",
+            apply=lambda ctx, cfg: ctx.require(BASH_ENV).register(_contributor("deployment", {"DSH_D": "d"})),
+            inject=(BASH_ENV,),
+        )
+    )
+    assert late.state is FiberState.FAILED and "a contributor named 'deployment' is already registered" in (
+        late.error or ""
+    )
+    assert "DSH_DEPLOYMENT" not in _harness(tmp_path).require(BASH_ENV).collect(BARE_CALL)
 
 
 def test_disposing_the_registering_plugin_removes_its_keys(tmp_path: Path) -> None:

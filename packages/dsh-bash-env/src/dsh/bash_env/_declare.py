@@ -19,10 +19,10 @@ TOOL_CALL_ID_KEY = DSH_ENV_PREFIX + "TOOL_CALL_ID"
 TURN_ID_KEY = DSH_ENV_PREFIX + "TURN_ID"
 RESERVED_KEYS = frozenset({HOME_KEY, SHELL_KEY, SESSION_ID_KEY, TOOL_CALL_ID_KEY, TURN_ID_KEY})
 HARNESS_KEYS = frozenset({DEPLOYMENT_ENV})
-"""Keys only dsh's own contributors (registered ``builtin=True``) declare: dsh-cli's ``deployment-env``
-registers ``DSH_DEPLOYMENT`` after every entry-point contributor has loaded, so "the first keeps a
-key" would hand it to any installed package, which could then point every nested ``dsh`` command at
-a deployment of its choosing, or fail every command run with a deployment file."""
+"""Keys only dsh's own contributors (registered ``builtin=True``) declare. bash-env's ``deployment``
+fact holds ``DSH_DEPLOYMENT`` only when the deployment is a file; with the built-in one no built-in
+holds it, and "the first keeps a key" would hand it to any installed package, which could then point
+every nested ``dsh`` command at a deployment of its choosing."""
 KEY_PATTERN = re.compile(re.escape(DSH_ENV_PREFIX) + r"[A-Z][A-Z0-9_]*")
 BUILTIN_OWNER = "bash-env"
 BUILTIN_DISTRIBUTION = "dsh-bash-env"

@@ -1,13 +1,15 @@
-"""The ``bash-env`` plugin: the registry service, the persistence translator, and entry-point contributors."""
+"""The ``bash-env`` plugin: the registry service, its built-in facts, and entry-point contributors."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Literal, NamedTuple
 
 from dsh.bash import DSH_ENV_PREFIX, SHELL_EXECUTOR, Executor, World, world_of
 from dsh.core import Context, FieldError, Plugin
 from dsh.loader import EntryPointItem, follow_group
+from dsh.paths import DEPLOYMENT_ENV
 from dsh.session import EMPTY_MAPPING, ToolExecution, plugin_home
 from dsh.session.persistence import SESSION_PERSISTENCE, SessionPersistence
 
@@ -74,6 +76,37 @@ class PersistenceTranslator:
         return location.path, f"readable at that path in {world.label}"
 
 
+class DeploymentFile:
+    """Built-in contributor of ``DSH_DEPLOYMENT``: the deployment file of this harness, so a ``dsh``
+    command the model runs in a managed shell uses it too.
+
+    Managed shells never inherit the harness's own ``DSH_*`` variables; without this a nested ``dsh``
+    would fall back to ``<DSH_HOME>/deployment.yaml`` or the built-in deployment and might not find
+    the session it is part of. The ``dsh`` command names the file in this plugin's config
+    (``deployment``) whenever its deployment is one. Registered with the other built-ins, before any
+    entry-point contributor, so no installed package can hold its name or key first.
+    """
+
+    name = "deployment"
+    variables: Mapping[str, str] = {
+        DEPLOYMENT_ENV: "Deployment file of this harness; a dsh command run in this shell uses it too."
+    }
+
+    def __init__(self, registry: BashEnvRegistry, path: str) -> None:
+        self._registry = registry
+        self._path = path
+
+    def resolve(self, execution: ToolExecution) -> Mapping[str, str]:
+        """The file's path, where the executor's child reads it at that path (not on a remote host, not
+        in a sandbox that hides it)."""
+        return {DEPLOYMENT_ENV: self._path} if self._registry.world().why_not(self._path) is None else {}
+
+    def explain(self, execution: ToolExecution | None, world: World) -> Mapping[str, Reach]:
+        """Whether a child of ``world`` gets ``DSH_DEPLOYMENT``, and why."""
+        why = world.why_not(self._path)
+        return {DEPLOYMENT_ENV: Reach(why is None, why or f"readable at that path in {world.label}")}
+
+
 Policy = Literal["required", "optional"]
 
 
@@ -89,6 +122,9 @@ class _BashEnvConfig(NamedTuple):
     policy: Mapping[str, Policy] = EMPTY_MAPPING
     """Per contributor name: ``required`` (the default: its failure fails the call) or ``optional``
     (its failure is one warning and its keys are absent from that call)."""
+    deployment: str | None = None
+    """The deployment file in effect (absolute), for ``DSH_DEPLOYMENT``; the ``dsh`` command sets it
+    whenever its deployment is a file (see :class:`DeploymentFile`). None: no such fact."""
 
 
 class BashEnvConfig(_BashEnvConfig):
@@ -103,12 +139,15 @@ class BashEnvConfig(_BashEnvConfig):
         exclude: Sequence[str] = (),
         resolve_timeout: float = DEFAULT_RESOLVE_TIMEOUT,
         policy: Mapping[str, Policy] = EMPTY_MAPPING,
+        deployment: str | None = None,
     ) -> BashEnvConfig:
         check_resolve_timeout(resolve_timeout)
         for name, value in policy.items():
             if value not in ("required", "optional"):
                 raise FieldError("policy", f"of contributor '{name}' must be 'required' or 'optional', not {value!r}")
-        return super().__new__(cls, dsh_home, entry_points, tuple(exclude), resolve_timeout, policy)
+        if deployment is not None and not os.path.isabs(deployment):
+            raise FieldError("deployment", f"must be an absolute path, not {deployment!r}")
+        return super().__new__(cls, dsh_home, entry_points, tuple(exclude), resolve_timeout, policy, deployment)
 
 
 def _contributor_plugin(item: EntryPointItem) -> Plugin:
@@ -136,7 +175,9 @@ def _apply(ctx: Context, config: BashEnvConfig) -> None:
         optional=[name for name, policy in config.policy.items() if policy == "optional"],
     )
     ctx.provide(BASH_ENV, registry)
-    ctx.require(BASH_ENV).register(PersistenceTranslator(ctx), builtin=True)
+    registry.register(PersistenceTranslator(ctx), builtin=True)
+    if config.deployment is not None:
+        registry.register(DeploymentFile(registry, config.deployment), builtin=True)
     if not config.entry_points:
         return
     follow_group(ctx, BASH_ENV_GROUP, _contributor_plugin, label="bash-env", exclude=config.exclude)

@@ -97,18 +97,20 @@ def layered(
 ) -> Deployment:
     """A deployment as it boots: :func:`layer_on_defaults`, and what its file (``path``) implies.
 
-    A deployment read from a file hands that file on to its shells (``DSH_DEPLOYMENT``, through the
-    ``deployment-env`` plugin), and its relative hook files resolve against the file's folder.
+    A deployment read from a file hands that file on to its shells (``DSH_DEPLOYMENT``, a built-in
+    fact of ``bash-env``, named in its config: the file in effect, whatever the file says there), and
+    its relative hook files resolve against the file's folder.
     """
     deployment = layer_on_defaults(deployment, source, env)
     if path is None:
         return deployment
     plugins = list(deployment.plugins or ())
-    if any(entry.name == "bash-env" for entry in plugins):
-        plugins.append(PluginEntry(id="deployment-env", config={"path": path}))
+    in_effect = os.path.abspath(path)
     base_dir = str(Path(path).parent.absolute())
     for index, entry in enumerate(plugins):
-        if entry.name == "hooks" and "base_dir" not in entry.config:
+        if entry.name == "bash-env":
+            plugins[index] = entry._replace(config={**entry.config, "deployment": in_effect})  # already checked
+        elif entry.name == "hooks" and "base_dir" not in entry.config:
             plugins[index] = entry._replace(config={**entry.config, "base_dir": base_dir})  # already checked
     return deployment.replace(plugins=plugins)
 
