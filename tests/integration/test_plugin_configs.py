@@ -96,7 +96,16 @@ def test_an_empty_config_is_the_defaults_and_a_misspelt_field_is_named(config_cl
         (SshConfig, {"host": " "}, "field 'config.host' must name the host"),
         (SshConfig, {"host": "h", "port": 0}, "field 'config.port' must be a TCP port, 1 to 65535"),
         (SshConfig, {"host": "h", "port": 70000}, "field 'config.port' must be a TCP port, 1 to 65535"),
-        (SshConfig, {"host": "h", "connect_timeout": 0}, "field 'config.connect_timeout' must be a positive number"),
+        (
+            SshConfig,
+            {"host": "h", "connect_timeout": 0},
+            "field 'config.connect_timeout' must be a positive, finite number",
+        ),
+        (
+            SshConfig,
+            {"host": "h", "connect_timeout": float("inf")},
+            "field 'config.connect_timeout' must be a positive, finite",
+        ),
         (SshConfig, {"host": "h", "max_sessions": 0}, "field 'config.max_sessions' must be at least 1"),
         (JsonlConfig, {"fsync": "maybe"}, "field 'config.fsync' must be true or false"),
         (SqliteConfig, {"synchronous": "EXTRA"}, "field 'config.synchronous' must be one of 'FULL', 'NORMAL' or 'OFF'"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dsh.bash import LocalExecutorConfig, check_output_limits
+from dsh.bash import LocalExecutor, LocalExecutorConfig, check_output_limits
 from dsh.core import FieldError
 
 
@@ -21,6 +21,11 @@ def test_a_nonsense_limit_is_refused_naming_its_field(fields: dict[str, int], fi
     with pytest.raises(FieldError) as err:
         LocalExecutorConfig(**fields)  # type: ignore[arg-type]
     assert (err.value.field, err.value.reason) == (field, reason)
+
+
+def test_a_python_caller_of_the_executor_gets_the_same_checks() -> None:
+    with pytest.raises(FieldError, match=r"^field 'max_output' must be at least 1$"):
+        LocalExecutor(max_output=-1)
 
 
 def test_the_edges_are_kept() -> None:

@@ -7,9 +7,10 @@ import subprocess
 import sys
 import textwrap
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Annotated, NamedTuple
 
 import pytest
+from pydantic import Field
 
 from dsh.core import FiberState, FieldError, Plugin
 from dsh.loader import root
@@ -271,10 +272,17 @@ def test_valid_config_reaches_apply() -> None:
     assert got == [8080]
 
 
+class Inner(NamedTuple):
+    port: int = 0
+
+
 class Union(NamedTuple):
     settings: dict[str, str] | str | None = None
     size: int | list[str] = 0
     modes: dict[str, bool] = {}  # noqa: RUF012 (a test record, never mutated)
+    lists: dict[str, list[int]] = {}  # noqa: RUF012
+    server: Inner | str = ""
+    level: Annotated[int, Field(ge=1)] | list[str] = 1
 
 
 @pytest.mark.parametrize(
@@ -284,11 +292,23 @@ class Union(NamedTuple):
         # ("field 'config.settings.dict[str,str]' must be a mapping; field 'config.settings.str' ...").
         ({"settings": ["a"]}, "field 'config.settings' must be a mapping or a string"),
         ({"size": "big"}, "field 'config.size' must be a whole number or a list"),
+        ({"server": 5}, "field 'config.server' must be a mapping or a string"),
+        ({"level": "x"}, "field 'config.level' must be a whole number or a list"),
         # A member that got further into the value says what to fix there.
         ({"size": ["a", 3]}, "field 'config.size[1]' must be a string"),
         ({"settings": {"k": 3}}, "field 'config.settings.k' must be a string"),
-        # Keys of a mapping that look like type names are keys, not union members.
+        ({"server": {"port": "x"}}, "field 'config.server.port' must be a whole number"),
+        # Keys of a mapping that look like type names are keys, not union members, however many.
         ({"modes": {"str": "x"}}, "field 'config.modes.str' must be true or false"),
+        (
+            {"modes": {"str": "x", "int": "maybe", "a[b]": "z"}},
+            "field 'config.modes.str' must be true or false; field 'config.modes.int' must be true or false; "
+            "field 'config.modes.a[b]' must be true or false",
+        ),
+        (
+            {"lists": {"str": ["a"], "int": "b"}},
+            "field 'config.lists.str[0]' must be a whole number; field 'config.lists.int' must be a list",
+        ),
     ],
 )
 def test_a_field_of_several_types_gets_one_problem_in_words(raw: object, message: str) -> None:

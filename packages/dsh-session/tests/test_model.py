@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dsh.session import (
+    AgentRef,
     InvalidSessionIdError,
     SessionEvent,
     SessionFormatError,
@@ -167,6 +168,10 @@ def test_events_check_their_fields() -> None:
         (
             {"type": "x", "data": SessionHeader(id="s", cwd="/")},
             "field 'data' of a 'x' event must be an object, not a SessionHeader record",
+        ),
+        (
+            {"type": "x", "data": AgentRef("main", SessionHeader(id="s", cwd="/"))},
+            "field 'data' of a 'x' event must be an object, not an AgentRef record",
         ),
         ({"type": "x", "data": {1: "a"}}, "field 'data' of a 'x' event has a key that is not a string: 1"),
     ):

@@ -112,7 +112,7 @@ def load_script(path: str | os.PathLike[str]) -> Script:
     try:
         return Script.model_validate(raw or {})
     except ValidationError as exc:
-        raise ScriptError(f"{source}: {format_validation_error(exc)}", path=source) from None
+        raise ScriptError(f"{source}: {format_validation_error(exc, schema=Script)}", path=source) from None
 
 
 class ScriptedConfig(NamedTuple):

@@ -440,8 +440,8 @@ class SshConfig(_SshConfig):
         check_output_limits(max_output, max_spill, spill_budget)
         if not 1 <= port <= 65535:
             raise FieldError("port", "must be a TCP port, 1 to 65535")
-        if not connect_timeout > 0:
-            raise FieldError("connect_timeout", "must be a positive number of seconds")
+        if not 0 < connect_timeout < math.inf:
+            raise FieldError("connect_timeout", "must be a positive, finite number of seconds")
         if max_sessions < 1:
             raise FieldError("max_sessions", "must be at least 1")
         return super().__new__(

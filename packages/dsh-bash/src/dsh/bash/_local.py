@@ -72,6 +72,7 @@ class LocalExecutor:
         ambient: Mapping[str, str] | None = None,
         spill_budget: int | None = None,
     ) -> None:
+        check_output_limits(max_output, max_spill, spill_budget)  # a Python caller gets the config's checks
         self.credentials = compile_credential_pattern(credential_pattern)
         self.max_output = max_output
         self.max_spill = max_spill
@@ -225,7 +226,8 @@ def check_output_limits(max_output: int, max_spill: int | None, spill_budget: in
 
     ``max_output`` shows the last that many characters, so it must be at least 1 (0 and below once
     printed "showing the last -1 of 0 characters" above every empty stream, and at 0 still showed a few);
-    a spill cap or budget of 0 keeps no spill, below 0 is nonsense.
+    a spill cap of 0 keeps none of a stream in its (empty) spill file, a budget of 0 keeps no finished
+    spill, and below 0 is nonsense.
     """
     if max_output < 1:
         raise FieldError("max_output", "must be at least 1")

@@ -161,7 +161,7 @@ def parse_deployment(raw: object, source: str = "<deployment>") -> Deployment:
     except RecursionError:
         raise DeploymentError(f"{source}: a value is nested too deeply to validate", source=source) from None
     except ValidationError as exc:
-        found = "; ".join(f"{_describe_loc(raw, loc)} {message}" for loc, message in problems(exc))
+        found = "; ".join(f"{_describe_loc(raw, loc)} {message}" for loc, message in problems(exc, Deployment))
         raise DeploymentError(f"{source}: {found}", source=source) from None
     return deployment
 

@@ -83,42 +83,90 @@ def field_path(loc: Sequence[int | str]) -> str:
     return out
 
 
-_SCALAR_TAGS = frozenset({"str", "int", "float", "bool", "bytes", "none"})
-"""The names pydantic gives the plain members of a union in an error's location."""
+def _bare(hint: Any) -> Any:
+    """``hint`` without ``Annotated`` metadata and without a ``None`` member (pydantic's nullable, no tag)."""
+    while typing.get_origin(hint) is typing.Annotated:
+        hint = typing.get_args(hint)[0]
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        members = [m for m in typing.get_args(hint) if m is not type(None)]
+        if len(members) == 1:
+            return _bare(members[0])
+    return hint
 
 
-def _union_tag(part: int | str) -> bool:
-    """Whether a location part is pydantic's name of a union member (``dict[str,any]``, ``str``), not a field."""
-    return isinstance(part, str) and ("[" in part or part in _SCALAR_TAGS)
+def _is_union(hint: Any) -> bool:
+    """Whether pydantic validates ``hint`` as a union of several members (each named in an error's location)."""
+    return typing.get_origin(hint) in (typing.Union, types.UnionType)
 
 
-def _merge_unions(found: list[tuple[tuple[int | str, ...], str]]) -> list[tuple[tuple[int | str, ...], str]]:
+def _fields(hint: Any) -> Mapping[str, Any] | None:
+    """The annotations of a record's fields (a NamedTuple, a dataclass, a pydantic model); None for other types."""
+    if not isinstance(hint, type):
+        return None
+    if issubclass(hint, BaseModel):
+        return {name: field.annotation for name, field in hint.model_fields.items()}
+    if _is_named_tuple(hint) or dataclasses.is_dataclass(hint):
+        try:
+            return typing.get_type_hints(hint, include_extras=True)
+        except Exception:  # an annotation that does not resolve: merge nothing below it
+            return None
+    return None
+
+
+def _union_at(schema: Any, path: Sequence[int | str]) -> bool:
+    """Whether the value at ``path`` under ``schema`` is a union (so the next location part names a member).
+
+    Only what the annotations say: a mapping's key named like a type is a key. A path that goes
+    through a union member is not followed (False).
+    """
+    hint = _bare(schema)
+    for part in path:
+        if _is_union(hint):
+            return False
+        fields = _fields(hint)
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+        if fields is not None:
+            if not isinstance(part, str) or part not in fields:
+                return False
+            hint = fields[part]
+        elif isinstance(origin, type) and issubclass(origin, Mapping):
+            hint = args[1] if len(args) == 2 else Any
+        elif origin is tuple and args and args[-1] is not Ellipsis:
+            hint = args[part] if isinstance(part, int) and part < len(args) else Any
+        elif isinstance(origin, type) and issubclass(origin, Sequence | frozenset | set):
+            hint = args[0] if args else Any
+        else:
+            return False
+        hint = _bare(hint)
+    return _is_union(hint)
+
+
+def _merge_unions(
+    found: list[tuple[tuple[int | str, ...], str]], schema: Any
+) -> list[tuple[tuple[int | str, ...], str]]:
     """One problem per union field instead of one per member, in the user's words, with no member names.
 
-    A value no member took is reported at the field as what it must be (``must be a mapping or a
-    string``); where a member got further into the value (a list whose third item is not a string),
-    that member's deeper problems are the ones that say what to fix.
+    Which location parts name a union's members (``dict[str,any]``, ``str``, a record's class name)
+    is read from ``schema``'s annotations. A value no member took is reported at the field as what
+    it must be (``must be a mapping or a string``); where a member got further into the value (a
+    list whose second item is not a string), that member's deeper problems say what to fix.
     """
     out: list[tuple[tuple[int | str, ...], str]] = []
     i = 0
     while i < len(found):
         loc, message = found[i]
-        at = next((k for k, part in enumerate(loc) if _union_tag(part)), None)
+        at = next((k for k in range(len(loc)) if _union_at(schema, loc[:k])), None)
         if at is None:
             out.append((loc, message))
             i += 1
             continue
         prefix, j = loc[:at], i
-        while j < len(found) and found[j][0][:at] == prefix and len(found[j][0]) > at and _union_tag(found[j][0][at]):
+        while j < len(found) and len(found[j][0]) > at and found[j][0][:at] == prefix:
             j += 1
         members = found[i:j]
-        if len(members) < 2:  # one member alone is no union: a key that looks like a type name
-            out.append((loc, message))
-            i += 1
-            continue
         deeper = [(m_loc[:at] + m_loc[at + 1 :], m_msg) for m_loc, m_msg in members if len(m_loc) > at + 1]
         if deeper:
-            out.extend(_merge_unions(deeper))
+            out.extend(deeper)
         else:
             wants = [m_msg.removeprefix("must be ") for _, m_msg in members]
             said = all(m_msg.startswith("must be ") for _, m_msg in members)
@@ -127,12 +175,13 @@ def _merge_unions(found: list[tuple[tuple[int | str, ...], str]]) -> list[tuple[
     return out
 
 
-def problems(exc: ValidationError) -> list[tuple[tuple[int | str, ...], str]]:
+def problems(exc: ValidationError, schema: Any = None) -> list[tuple[tuple[int | str, ...], str]]:
     """Each failing field's location and what is wrong with it, in plain words.
 
     A :class:`~dsh.core.FieldError` raised by a checked NamedTuple's ``__new__`` (or a dataclass's
-    ``__post_init__``) is placed at its field (pydantic places it at the record itself). A field of
-    several types (``dict[str, Any] | str``) gets one problem, not one per type named by pydantic.
+    ``__post_init__``) is placed at its field (pydantic places it at the record itself). Given the
+    ``schema`` validated against (a record class), a field of several types (``dict[str, Any] | str``)
+    gets one problem, not one per type named by pydantic.
     """
     out = []
     for err in exc.errors():
@@ -141,13 +190,13 @@ def problems(exc: ValidationError) -> list[tuple[tuple[int | str, ...], str]]:
         if err.get("type") == "value_error" and isinstance(error, FieldError):
             loc = (*loc, error.field)
         out.append((loc, plain_error(err)))
-    return _merge_unions(out)
+    return out if schema is None else _merge_unions(out, schema)
 
 
-def format_validation_error(exc: ValidationError, prefix: str = "") -> str:
-    """Render a pydantic error as one plain sentence per failing field, naming each field."""
+def format_validation_error(exc: ValidationError, prefix: str = "", schema: Any = None) -> str:
+    """Render a pydantic error as one plain sentence per failing field, naming each field (see :func:`problems`)."""
     parts = []
-    for loc, message in problems(exc):
+    for loc, message in problems(exc, schema):
         path = field_path((*((prefix,) if prefix else ()), *loc))
         if not path and message == _PLAIN["dict_type"]:  # every mapping kind reads so
             parts.append("the top level must be a mapping of fields")
@@ -310,5 +359,5 @@ def validate_config(name: str, config_cls: type[Any], raw: object) -> Any:
             return validate_model(config_cls, raw)
         return validate_dataclass(config_cls, raw)
     except ValidationError as exc:
-        detail = format_validation_error(exc, "config")
+        detail = format_validation_error(exc, "config", config_cls)
     raise PluginError(f"plugin '{name}' has invalid config: {detail}", plugin=name) from None

@@ -79,7 +79,8 @@ def kind(value: object) -> str:
         return "an object"
     if isinstance(value, tuple) and hasattr(value, "_asdict"):
         # A record (a NamedTuple): an object in dsh's JSON, a tuple in Python; "a list" was neither.
-        return f"a {type(value).__name__} record"
+        name = type(value).__name__
+        return f"{'an' if name[:1] in 'AEIOU' else 'a'} {name} record"
     if isinstance(value, list | tuple):
         return "a list"
     return type(value).__name__
