@@ -93,7 +93,7 @@ def test_a_cached_deployment_keeps_its_model_and_every_record_s_type(tmp_path: P
     first = ValidatedCache(cached, Catalog().key)
     validated = load_deployment(path, validated=first)
     first.save()
-    (form,) = json.loads(Path(cached).read_text())["deployments"].values()
+    (form,) = json.loads(Path(cached).read_text())["environments"][0]["deployments"].values()
     assert form["deployment"]["model"] == {"provider": "anthropic", "config": {"model": "x"}}
     again = load_deployment(path, validated=ValidatedCache(cached, Catalog().key))
     assert again == validated and again.model == ModelChoice("anthropic", {"model": "x"})

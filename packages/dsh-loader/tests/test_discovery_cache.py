@@ -155,3 +155,17 @@ def test_two_search_paths_sharing_a_home_keep_their_own_keys(
         assert "only-other" not in [n for n, _, _ in _names(Catalog(cache=cache))]
         patch.syspath_prepend(str(other))
         assert "only-other" in [n for n, _, _ in _names(Catalog(cache=cache))]
+
+
+def test_two_spellings_of_one_interpreter_share_one_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A virtual environment's python and python3 are links to one interpreter; the dsh script's
+    # shebang names either, as its installer wrote it, and python -m dsh.cli the other.
+    alias = tmp_path / "python3"
+    alias.symlink_to(sys.executable)
+    key = Catalog().key
+    monkeypatch.setattr(sys, "executable", str(alias))
+    assert Catalog().key == key
+    other = tmp_path / "other-python"
+    other.write_bytes(b"")  # another file is another interpreter
+    monkeypatch.setattr(sys, "executable", str(other))
+    assert Catalog().key != key

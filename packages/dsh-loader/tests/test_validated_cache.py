@@ -161,7 +161,7 @@ def test_a_cache_file_someone_else_could_write_is_never_believed(home: Path) -> 
     cache.save()
     # Another user's doctored form: the file says the deployment is jsonl.
     forged = json.loads(cached.read_text())
-    (entry,) = forged["deployments"].values()
+    (entry,) = forged["environments"][0]["deployments"].values()
     entry["deployment"]["persistence"]["backend"] = "forged"
     cached.write_text(json.dumps(forged))
     cached.chmod(0o644)
@@ -262,7 +262,7 @@ def test_a_cached_deployment_form_of_the_wrong_types_is_validated_afresh(
     cache.save()
     cached = home / "run" / "validated.cache"
     data = json.loads(cached.read_text())
-    doctor(next(iter(data["deployments"].values()))["deployment"])
+    doctor(next(iter(data["environments"][0]["deployments"].values()))["deployment"])
     cached.write_text(json.dumps(data))
     assert load_deployment(path, validated=validated_cache(home, catalog)) == expected
 
@@ -276,3 +276,32 @@ def test_a_deployment_holding_a_value_json_cannot_is_loaded_and_not_cached(tmp_p
         cache = validated_cache(home, Catalog())
         assert str(load_deployment(path, validated=cache).persistence.config["since"]) == "2024-01-01"
         cache.save()
+
+
+def test_environments_sharing_a_home_keep_their_own_forms(tmp_path: Path) -> None:
+    cached = tmp_path / "run" / "validated.cache"
+    cached.parent.mkdir(mode=0o700)
+    path = tmp_path / "deployment.yaml"
+    path.write_text("persistence: {backend: sqlite}\n")
+    validations: list[str] = []
+
+    def load(key: str) -> str:
+        cache = ValidatedCache(str(cached), key)
+        text = path.read_text()
+        validate = lambda: (validations.append(key), load_deployment(path))[1]  # noqa: E731
+        backend = cache.deployment(str(path), text, validate).persistence.backend
+        cache.save()
+        return backend
+
+    # Two virtual environments used in turn from one home: each validates once, then both hit.
+    for key in ("venv-a", "venv-b", "venv-a", "venv-b"):
+        assert load(key) == "sqlite"
+    assert validations == ["venv-a", "venv-b"]
+    # The file keeps the newest eight environments: a ninth drops the oldest, venv-a.
+    for n in range(7):
+        load(f"venv-{n}")
+    load("venv-a")
+    assert validations[-1] == "venv-a"
+    load("venv-b")
+    assert validations[-1] == "venv-b"  # seven newer ones and venv-a pushed it out
+    assert len(json.loads(cached.read_text())["environments"]) == 8

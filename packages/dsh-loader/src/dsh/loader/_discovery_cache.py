@@ -26,7 +26,7 @@ _KEY = "key "
 _END = "end"
 KEEP = 8
 """Keys kept in one file, newest first: interpreters, virtual environments or ``sys.path``
-variants sharing a home do not evict each other."""
+variants sharing a home do not evict each other (the validated-form cache keeps as many)."""
 
 Row = tuple[str, ...]
 """``("I" or "L", group, name, value, distribution, version, installed)``: an item, or one left out."""
@@ -39,12 +39,14 @@ def cache_key(fingerprint: tuple[tuple[str, object], ...]) -> str:
     An entry with none (a missing folder, an empty one, a source folder) finds no entry point, so it
     is left out: ``dsh`` (its script's folder first on ``sys.path``) and ``python -m dsh.cli`` (the
     working directory first), from any folder, share one key. An entry that gains metadata enters
-    the key, and the next command rescans.
+    the key, and the next command rescans. The interpreter is named by its real path: a virtual
+    environment's ``python`` and ``python3`` (the ``dsh`` script's shebang is either, as the
+    installer wrote it) are one interpreter, so one key.
     """
     stable = [
         (entry, tuple(sorted(seen)) if isinstance(seen, frozenset) else seen) for entry, seen in fingerprint if seen
     ]
-    text = repr((sys.executable, sys.version, sys.implementation.cache_tag, stable))
+    text = repr((os.path.realpath(sys.executable), sys.version, sys.implementation.cache_tag, stable))
     return text.replace("\n", "\\n")
 
 

@@ -13,8 +13,12 @@ schemas only to reach the answer it reached last time: about as much as everythi
   field left at its default object is not stored, so it is rebuilt as that very object (a mapping
   field's read-only ``EMPTY_MAPPING``, which JSON would bring back as a mutable ``{}``).
 
-Both sections are keyed by this module's format and by the installed distributions (the discovery
-cache's key): an install, uninstall or upgrade of any distribution, pydantic included, drops them.
+Both sections are kept per environment, under the discovery cache's key (the interpreter and the
+installed distributions): an install, uninstall or upgrade of any distribution, pydantic included,
+starts a new environment's sections. The file holds the newest eight environments (the discovery
+cache's ``KEEP``), so two virtual environments sharing one home each keep their forms instead of
+discarding the other's on every command.
+
 A form is stored only when it rebuilds to exactly what pydantic produced, the same values of the
 same types, so a config that JSON cannot carry exactly (nested records, tuples inside lists, bytes)
 is validated every time.
@@ -33,13 +37,14 @@ from collections.abc import Callable
 from typing import Any
 
 from ._deployment import Deployment, ModelChoice, PersistenceChoice, PluginEntry
-from ._discovery_cache import read_private, write_private
+from ._discovery_cache import KEEP, read_private, write_private
 
 VALIDATED_CACHE = "validated.cache"
 """The cache's name in ``<home>/run``."""
 
-_FORMAT = "dsh validated cache 2"
-"""2: the records are NamedTuples; a config form names its tuple fields, a deployment form holds its model."""
+_FORMAT = "dsh validated cache 3"
+"""3: one section per environment, newest first (2 held one, so a second environment sharing the
+home discarded the first's forms on every command)."""
 _MAX_ENTRIES = 64
 """Deployments and configs kept each; the oldest go first (a home shared by many files stays small)."""
 
@@ -122,9 +127,19 @@ class ValidatedCache:
                 data = json.loads(text)
             except ValueError:
                 data = None
-        valid = isinstance(data, dict) and data.get("format") == _FORMAT and data.get("key") == key
-        self._deployments: dict[str, Any] = data["deployments"] if valid else {}
-        self._configs: dict[str, Any] = data["configs"] if valid else {}
+        environments = data.get("environments") if isinstance(data, dict) and data.get("format") == _FORMAT else None
+        if not isinstance(environments, list):
+            environments = []
+        mine: dict[str, Any] = {}
+        self._others: list[Any] = []
+        for section in environments:
+            if isinstance(section, dict) and section.get("key") == key:
+                mine = section
+            else:
+                self._others.append(section)
+        deployments, configs = mine.get("deployments"), mine.get("configs")
+        self._deployments: dict[str, Any] = deployments if isinstance(deployments, dict) else {}
+        self._configs: dict[str, Any] = configs if isinstance(configs, dict) else {}
 
     def deployment(self, source: str, text: str, validate: Callable[[], Deployment]) -> Deployment:
         """The deployment ``text`` (read from ``source``) validates to, from the cache when it is there."""
@@ -185,9 +200,11 @@ class ValidatedCache:
         """Write the cache when this process added to it (atomically; a failure only costs speed)."""
         if self._path is None or not self._changed:
             return
-        keep = {
+        mine = {
+            "key": self._key,
             "deployments": dict(list(self._deployments.items())[-_MAX_ENTRIES:]),
             "configs": dict(list(self._configs.items())[-_MAX_ENTRIES:]),
         }
-        write_private(self._path, json.dumps({"format": _FORMAT, "key": self._key, **keep}), ".validated")
+        environments = [mine, *self._others[: KEEP - 1]]
+        write_private(self._path, json.dumps({"format": _FORMAT, "environments": environments}), ".validated")
         self._changed = False
