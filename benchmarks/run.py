@@ -40,6 +40,7 @@ from curves import (
     child_env,
 )
 from gen_dists import generate
+from installed import bench_installed
 from worlds import bench_worlds
 
 from dsh.agent import BUILTINS
@@ -666,6 +667,9 @@ def main() -> int:
         # by the suite's --quick smoke run.
         if wanted(bench_worlds) and not args.quick:
             results.update(bench_worlds(tmp, size["world_rounds"]))
+        # An installed dsh builds every wheel first (a minute): full runs only, as the worlds.
+        if wanted(bench_installed) and not args.quick:
+            results.update(bench_installed(tmp, size["cold_rounds"]))
     document = {
         "machine": {
             "python": platform.python_version(),

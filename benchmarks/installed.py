@@ -1,0 +1,92 @@
+"""Cold ``dsh exec`` as an installed ``dsh`` runs: wheels built from this clone in a virtual environment
+of their own (the README's "Installing without Hatch"), called through the ``dsh`` script pip wrote.
+
+    python benchmarks/installed.py [--rounds N]   # or as part of `hatch run bench` (not under --quick)
+
+The rest of ``bench_cold`` runs ``python -m dsh.cli`` in the workspace environment, where every
+distribution is an editable install (21 source folders on ``sys.path``). A user's ``dsh`` is neither:
+this measures that one, against ``python -c pass`` of the same virtual environment. The script and
+``python -m dsh.cli`` take turns with one deployment file in one home, as a user calling both would:
+caches that evicted each other's entries would show here as two slow figures (see the dsh-loader
+README's validated-form cache). Building the wheels takes a minute; pip may fill its cache from the
+package index the first time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from curves import child_env, interleave
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _run(argv: list[str]) -> None:
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:4])} ... exited {done.returncode}: {done.stderr.strip()[-2000:]}")
+
+
+def installed_venv(tmp: Path) -> Path:
+    """A virtual environment holding ``dsh-cli`` and ``dsh-persistence-sqlite`` installed from wheels."""
+    wheels, venv = tmp / "wheels", tmp / "installed-venv"
+    _run([sys.executable, str(REPO / "scripts" / "build_wheels.py"), str(wheels)])
+    _run([sys.executable, "-m", "venv", str(venv)])
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index"]
+    _run([*pip, "--find-links", str(wheels), "dsh-cli", "dsh-persistence-sqlite"])
+    return venv
+
+
+def bench_installed(tmp: Path, rounds: int) -> dict[str, Any]:
+    """Cold ``dsh exec -- true`` of an installed ``dsh``, built-in deployment and the README's SQLite file."""
+    venv = installed_venv(tmp)
+    python, script = str(venv / "bin" / "python"), str(venv / "bin" / "dsh")
+    homes = {}
+    for name in ("builtin", "file"):
+        home = tmp / f"installed-{name}"
+        home.mkdir(mode=0o700)
+        homes[name] = home
+    deployment = homes["file"] / "sqlite.yaml"
+    deployment.write_text("persistence: {backend: sqlite}\n")
+    deployment.chmod(0o600)
+    plain = child_env(os.environ, DSH_HOME=str(homes["builtin"]))
+    with_file = child_env(os.environ, DSH_HOME=str(homes["file"]), DSH_DEPLOYMENT=str(deployment))
+    exec_true = ["exec", "--no-server", "--", "true"]
+    jobs: dict[str, tuple[list[str], Mapping[str, str]]] = {
+        "python_pass": ([python, "-c", "pass"], plain),
+        "exec": ([script, *exec_true], plain),
+        "exec_deployment_file": ([script, *exec_true], with_file),
+        "exec_deployment_file_python_m": ([python, "-m", "dsh.cli", *exec_true], with_file),
+    }
+    med = interleave(jobs, rounds)
+    floor = med["python_pass"]["ms"]
+    out: dict[str, Any] = {
+        f"installed_cold_{k}": {"median_ms": v["ms"], "floor_median_ms": floor, "ratio": v["ms"] / floor}
+        for k, v in med.items()
+        if k != "python_pass"
+    }
+    out["installed_cold_exec_deployment_file"]["over_builtin"] = med["exec_deployment_file"]["ms"] / med["exec"]["ms"]
+    with open(script, encoding="utf-8") as handle:
+        out["installed_cold_exec"]["script_shebang"] = handle.readline().strip()
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=41)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="dsh-bench-installed-") as tmp:
+        print(json.dumps(bench_installed(Path(tmp), args.rounds), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
