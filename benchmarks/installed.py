@@ -40,7 +40,9 @@ def installed_venv(tmp: Path) -> Path:
     wheels, venv = tmp / "wheels", tmp / "installed-venv"
     _run([sys.executable, str(REPO / "scripts" / "build_wheels.py"), str(wheels)])
     _run([sys.executable, "-m", "venv", str(venv)])
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index"]
+    # The venv's own pip script, as the README says: the dsh script then names the interpreter as
+    # that pip's shebang does (python3 or python3.11), and python -m dsh.cli as python.
+    pip = [str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", "--no-index"]
     _run([*pip, "--find-links", str(wheels), "dsh-cli", "dsh-persistence-sqlite"])
     return venv
 

@@ -107,6 +107,42 @@ def test_one_discovery_cache_serves_the_dsh_script_and_python_m_from_any_folder(
     assert scanned == [True] + [False] * (len(forms) - 1)
 
 
+def test_two_spellings_of_the_interpreter_share_one_home_without_validating_again(tmp_path: Path) -> None:
+    """pip writes the ``dsh`` script's shebang as ``python3`` (or ``python3.11``), ``python -m dsh.cli``
+    runs ``python``: one interpreter. Taking turns with one deployment file in one home, only the
+    first command validates it; before, each threw the other's forms away (yaml and pydantic every time)."""
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    deployment = home / "sqlite.yaml"
+    deployment.write_text("persistence: {backend: sqlite}\n")
+    deployment.chmod(0o600)
+    env = {k: v for k, v in os.environ.items() if k not in ("DSH_DEPLOYMENT", "DSH_SESSION_ID")}
+    env |= {"DSH_HOME": str(home), "DSH_DEPLOYMENT": str(deployment), "PYTHONPROFILEIMPORTTIME": "1"}
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    spellings = [Path(sys.executable)]
+    for name in ("python3", "python3.11", "python"):
+        other = Path(sys.executable).with_name(name)
+        if other.exists() and other != spellings[0] and os.path.samefile(other, sys.executable):
+            spellings.append(other)
+            break
+    else:  # a venv without a second name: a link of our own stands for it
+        (folder / "python-alias").symlink_to(sys.executable)
+        spellings.append(folder / "python-alias")
+    validated = []
+    for python in [*spellings, *spellings]:
+        done = subprocess.run(
+            [str(python), "-m", "dsh.cli", "exec", "--no-server", "--", "true"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        validated.append(any(line.endswith("| yaml") for line in done.stderr.splitlines()))
+    assert validated == [True, False, False, False]
+
+
 def test_a_plain_cold_exec_never_builds_the_full_command_line_parser(tmp_path: Path) -> None:
     """The fenced start-up path reads the plain ``exec`` form; every other line is argparse's."""
     code, loaded, out = _cold(tmp_path / "home", "exec", "--no-server", "--", "echo ran", watched=("argparse",))
