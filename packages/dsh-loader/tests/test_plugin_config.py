@@ -139,6 +139,31 @@ def test_a_nested_record_of_a_named_tuple_config_is_a_mapping_never_a_list_of_va
     )
 
 
+class Knobs(NamedTuple):
+    port: int = 22
+    timeout: float | None = None
+    verbose: bool = False
+    either: int | bool = 0
+    weights: tuple[float, ...] = ()
+    limits: tuple[Limit, ...] = ()
+
+
+def test_a_boolean_is_never_a_number_of_a_named_tuple_config() -> None:
+    # pydantic's lax mode reads YAML's true as 1: port 1, a one-character max_output
+    state, error, _ = _load(
+        Knobs, {"port": True, "timeout": False, "weights": [0.5, True], "limits": [{"name": "a", "value": True}]}
+    )
+    assert state is FiberState.FAILED
+    assert error == (
+        "plugin 'server' has invalid config: field 'config.port' must be a whole number; "
+        "field 'config.timeout' must be a number; field 'config.weights[1]' must be a number; "
+        "field 'config.limits[0].value' must be a whole number"
+    )
+    # A field that takes booleans keeps them, and numbers stay numbers (a whole one where a float is asked)
+    state, _, got = _load(Knobs, {"verbose": True, "either": True, "timeout": 3, "weights": [1, 2.5]})
+    assert (state, got) == (FiberState.ACTIVE, Knobs(verbose=True, either=True, timeout=3, weights=(1, 2.5)))
+
+
 def test_a_config_that_is_none_of_the_three_kinds_is_refused() -> None:
     for raw in (None, {"port": 2}):
         state, error, _ = _load(dict, raw)

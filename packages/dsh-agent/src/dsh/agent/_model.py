@@ -42,7 +42,7 @@ class ToolCall(_ToolCallFields):
     ``error`` says why the call cannot run as the model gave it (its arguments were not a JSON
     object, say): the loop records the call and answers it with ``error`` as a failed result,
     without running the tool, so the model can correct itself. ``_replace`` skips the check (it
-    keeps a checked name unless given another).
+    keeps a checked name unless given another), and so does ``_make``.
     """
 
     __slots__ = ()

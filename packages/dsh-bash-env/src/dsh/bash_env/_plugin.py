@@ -128,7 +128,7 @@ class _BashEnvConfig(NamedTuple):
 
 
 class BashEnvConfig(_BashEnvConfig):
-    """Config of the ``bash-env`` plugin; a checked record (``_replace`` skips the checks)."""
+    """Config of the ``bash-env`` plugin; a checked record (``_replace`` and ``_make`` skip the checks)."""
 
     __slots__ = ()
 

@@ -226,7 +226,7 @@ class _SandboxConfig(NamedTuple):
 
 class SandboxConfig(_SandboxConfig):
     """Config of the ``bash-sandbox`` plugin (``mode`` and ``network`` are a contract); a checked record
-    (``_replace`` skips the checks).
+    (``_replace`` and ``_make`` skip the checks).
 
     The first five fields are :class:`~dsh.bash.LocalExecutorConfig`'s, repeated (a NamedTuple
     inherits no fields; a test checks that they match) and checked as it checks them.

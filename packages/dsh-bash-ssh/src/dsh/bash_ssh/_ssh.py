@@ -409,7 +409,7 @@ class _SshConfig(NamedTuple):
 
 class SshConfig(_SshConfig):
     """Config of the ``bash-ssh`` plugin (``host``, ``port``, ``user``, ``identity_file`` and ``known_hosts``
-    are a contract); a checked record (``_replace`` skips the checks).
+    are a contract); a checked record (``_replace`` and ``_make`` skip the checks).
 
     After ``host`` (the one required field, so first) come :class:`~dsh.bash.LocalExecutorConfig`'s
     five fields, repeated (a NamedTuple inherits no fields; a test checks that they match) and checked

@@ -237,7 +237,7 @@ def check_output_limits(max_output: int, max_spill: int | None, spill_budget: in
 
 
 class LocalExecutorConfig(_LocalExecutorConfig):
-    """Config of the ``bash-local`` plugin; a checked record (``_replace`` skips the checks).
+    """Config of the ``bash-local`` plugin; a checked record (``_replace`` and ``_make`` skip the checks).
 
     Executors built on the local one (dsh-bash-sandbox's, dsh-bash-ssh's) repeat these fields first
     in their own configs (a NamedTuple inherits no fields), and check them with

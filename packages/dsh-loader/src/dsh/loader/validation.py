@@ -300,11 +300,26 @@ def _items_of(hint: Any) -> Any:
     return None
 
 
-def _positional(cls: type[Any], raw: object, loc: tuple[int | str, ...] = (), depth: int = 0) -> list[Any]:
-    """``mapping required`` errors for each list given where a NamedTuple is expected, at any depth.
+def _number_error(hint: Any) -> str | None:
+    """The error type of a field of type ``hint`` that takes numbers and no boolean (``int``,
+    ``float | None``, ...), else None (``bool``, ``Any``, a union with either, anything else)."""
+    options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    if any(option in (bool, Any, object) for option in options):
+        return None
+    if int in options:
+        return "int_type"
+    return "float_type" if float in options else None
 
-    pydantic builds a NamedTuple from a list too, positionally: ``persistence: [sqlite]`` would
-    silently become ``backend='sqlite'``. A record in a file is always a mapping of its fields.
+
+def _shape_problems(cls: type[Any], raw: object, loc: tuple[int | str, ...] = (), depth: int = 0) -> list[Any]:
+    """What pydantic's lax mode would take from a file and turn into something else, at any depth.
+
+    - A list where a NamedTuple is expected: pydantic builds the record positionally, so
+      ``persistence: [sqlite]`` would silently become ``backend='sqlite'``. A record in a file is
+      always a mapping of its fields.
+    - A boolean where a number is expected: pydantic reads ``true`` as 1, so ``port: yes`` would
+      become port 1 and ``max_output: true`` one character. (A field that also takes booleans is
+      left to pydantic.)
     """
     if not isinstance(raw, Mapping) or depth > 32:
         return []
@@ -317,16 +332,24 @@ def _positional(cls: type[Any], raw: object, loc: tuple[int | str, ...] = (), de
         here = (*loc, name)
         records = _records_in(hint)
         items = _items_of(hint)
-        if records and isinstance(value, (list, tuple)):
+        number = _number_error(hint)
+        if number is not None and isinstance(value, bool):
+            found.append({"type": number, "loc": here, "input": value})
+        elif records and isinstance(value, (list, tuple)):
             found.append({"type": "dict_type", "loc": here, "input": value})
         elif records and isinstance(value, Mapping):
-            found += _positional(records[0], value, here, depth + 1)
-        elif _is_named_tuple(items) and isinstance(value, (list, tuple)):
+            found += _shape_problems(records[0], value, here, depth + 1)
+        elif items is not None and isinstance(value, (list, tuple)):
+            item_number = _number_error(items)
             for index, item in enumerate(value):
-                if isinstance(item, (list, tuple)):
+                if item_number is not None and isinstance(item, bool):
+                    found.append({"type": item_number, "loc": (*here, index), "input": item})
+                elif not _is_named_tuple(items):
+                    continue
+                elif isinstance(item, (list, tuple)):
                     found.append({"type": "dict_type", "loc": (*here, index), "input": item})
                 else:
-                    found += _positional(items, item, (*here, index), depth + 1)
+                    found += _shape_problems(items, item, (*here, index), depth + 1)
     return found
 
 
@@ -334,7 +357,8 @@ def validate_named_tuple(cls: type[Any], raw: object) -> Any:
     """Validate the mapping ``raw`` into the NamedTuple ``cls``; unknown fields are errors (pydantic's own).
 
     The top level, and every record nested in it, must be a mapping of fields (pydantic would
-    also take a list of values in field order). A checked record's ``__new__`` runs, and a
+    also take a list of values in field order), and a number field refuses a boolean (pydantic
+    would read ``true`` as 1). A checked record's ``__new__`` runs, and a
     :class:`~dsh.core.FieldError` it raises is reported at its field (see :func:`problems`).
     Raises ``ValidationError``.
     """
@@ -343,7 +367,7 @@ def validate_named_tuple(cls: type[Any], raw: object) -> Any:
     adapter = _ADAPTERS.get(cls)
     if adapter is None:
         adapter = _ADAPTERS[cls] = TypeAdapter(cls)
-    return _refusing_unknown(cls, _positional(cls, raw), lambda: adapter.validate_python(raw))
+    return _refusing_unknown(cls, _shape_problems(cls, raw), lambda: adapter.validate_python(raw))
 
 
 def validate_config(name: str, config_cls: type[Any], raw: object) -> Any:

@@ -35,7 +35,7 @@ class _ShellToolConfig(NamedTuple):
 
 
 class ShellToolConfig(_ShellToolConfig):
-    """Config of a shell tool plugin; a checked record (``_replace`` skips the checks)."""
+    """Config of a shell tool plugin; a checked record (``_replace`` and ``_make`` skip the checks)."""
 
     __slots__ = ()
 

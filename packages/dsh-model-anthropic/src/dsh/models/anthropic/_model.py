@@ -47,7 +47,7 @@ class _AnthropicConfig(NamedTuple):
 class AnthropicConfig(_AnthropicConfig):
     """The ``anthropic`` provider's config (every field optional; unknown fields are refused).
 
-    A checked record: its values are checked as it is built (``_replace`` skips the checks).
+    A checked record: its values are checked as it is built (``_replace`` and ``_make`` skip the checks).
     """
 
     __slots__ = ()

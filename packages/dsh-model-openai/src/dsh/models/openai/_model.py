@@ -51,7 +51,7 @@ class _OpenAIConfig(NamedTuple):
 class OpenAIConfig(_OpenAIConfig):
     """The ``openai`` provider's config (every field optional; unknown fields are refused).
 
-    A checked record: its values are checked as it is built (``_replace`` skips the checks).
+    A checked record: its values are checked as it is built (``_replace`` and ``_make`` skip the checks).
     """
 
     __slots__ = ()

@@ -28,7 +28,7 @@ class _PostgresConfig(NamedTuple):
 class PostgresConfig(_PostgresConfig):
     """Config of the ``postgres`` backend. Every field has a default: libpq's environment suffices.
 
-    A checked record: its values are checked as it is built (``_replace`` skips the checks).
+    A checked record: its values are checked as it is built (``_replace`` and ``_make`` skip the checks).
     """
 
     __slots__ = ()
