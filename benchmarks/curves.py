@@ -41,7 +41,11 @@ DEPENDENCY_FLOOR = (
 
 
 def child_env(base: Mapping[str, str], **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in base.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    """``base`` for a measured child, plus ``extra``: bytecode caching allowed, and none of the caller's
+    ``DSH_*`` (a deployment or session of the shell running the benchmark) or ``PYTHONPATH`` (which
+    would put other sources in front of the environment measured)."""
+    dropped = ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")
+    env = {k: v for k, v in base.items() if k not in dropped and not k.upper().startswith("DSH_")}
     env.update(extra)
     return env
 

@@ -8,8 +8,9 @@ distribution is an editable install (21 source folders on ``sys.path``). A user'
 this measures that one, against ``python -c pass`` of the same virtual environment. The script and
 ``python -m dsh.cli`` take turns with one deployment file in one home, as a user calling both would:
 caches that evicted each other's entries would show here as two slow figures (see the dsh-loader
-README's validated-form cache). Building the wheels takes a minute; pip may fill its cache from the
-package index the first time.
+README's validated-form cache). Building the wheels takes a minute; ``build_wheels.py`` fetches the
+third-party wheels through pip (its cache, else the package index), and the install then reads that
+folder alone (``--no-index``).
 """
 
 from __future__ import annotations

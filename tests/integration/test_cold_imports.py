@@ -118,17 +118,14 @@ def test_two_spellings_of_the_interpreter_share_one_home_without_validating_agai
     deployment.chmod(0o600)
     env = {k: v for k, v in os.environ.items() if k not in ("DSH_DEPLOYMENT", "DSH_SESSION_ID")}
     env |= {"DSH_HOME": str(home), "DSH_DEPLOYMENT": str(deployment), "PYTHONPROFILEIMPORTTIME": "1"}
-    folder = tmp_path / "bin"
-    folder.mkdir()
     spellings = [Path(sys.executable)]
     for name in ("python3", "python3.11", "python"):
         other = Path(sys.executable).with_name(name)
         if other.exists() and other != spellings[0] and os.path.samefile(other, sys.executable):
             spellings.append(other)
             break
-    else:  # a venv without a second name: a link of our own stands for it
-        (folder / "python-alias").symlink_to(sys.executable)
-        spellings.append(folder / "python-alias")
+    else:  # a link of our own elsewhere would start the base interpreter, outside this environment
+        pytest.skip(f"no second name of {sys.executable} beside it (a --copies venv)")
     validated = []
     for python in [*spellings, *spellings]:
         done = subprocess.run(

@@ -169,3 +169,15 @@ def test_two_spellings_of_one_interpreter_share_one_key(tmp_path: Path, monkeypa
     other.write_bytes(b"")  # another file is another interpreter
     monkeypatch.setattr(sys, "executable", str(other))
     assert Catalog().key != key
+
+
+@pytest.mark.parametrize("executable", [None, ""])
+def test_an_embedded_interpreter_without_an_executable_has_one_key(
+    executable: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # sys.executable may be None or '' when Python is embedded; '' must not resolve to the working directory
+    monkeypatch.setattr(sys, "executable", executable)
+    monkeypatch.chdir(tmp_path)
+    key = Catalog().key
+    monkeypatch.chdir(tmp_path.parent)
+    assert Catalog().key == key

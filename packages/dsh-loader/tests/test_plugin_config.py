@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, NamedTuple
 
@@ -14,6 +15,7 @@ from pydantic import Field
 
 from dsh.core import FiberState, FieldError, Plugin
 from dsh.loader import root
+from dsh.session import EMPTY_MAPPING
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,6 +148,10 @@ class Knobs(NamedTuple):
     either: int | bool = 0
     weights: tuple[float, ...] = ()
     limits: tuple[Limit, ...] = ()
+    named: Mapping[str, Limit] = EMPTY_MAPPING
+    counts: Mapping[str, int] = EMPTY_MAPPING
+    several: Limit | int | None = None
+    numbers: int | tuple[int, ...] = 0
 
 
 def test_a_boolean_is_never_a_number_of_a_named_tuple_config() -> None:
@@ -159,6 +165,17 @@ def test_a_boolean_is_never_a_number_of_a_named_tuple_config() -> None:
         "field 'config.timeout' must be a number; field 'config.weights[1]' must be a number; "
         "field 'config.limits[0].value' must be a whole number"
     )
+    # ... and so are a mapping's values; a record there is a mapping of its fields too
+    state, error, _ = _load(
+        Knobs, {"counts": {"a": 1, "b": True}, "named": {"x": [5], "y": {"name": "y", "value": True}}}
+    )
+    assert error == (
+        "plugin 'server' has invalid config: field 'config.counts.b' must be a whole number; "
+        "field 'config.named.x' must be a mapping; field 'config.named.y.value' must be a whole number"
+    )
+    # Below a union of several types pydantic names each member; its own problems are reported, at the right field
+    state, error, _ = _load(Knobs, {"several": {"name": "a", "value": "x"}, "numbers": [1, "y"]})
+    assert error is not None and "config.several.value" in error and "config.numbers[1]" in error
     # A field that takes booleans keeps them, and numbers stay numbers (a whole one where a float is asked)
     state, _, got = _load(Knobs, {"verbose": True, "either": True, "timeout": 3, "weights": [1, 2.5]})
     assert (state, got) == (FiberState.ACTIVE, Knobs(verbose=True, either=True, timeout=3, weights=(1, 2.5)))

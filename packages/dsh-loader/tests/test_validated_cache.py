@@ -305,3 +305,40 @@ def test_environments_sharing_a_home_keep_their_own_forms(tmp_path: Path) -> Non
     load("venv-b")
     assert validations[-1] == "venv-b"  # seven newer ones and venv-a pushed it out
     assert len(json.loads(cached.read_text())["environments"]) == 8
+
+
+def test_a_field_the_file_gave_is_kept_even_when_it_equals_the_default(tmp_path: Path) -> None:
+    """``port: 22`` is the file's word: a later default of 2222 (a plugin edited in place) must not
+    replace it, though the small int 22 is the very object the old default was."""
+    from typing import NamedTuple
+
+    class Old(NamedTuple):
+        port: int = 22
+        host: str = "a"
+
+    class New(NamedTuple):  # the same fields and annotations: the same cache entry
+        port: int = 2222
+        host: str = "a"
+
+    New.__qualname__ = Old.__qualname__
+    home = tmp_path / "home"
+    (home / "run").mkdir(parents=True, mode=0o700)
+    catalog = Catalog()
+    cache = validated_cache(home, catalog)
+    cache.config("ref", Old, {"port": 22}, lambda: Old(port=22))
+    cache.save()
+    again = validated_cache(home, catalog).config("ref", New, {"port": 22}, lambda: New(port=22))
+    assert again == New(port=22, host="a")
+
+
+def test_a_cache_nested_past_the_parser_s_recursion_is_ignored_and_rewritten(tmp_path: Path) -> None:
+    cached = tmp_path / "run" / "validated.cache"
+    cached.parent.mkdir(mode=0o700)
+    cached.write_text("[" * 100_000)
+    cached.chmod(0o600)
+    path = tmp_path / "deployment.yaml"
+    path.write_text("persistence: {backend: sqlite}\n")
+    cache = ValidatedCache(str(cached), "key")
+    assert load_deployment(path, validated=cache).persistence.backend == "sqlite"
+    cache.save()
+    assert json.loads(cached.read_text())["environments"][0]["key"] == "key"

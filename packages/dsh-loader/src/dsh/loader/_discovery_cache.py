@@ -16,6 +16,7 @@ reader sees the old file or the new one, never half of one.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 
@@ -32,6 +33,13 @@ Row = tuple[str, ...]
 """``("I" or "L", group, name, value, distribution, version, installed)``: an item, or one left out."""
 
 
+@functools.cache
+def _interpreter(executable: str | None) -> str | None:
+    """The real path of ``executable``; an embedded interpreter's ``None`` or ``''`` as it is (``''``
+    would resolve to the working directory)."""
+    return os.path.realpath(executable) if executable else executable
+
+
 def cache_key(fingerprint: tuple[tuple[str, object], ...]) -> str:
     """One line naming the interpreter and each ``sys.path`` entry that holds distribution metadata
     (with every metadata entry in it), in ``sys.path``'s order.
@@ -40,13 +48,13 @@ def cache_key(fingerprint: tuple[tuple[str, object], ...]) -> str:
     is left out: ``dsh`` (its script's folder first on ``sys.path``) and ``python -m dsh.cli`` (the
     working directory first), from any folder, share one key. An entry that gains metadata enters
     the key, and the next command rescans. The interpreter is named by its real path: a virtual
-    environment's ``python`` and ``python3`` (the ``dsh`` script's shebang is either, as the
+    environment's ``python`` and ``python3`` links (the ``dsh`` script's shebang is either, as the
     installer wrote it) are one interpreter, so one key.
     """
     stable = [
         (entry, tuple(sorted(seen)) if isinstance(seen, frozenset) else seen) for entry, seen in fingerprint if seen
     ]
-    text = repr((os.path.realpath(sys.executable), sys.version, sys.implementation.cache_tag, stable))
+    text = repr((_interpreter(sys.executable), sys.version, sys.implementation.cache_tag, stable))
     return text.replace("\n", "\\n")
 
 

@@ -10,8 +10,9 @@ schemas only to reach the answer it reached last time: about as much as everythi
   reference, the ``Config`` class's fields and the raw mapping, beside the validated fields. A hit
   rebuilds the config with ``Config(**fields)``, so a checked NamedTuple's ``__new__`` (a
   dataclass's ``__post_init__``) still runs; a field that was a tuple is rebuilt as one, and a
-  field left at its default object is not stored, so it is rebuilt as that very object (a mapping
-  field's read-only ``EMPTY_MAPPING``, which JSON would bring back as a mutable ``{}``).
+  field the file left out that holds its default object is not stored, so it is rebuilt as that
+  very object (a mapping field's read-only ``EMPTY_MAPPING``, which JSON would bring back as a
+  mutable ``{}``).
 
 Both sections are kept per environment, under the discovery cache's key (the interpreter and the
 installed distributions): an install, uninstall or upgrade of any distribution, pydantic included,
@@ -42,9 +43,11 @@ from ._discovery_cache import KEEP, read_private, write_private
 VALIDATED_CACHE = "validated.cache"
 """The cache's name in ``<home>/run``."""
 
-_FORMAT = "dsh validated cache 3"
-"""3: one section per environment, newest first (2 held one, so a second environment sharing the
-home discarded the first's forms on every command)."""
+_FORMAT = "dsh validated cache 4"
+"""Moves whenever what validation accepts changes, so no form validated under older rules is served:
+4: a number field refuses a boolean, and a field given in the file is stored even when it equals
+its default; 3: one section per environment, newest first (2 held one, so a second environment
+sharing the home discarded the first's forms on every command)."""
 _MAX_ENTRIES = 64
 """Deployments and configs kept each; the oldest go first (a home shared by many files stays small)."""
 
@@ -125,7 +128,7 @@ class ValidatedCache:
         if text is not None:
             try:
                 data = json.loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):  # damaged, or nested past what the parser recurses
                 data = None
         environments = data.get("environments") if isinstance(data, dict) and data.get("format") == _FORMAT else None
         if not isinstance(environments, list):
@@ -180,7 +183,12 @@ class ValidatedCache:
         try:
             values = {name: getattr(value, name) for name, _ in fields}
             defaults = _defaults(cls)
-            given = {name: v for name, v in values.items() if not (name in defaults and v is defaults[name])}
+            # A field the file left out and that holds its default object is rebuilt from the default
+            # (a mapping field's read-only EMPTY_MAPPING stays that object); one the file gave is stored,
+            # even when equal to today's default (a small int is the very default object).
+            given = {
+                name: v for name, v in values.items() if name in raw or not (name in defaults and v is defaults[name])
+            }
             form = {
                 "fields": given,
                 "tuples": [name for name, v in given.items() if type(v) is tuple],

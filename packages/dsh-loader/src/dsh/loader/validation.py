@@ -230,15 +230,20 @@ def validate_dataclass(cls: type[Any], raw: object) -> Any:
 
 
 def _refusing_unknown(cls: type[Any], unknown: list[Any], validate: Callable[[], Any]) -> Any:
-    """``validate()``, raising one ``ValidationError`` with its own errors and the ``unknown`` fields'."""
+    """``validate()``, raising one ``ValidationError`` with its own errors and the ``unknown`` fields'.
+
+    Below a value reported as not a mapping, pydantic's own errors (from reading it by position) are left out.
+    """
     try:
         value = validate()
     except ValidationError as exc:
         if not unknown:
             raise
+        lists = [tuple(u["loc"]) for u in unknown if u["type"] == "dict_type"]
         found: list[Any] = [
             {"type": e["type"], "loc": e["loc"], "input": e["input"], **({"ctx": e["ctx"]} if "ctx" in e else {})}
             for e in exc.errors()
+            if not any(len(e["loc"]) > len(at) and tuple(e["loc"][: len(at)]) == at for at in lists)
         ]
         raise ValidationError.from_exception_data(exc.title, [*found, *unknown]) from None
     if unknown:
@@ -280,23 +285,13 @@ def _record_hints(cls: type[Any]) -> dict[str, Any]:
         return {}
 
 
-def _records_in(hint: Any) -> list[type[Any]]:
-    """The NamedTuple classes a field of type ``hint`` holds directly (``P``, ``P | None``)."""
-    if _is_named_tuple(hint):
-        return [hint]
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return [arg for arg in typing.get_args(hint) if _is_named_tuple(arg)]
-    return []
-
-
 def _items_of(hint: Any) -> Any:
-    """The item type of a sequence field (``tuple[P, ...]``, ``list[P]``, ``Sequence[P]``, optional or not)."""
-    for option in typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,):
-        origin, args = typing.get_origin(option), typing.get_args(option)
-        if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
-            return args[0]
-        if origin in (list, Sequence) and len(args) == 1:
-            return args[0]
+    """The item type of a sequence type (``tuple[P, ...]``, ``list[P]``, ``Sequence[P]``); else None."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return args[0]
+    if origin in (list, Sequence) and len(args) == 1:
+        return args[0]
     return None
 
 
@@ -320,6 +315,9 @@ def _shape_problems(cls: type[Any], raw: object, loc: tuple[int | str, ...] = ()
     - A boolean where a number is expected: pydantic reads ``true`` as 1, so ``port: yes`` would
       become port 1 and ``max_output: true`` one character. (A field that also takes booleans is
       left to pydantic.)
+
+    Records are followed through their fields, sequences and mapping values. Below a union of
+    several types nothing is reported here: pydantic names the member in each location there.
     """
     if not isinstance(raw, Mapping) or depth > 32:
         return []
@@ -327,30 +325,30 @@ def _shape_problems(cls: type[Any], raw: object, loc: tuple[int | str, ...] = ()
     hints = _record_hints(cls)
     for name, value in raw.items():
         hint = hints.get(name) if isinstance(name, str) else None
-        if hint is None:
-            continue
-        here = (*loc, name)
-        records = _records_in(hint)
-        items = _items_of(hint)
-        number = _number_error(hint)
-        if number is not None and isinstance(value, bool):
-            found.append({"type": number, "loc": here, "input": value})
-        elif records and isinstance(value, (list, tuple)):
-            found.append({"type": "dict_type", "loc": here, "input": value})
-        elif records and isinstance(value, Mapping):
-            found += _shape_problems(records[0], value, here, depth + 1)
-        elif items is not None and isinstance(value, (list, tuple)):
-            item_number = _number_error(items)
-            for index, item in enumerate(value):
-                if item_number is not None and isinstance(item, bool):
-                    found.append({"type": item_number, "loc": (*here, index), "input": item})
-                elif not _is_named_tuple(items):
-                    continue
-                elif isinstance(item, (list, tuple)):
-                    found.append({"type": "dict_type", "loc": (*here, index), "input": item})
-                else:
-                    found += _shape_problems(items, item, (*here, index), depth + 1)
+        if hint is not None:
+            found += _value_problems(hint, value, (*loc, name), depth)
     return found
+
+
+def _value_problems(hint: Any, value: object, loc: tuple[Any, ...], depth: int) -> list[Any]:
+    """:func:`_shape_problems` for one value of type ``hint`` at ``loc``."""
+    number = _number_error(hint)
+    if number is not None and isinstance(value, bool):
+        return [{"type": number, "loc": loc, "input": value}]
+    bare = _bare(hint)
+    if _is_union(bare) or depth > 32:
+        return []
+    if _is_named_tuple(bare):
+        if isinstance(value, (list, tuple)):
+            return [{"type": "dict_type", "loc": loc, "input": value}]
+        return _shape_problems(bare, value, loc, depth + 1)
+    origin, args = typing.get_origin(bare), typing.get_args(bare)
+    items = _items_of(bare)
+    if items is not None and isinstance(value, (list, tuple)):
+        return [p for i, item in enumerate(value) for p in _value_problems(items, item, (*loc, i), depth + 1)]
+    if isinstance(origin, type) and issubclass(origin, Mapping) and len(args) == 2 and isinstance(value, Mapping):
+        return [p for k, v in value.items() for p in _value_problems(args[1], v, (*loc, k), depth + 1)]
+    return []
 
 
 def validate_named_tuple(cls: type[Any], raw: object) -> Any:
