@@ -155,7 +155,8 @@ def test_a_locked_session_is_refused_before_the_command_runs(tmp_path: Path) -> 
         assert proc.returncode == 125
         assert proc.stderr == (
             f"dsh: session {session_id} is being written by process {holder.pid} "
-            f"(lock {first['location']['path']}.lock); wait for its turn to end or use another session\n"
+            f"(lock {first['location']['path']}.lock); wait until that writer lets it go (a dsh exec when its turn "
+            "ends; a dsh mcp connection, a dsh run or an open harness session when it closes) or use another session\n"
         )
         assert not marker.exists()
     finally:

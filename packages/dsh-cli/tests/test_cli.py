@@ -295,6 +295,8 @@ def test_json_callers_get_a_document_on_failures_before_the_command_ran(tmp_path
     document = json.loads(proc.stdout)
     assert document["exit_code"] is None and document["session_id"] is None
     assert document["error"] == f"no session nope under {home / 'sessions'}"
+    ran = dsh("exec", "--json", "--no-server", "--", "true", home=home)
+    assert list(document) == list(json.loads(ran.stdout)), "a failure's document has every key a run's has"
     assert proc.stderr == f"dsh: {document['error']}\n"
     other = dsh("sessions", "show", "nope", "--json", home=home)
     assert other.returncode == 1 and json.loads(other.stdout) == {"error": document["error"]}

@@ -47,6 +47,28 @@ def test_disabling_what_is_not_a_default_names_the_defaults(tmp_path: Path) -> N
         _ids("d.yaml", tmp_path, plugins=[{"id": "hook", "enabled": False}])
 
 
+def test_turning_hooks_off_boots_alike_with_and_without_a_hooks_file(tmp_path: Path) -> None:
+    off = {"plugins": [{"id": "hooks", "enabled": False}]}
+    bare = tmp_path / "bare"
+    assert _ids("d.yaml", bare, **off) == ["bash-local", "bash-env", "tool-bash", "skills"]
+    hooked = tmp_path / "hooked"
+    (hooked / "hooks").mkdir(parents=True, mode=0o700)
+    hooked.chmod(0o700)
+    (hooked / "hooks" / "claude.json").write_text("{}")
+    assert _ids("d.yaml", hooked) == ["bash-local", "bash-env", "tool-bash", "skills", "hooks"]
+    assert _ids("d.yaml", hooked, **off) == ["bash-local", "bash-env", "tool-bash", "skills"]
+    # A hooks entry of the file's own, where no hooks file makes it a default, takes the default's place.
+    hooks_entry = {"id": "hooks", "config": {"claude": "c.json"}}
+    assert _ids("d.yaml", bare, plugins=[{"id": "extra", "name": "tool-pwsh"}, hooks_entry]) == [
+        "bash-local",
+        "bash-env",
+        "tool-bash",
+        "skills",
+        "hooks",
+        "extra",
+    ]
+
+
 def test_the_rule_flag_then_env_then_home_then_builtin(tmp_path: Path) -> None:
     home = tmp_path / "home"
     env = {"DSH_HOME": str(home)}

@@ -357,7 +357,8 @@ def test_a_lock_held_elsewhere_names_its_process(tmp_path: Path) -> None:
             session.acquire()
         assert str(info.value) == (
             f"session {session.id} is being written by process {holder.pid} (lock {lock}); "
-            "wait for its turn to end or use another session"
+            "wait until that writer lets it go (a dsh exec when its turn ends; a dsh mcp connection, a dsh run "
+            "or an open harness session when it closes) or use another session"
         )
     finally:
         holder.kill()

@@ -29,6 +29,8 @@ from dsh.paths import check_trusted, ensure_private_dir, resolve_dsh_home
 from ._fast._choice import DeploymentChoice, choose_deployment
 
 DEFAULT_SOURCE = "<default deployment>"
+DEFAULT_IDS = ("bash-local", "bash-env", "tool-bash", "skills", "hooks")
+"""The ids :func:`default_plugins` can give, in their order: ``hooks`` only where a hooks file exists."""
 
 
 def default_plugins(home: Path) -> list[PluginEntry]:
@@ -64,22 +66,25 @@ def layer_on_defaults(deployment: Deployment, source: str, env: Mapping[str, str
 
     Omitted ``plugins`` means the default set. Listed entries replace the default with the same id
     (``{id: tool-bash, config: {...}}`` reconfigures it) or are added after the defaults;
-    ``{id: hooks, enabled: false}`` removes a default. Omitted ``persistence`` is the default backend.
+    ``{id: hooks, enabled: false}`` removes a default (and is no error where that default is absent:
+    hooks without a hooks file). Omitted ``persistence`` is the default backend.
     """
     defaults = default_plugins(resolve_home(deployment, env))
     if deployment.plugins is None:
         return deployment.replace(plugins=defaults)
-    default_ids = [entry.id for entry in defaults]
     by_id = {entry.id: entry for entry in defaults}
     for entry in deployment.plugins:
-        if not entry.enabled and entry.id not in by_id:
+        # Any default may be switched off, present here or not: a file that turns hooks off must
+        # boot alike on a machine with a hooks file and on one without.
+        if not entry.enabled and entry.id not in DEFAULT_IDS:
             raise DeploymentError(
                 f"{source}: entry '{entry.id}' has enabled: false but is not a default plugin "
-                f"(defaults: {', '.join(default_ids)}); delete the entry instead",
+                f"(defaults: {', '.join(DEFAULT_IDS)}); delete the entry instead",
                 source=source,
             )
         by_id[entry.id] = entry
-    ordered = [by_id[i] for i in default_ids] + [e for e in deployment.plugins if e.id not in default_ids]
+    ordered = [by_id[i] for i in DEFAULT_IDS if i in by_id]
+    ordered += [e for e in deployment.plugins if e.id not in DEFAULT_IDS]
     return deployment.replace(plugins=[e for e in ordered if e.enabled])
 
 

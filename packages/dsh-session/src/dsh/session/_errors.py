@@ -59,6 +59,12 @@ class SessionNotFoundError(PersistenceError, LookupError):
 class SessionLockedError(PersistenceError):
     """Another process (or another turn of this one) is writing the same session."""
 
+    REMEDY = (
+        "wait until that writer lets it go (a dsh exec when its turn ends; a dsh mcp connection, a dsh run "
+        "or an open harness session when it closes) or use another session"
+    )
+    """What every backend's message ends with: who holds a session how long, and the way round it."""
+
 
 class FlushUnconfirmedError(PersistenceError):
     """A flush was sent but the backend could not learn whether it was stored (its commit's reply was lost).

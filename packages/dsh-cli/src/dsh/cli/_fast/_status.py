@@ -67,7 +67,11 @@ def interrupted_late(signal_name: str) -> str:
 
 
 def failure_document(error: str) -> dict[str, Any]:
-    """The ``dsh exec --json`` document when dsh failed before the command ran: every key, nothing ran."""
+    """The ``dsh exec --json`` document when dsh failed before the command ran: every key, nothing ran.
+
+    The keys are ``ExecOutcome``'s (``dsh.cli._exec``; a test holds the two alike): this folder may
+    not import that module.
+    """
     return {
         "session_id": None,
         "location": None,
@@ -77,4 +81,5 @@ def failure_document(error: str) -> dict[str, Any]:
         "timed_out": False,
         "timeout": None,
         "error": error,
+        "interrupted": None,
     }

@@ -45,7 +45,7 @@ class TurnLocks:
                     by = f"process {holder}" if holder.isdigit() else "another process"
                     raise SessionLockedError(
                         f"session {session_id} is being written by {by} (lock {lock_path}); "
-                        "wait for its turn to end or use another session",
+                        + SessionLockedError.REMEDY,
                         session_id=session_id,
                     ) from None
                 except OSError as exc:

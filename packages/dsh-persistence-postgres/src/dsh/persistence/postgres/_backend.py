@@ -118,7 +118,7 @@ class PostgresPersistence:
             pool.putconn(conn)
             raise SessionLockedError(
                 self._db.redact(
-                    f"session {session_id} is being written by {who} on {self.where}; wait for its turn to end"
+                    f"session {session_id} is being written by {who} on {self.where}; {SessionLockedError.REMEDY}"
                 ),
                 session_id=session_id,
             )

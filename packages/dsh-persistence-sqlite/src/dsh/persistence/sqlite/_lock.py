@@ -33,7 +33,7 @@ def lock_file(lock_dir: str, session_id: str) -> Callable[[], None]:
         holder = os.pread(fd, 256, 0).decode("utf-8", "replace").strip() or "another process"
         os.close(fd)
         raise SessionLockedError(
-            f"session {session_id} is being written by {holder} (lock {lock_path}); wait for its turn to end",
+            f"session {session_id} is being written by {holder} (lock {lock_path}); {SessionLockedError.REMEDY}",
             session_id=session_id,
         ) from None
     except OSError as exc:
