@@ -8,7 +8,10 @@ dependency are put there too, so that
     python3 -m venv VENV && VENV/bin/pip install --no-index --find-links OUT dsh-cli dsh-persistence-sqlite
 
 installs from that folder alone, into a virtual environment (a system interpreter refuses a global
-install, PEP 668), and can never pick up an unrelated ``dsh-*`` from a package index.
+install, PEP 668), and can never pick up an unrelated ``dsh-*`` from a package index. The folder also
+holds Hatchling, the build backend of dsh's distributions and of the example contributor, so a
+contributor of your own builds from it as well (``VENV/bin/pip install --no-index --find-links OUT
+./examples/dsh-example-region``).
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     command = [sys.executable, "-m", "pip", "wheel", "--disable-pip-version-check", "--wheel-dir", str(out)]
     if args.no_deps:
         command.append("--no-deps")
-    result = subprocess.run([*command, *packages], check=False)
+    backend = [] if args.no_deps else ["hatchling"]  # for building contributors from the folder alone
+    result = subprocess.run([*command, *packages, *backend], check=False)
     if result.returncode == 0:
         print(
             f"wheels in {out}; install them into a virtual environment VENV with:\n"

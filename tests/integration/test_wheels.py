@@ -59,3 +59,15 @@ def test_wheels_install_a_chosen_subset_without_an_index(tmp_path: Path) -> None
     assert ran.returncode == 0, ran.stderr
     out = json.loads(ran.stdout)
     assert out["stdout"].strip() == out["session_id"] and out["location"] is None
+    # A contributor of one's own builds from the same folder alone: it holds the build backend too.
+    example = subprocess.run(
+        [root / "bin" / "pip", "install", "-q", "--disable-pip-version-check", "--no-index", "--find-links", wheels]
+        + [REPO / "examples" / "dsh-example-region"],
+        capture_output=True,
+        text=True,
+    )
+    assert example.returncode == 0, example.stderr[-3000:]
+    region = subprocess.run(
+        [root / "bin" / "dsh", "exec", "--", "printenv DSH_EXAMPLE_REGION"], capture_output=True, text=True, env=env
+    )
+    assert (region.returncode, region.stdout) == (0, "eu-example-1\n"), region.stderr
