@@ -105,3 +105,52 @@ def test_socket_is_private(server: Server, home: Path) -> None:
     assert str(server.path) == socket_path(None, {"DSH_HOME": str(home)})
     assert oct(server.path.stat().st_mode & 0o777) == "0o600"
     assert oct(server.path.parent.stat().st_mode & 0o777) == "0o700"
+
+
+def _guard(path: Path, command: str) -> None:
+    group = {"matcher": "Bash", "hooks": [{"type": "command", "command": command}]}
+    path.write_text(json.dumps({"hooks": {"PreToolUse": [group]}}))
+
+
+def test_a_server_enforces_the_hook_files_as_they_are_at_each_request(server: Server, home: Path) -> None:
+    assert dsh("exec", "--", "echo before", home=home).stdout == "before\n"
+    hooks = home / "hooks"
+    hooks.mkdir(mode=0o700)
+    guard = hooks / "claude.json"
+    _guard(guard, "echo no >&2; exit 2")  # a guard added after the server booted
+    guard.chmod(0o600)
+    blocked = dsh("exec", "--", "echo RAN", home=home)
+    assert (blocked.returncode, blocked.stdout) == (126, ""), blocked.stderr
+    _guard(guard, "exit 0")  # the same file, edited to allow
+    assert dsh("exec", "--", "echo allowed", home=home).stdout == "allowed\n"
+    _guard(guard, "echo no >&2; exit 2")
+    guard.chmod(0o666)  # anyone may now write the hooks: a cold exec refuses, so must the server
+    refused = dsh("exec", "--", "echo RAN", home=home)
+    assert (refused.returncode, refused.stdout) == (125, ""), refused.stderr
+    assert str(guard) in refused.stderr and "0666" in refused.stderr, refused.stderr
+    guard.chmod(0o600)
+    again = dsh("exec", "--", "echo RAN", home=home)
+    assert (again.returncode, again.stdout) == (126, ""), again.stderr
+    unchanged = dsh("exec", "--", "echo RAN", home=home)
+    assert unchanged.returncode == 126
+    log = server.stop()
+    assert log.count("booting the deployment again") == 4, log  # the fifth request found nothing moved
+    assert log.count("the deployment did not boot again") == 1, log
+    assert log.count("exec in session") == 5, "every request was served, none fell back to a cold exec"
+
+
+def test_a_server_follows_its_deployment_file(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    deployment = home / "deployment.yaml"
+    deployment.write_text("plugins:\n  - {id: tool-bash, config: {default_timeout: 111}}\n")
+    deployment.chmod(0o600)
+    running = Server(home)
+    try:
+        first = json.loads(dsh("exec", "--json", "--", "true", home=home).stdout)
+        deployment.write_text("plugins:\n  - {id: tool-bash, config: {default_timeout: 222}}\n")
+        second = json.loads(dsh("exec", "--json", "--", "true", home=home).stdout)
+        assert (first["timeout"], second["timeout"]) == (111, 222)
+    finally:
+        log = running.stop()
+    assert log.count("exec in session") == 2 and log.count("booting the deployment again") == 1, log

@@ -60,9 +60,9 @@ def test_wheels_install_a_chosen_subset_without_an_index(tmp_path: Path) -> None
     out = json.loads(ran.stdout)
     assert out["stdout"].strip() == out["session_id"] and out["location"] is None
     # A contributor of one's own builds from the same folder alone: it holds the build backend too.
+    pip = [root / "bin" / "pip", "install", "-q", "--disable-pip-version-check", "--no-index", "--find-links", wheels]
     example = subprocess.run(
-        [root / "bin" / "pip", "install", "-q", "--disable-pip-version-check", "--no-index", "--find-links", wheels]
-        + [REPO / "examples" / "dsh-example-region"],
+        [*pip, REPO / "examples" / "dsh-example-region"],
         capture_output=True,
         text=True,
     )

@@ -136,6 +136,30 @@ def test_a_blocking_pre_tool_use_hook_from_the_deployment_file_is_an_error_resul
     assert not marker.exists()
 
 
+def test_a_hook_file_that_changed_mid_connection_refuses_every_call_until_a_reconnect(tmp_path: Path) -> None:
+    home, marker = tmp_path / "home", tmp_path / "ran"
+    home.mkdir(mode=0o700)
+
+    async def calls() -> tuple[Any, Any, Any]:
+        async with _connect(home) as client:
+            before = await client.call_tool("bash", {"command": "echo before"})
+            (home / "hooks").mkdir(mode=0o700)
+            guard = home / "hooks" / "claude.json"
+            deny = [{"matcher": "Bash", "hooks": [{"type": "command", "command": "exit 2"}]}]
+            guard.write_text(json.dumps({"hooks": {"PreToolUse": deny}}))
+            guard.chmod(0o600)
+            stale = await client.call_tool("bash", {"command": f"touch {marker}"})
+        async with _connect(home) as client:  # a new connection boots the files as they are
+            fresh = await client.call_tool("bash", {"command": f"touch {marker}"})
+        return before, stale, fresh
+
+    before, stale, fresh = _run(calls())
+    assert not before.is_error and _text(before).startswith("before\n")
+    assert stale.is_error and "changed since this connection opened; nothing ran" in _text(stale), _text(stale)
+    assert fresh.is_error and _text(fresh).startswith("blocked by a PreToolUse hook"), _text(fresh)
+    assert not marker.exists()
+
+
 def test_a_command_past_its_timeout_is_killed_and_reported(tmp_path: Path) -> None:
     async def call() -> tuple[Any, float]:
         async with _connect(tmp_path / "home") as client:

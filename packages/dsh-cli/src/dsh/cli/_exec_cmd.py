@@ -72,10 +72,11 @@ def serve_verb(args: argparse.Namespace) -> int:
     """``dsh serve``: keep the deployment loaded and answer ``dsh exec`` clients."""
     import asyncio
 
+    from ._live import LiveRuntime
     from ._serve import serve
 
     async def main() -> int:
-        with open_runtime(choice=args.choice) as runtime:
-            return await serve(runtime, args.choice.path, idle_timeout=args.idle_timeout, keepalive=args.keepalive)
+        with LiveRuntime(args.choice) as live:
+            return await serve(live, args.choice.path, idle_timeout=args.idle_timeout, keepalive=args.keepalive)
 
     return asyncio.run(main())

@@ -33,6 +33,7 @@ from dsh.session import (
 )
 
 from ._fast._choice import choose_deployment
+from ._live import Stamp, Watched, stamp, watched
 from ._runtime import DEFAULT_SOURCE, boot_layered, layered, open_runtime
 
 if TYPE_CHECKING:
@@ -72,6 +73,9 @@ class Harness:
         self._thread: threading.Thread | None = None
         self._sessions: list[HarnessSession] = []
         self._lock = threading.Lock()
+        self._file: str | None = None
+        self._watched = Watched((), ())
+        self._stamp: Stamp = ()
 
     # -- life -------------------------------------------------------------------------------------
 
@@ -96,17 +100,28 @@ class Harness:
         if self._runtime is not None:
             return
         self._runtime = self._boot()
+        self._watched = watched(self._runtime, self._file)
+        self._stamp = stamp(self._watched)
         loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=loop.run_forever, name="dsh-harness", daemon=True)
         self._loop = loop
         self._thread.start()
 
+    def changed(self) -> bool:
+        """Whether the deployment file, a hook file or the trust of either moved since :meth:`open`.
+
+        The runtime enforces those files as they were when it booted, where a cold ``dsh exec``
+        reads them as they are: a long-lived host asks before each call (``dsh mcp`` then refuses
+        the call, ``dsh serve`` boots again).
+        """
+        return self._runtime is not None and stamp(self._watched) != self._stamp
+
     def _boot(self) -> Runtime:
         source = self._source
         if source is None or isinstance(source, str | os.PathLike):
-            return open_runtime(
-                choice=choose_deployment(None if source is None else os.fspath(source), self._env), env=self._env
-            )
+            choice = choose_deployment(None if source is None else os.fspath(source), self._env)
+            self._file = choice.path
+            return open_runtime(choice=choice, env=self._env)
         if isinstance(source, Deployment):
             deployment, name = source, "<Deployment>"
         elif isinstance(source, Mapping):

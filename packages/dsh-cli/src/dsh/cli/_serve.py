@@ -3,7 +3,9 @@
 A served ``dsh exec`` behaves as an in-process one: the command gets the client's environment as
 its ambient environment (minus ``DSH_*`` and credential-shaped names, as always), the client's
 working directory, and a session of its own; the deployment is re-read for new distributions at
-every turn. What it saves is the start-up: interpreter, imports, models, distribution scan.
+every turn, and booted again before a request when its file, a hook file or the trust of either
+moved since (:mod:`._live`), so the server enforces what a cold ``dsh exec`` would. What it saves
+is the start-up: interpreter, imports, models, distribution scan.
 
 Guarantees (see the package README): the socket lives in a private ``run/`` directory and is 0600;
 only clients of the server's own uid are served (``SO_PEERCRED``); messages are framed and bounded
@@ -30,13 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from dsh.core import DshError, EscapedError, describe
-from dsh.loader import Runtime
 from dsh.paths import ensure_private_dir, seal_process, signals
 
 from ._errors import ServeError
 from ._exec import exec_command
 from ._fast._status import FAILURE_EXIT
 from ._fast._wire import HEADER_SIZE, KEEPALIVE, WireError, decode, encode, frame_length, peer_uid, socket_path
+from ._live import LiveRuntime
 from ._output import json_text
 from ._runtime import warnings
 from ._serve_protocol import CLIENT_GONE, Request, failure_answer, interrupted_answer, request_from, watch_client
@@ -71,13 +73,13 @@ class Server:
 
     def __init__(
         self,
-        runtime: Runtime,
+        live: LiveRuntime,
         path: Path,
         idle_timeout: float,
         deployment: str | None = None,
         keepalive: float = KEEPALIVE,
     ) -> None:
-        self.runtime = runtime
+        self.live = live
         self.path = path
         self.deployment = deployment
         self.idle_timeout = idle_timeout
@@ -204,16 +206,23 @@ class Server:
         }
 
     async def _run(self, request: Request) -> dict[str, Any]:
-        runtime = self.runtime
+        if self.live.changed():
+            _log("the deployment file, a hook file or their trust changed: booting the deployment again")
         try:
-            outcome = await exec_command(
-                runtime,
-                request.command,
-                session_id=request.session,
-                cwd=request.cwd,
-                timeout=request.timeout,
-                ambient=request.env,  # the client's environment: its command starts from it
-            )
+            with self.live.use() as runtime:
+                outcome = await exec_command(
+                    runtime,
+                    request.command,
+                    session_id=request.session,
+                    cwd=request.cwd,
+                    timeout=request.timeout,
+                    ambient=request.env,  # the client's environment: its command starts from it
+                )
+                notes = warnings(runtime)
+        except DshError as exc:
+            if self.live.runtime is None:  # the files as they are now do not boot: nothing is served
+                _log(f"the deployment did not boot again: {exc}")
+            raise
         except (Exception, asyncio.CancelledError):
             raise
         except BaseException as exc:
@@ -226,7 +235,7 @@ class Server:
         notices = list(outcome.notices)
         if outcome.interrupted and self.stopping:
             notices.append(f"dsh: dsh serve received {self.stopping} while the command ran, and stopped")
-        answer = {"ok": True, "result": result, "warnings": warnings(runtime), "notices": notices}
+        answer = {"ok": True, "result": result, "warnings": notes, "notices": notices}
         if request.json:
             answer["document"] = json_text(result)
         return answer
@@ -243,7 +252,7 @@ class Server:
 
 
 async def serve(
-    runtime: Runtime,
+    live: LiveRuntime,
     deployment: str | None,
     *,
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
@@ -259,7 +268,7 @@ async def serve(
     path = Path(socket_path(deployment))
     _claim(path)
     _watch_children_with_pidfds()
-    server = Server(runtime, path, idle_timeout, deployment, keepalive)
+    server = Server(live, path, idle_timeout, deployment, keepalive)
     listener = await asyncio.start_unix_server(server.handle, path=str(path))
     os.chmod(path, 0o600)
     inode = path.stat().st_ino

@@ -101,7 +101,7 @@ def _parse_table(dialect: Dialect, raw: Mapping[str, Any], where: str, file: str
             continue
         parsed = [g for g in (_parse_group(peer, event, item, where, warnings) for item in groups) if g is not None]
         events[event] = tuple(parsed)
-    return HookTable(dialect, events, where, disabled, tuple(warnings))
+    return HookTable(dialect, events, where, disabled, tuple(warnings), () if file is None else (file,))
 
 
 def _parse_group(peer: HookDialect, event: str, item: Any, where: str, warnings: list[str]) -> MatcherGroup | None:

@@ -83,6 +83,8 @@ def load_claude_plugin(path: str, base: Path | None, home: Path | None) -> Claud
     tables = [_hook_file(root / "hooks" / "hooks.json", name)] if (root / "hooks" / "hooks.json").exists() else []
     tables.extend(_manifest_hooks(manifest.get("hooks"), root, name, where))
     table = merge_tables("claude", tables, where)
+    watched = (str(root / "hooks" / "hooks.json"), str(root / ".claude-plugin" / "plugin.json"))
+    table = table._replace(files=tuple(dict.fromkeys((*table.files, *watched))))
     skills = root / "skills"
     if skills.is_dir():
         try:

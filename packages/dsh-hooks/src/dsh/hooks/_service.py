@@ -103,6 +103,10 @@ class HookRunner:
 
     # -- configuration ------------------------------------------------------------------------
 
+    def files(self) -> list[str]:
+        """Every file the hooks were read from (or would be, once it appears), each once."""
+        return list(dict.fromkeys(f for table in self.tables.values() for f in table.files))
+
     @property
     def warnings(self) -> list[str]:
         """Everything skipped or ignored while loading the hook files, one line each."""

@@ -77,6 +77,9 @@ class HookTable(NamedTuple):
     """``disableAllHooks: true``: the file's hooks load but never run."""
     warnings: tuple[str, ...] = ()
     """What was skipped or ignored while loading, one line each."""
+    files: tuple[str, ...] = ()
+    """The files this table was read from, and those whose appearance would change it (a plugin
+    folder's ``hooks/hooks.json`` and manifest): what a long-lived process watches (dsh-cli)."""
 
     def groups(self, event: str) -> tuple[MatcherGroup, ...]:
         """The groups configured for ``event`` (none when the table is disabled)."""
@@ -154,4 +157,5 @@ def merge_tables(dialect: Dialect, tables: Sequence[HookTable], source: str) -> 
             events[event] = events.get(event, ()) + groups
     disabled = bool(tables) and tables[0].disabled
     warnings = tuple(w for t in tables for w in t.warnings)
-    return HookTable(dialect, events, source, disabled, warnings)
+    files = tuple(dict.fromkeys(f for t in tables for f in t.files))
+    return HookTable(dialect, events, source, disabled, warnings, files)

@@ -170,6 +170,11 @@ class Shell:
         offered = {spec.name for spec in self.specs}
         if params.name not in offered:
             return error_result(f"no tool named '{params.name}'; tools: {', '.join(sorted(offered)) or 'none'}")
+        if self.session.harness.changed():  # never run a call under hooks the files no longer say
+            return error_result(
+                "dsh mcp: the deployment file, a hook file or their trust changed since this connection "
+                "opened; nothing ran: reconnect (restart the server) to run under the files as they are now"
+            )
         made = call_id(ctx.request_id)
         try:
             return result(await self.session.harness.arun(self._turns.call(params.name, params.arguments or {}, made)))

@@ -1,0 +1,101 @@
+"""A long-lived process's runtime follows the files it was booted from (``dsh serve``, ``Harness.changed``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dsh.cli import Harness
+from dsh.cli._fast._choice import choose_deployment
+from dsh.cli._live import LiveRuntime
+from dsh.core import FiberState
+from dsh.hooks import HOOKS
+from dsh.loader import BootError
+
+
+def _home(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    return home, {"DSH_HOME": str(home)}
+
+
+def _hooks_file(home: Path, mode: int = 0o600) -> Path:
+    (home / "hooks").mkdir(mode=0o700, exist_ok=True)
+    path = home / "hooks" / "claude.json"
+    path.write_text(json.dumps({"hooks": {}}))
+    path.chmod(mode)
+    return path
+
+
+def test_nothing_moved_is_one_runtime_and_a_new_hooks_file_boots_again(tmp_path: Path) -> None:
+    home, env = _home(tmp_path)
+    with LiveRuntime(choose_deployment(None, env), env) as live:
+        with live.use() as first, live.use() as same:
+            assert first is same and first.ctx.get(HOOKS) is None
+        assert not live.changed()
+        _hooks_file(home)
+        assert live.changed()
+        with live.use() as second:
+            assert second is not first and second.ctx.get(HOOKS) is not None
+        assert first.ctx.fiber.state is FiberState.DISPOSED, "the runtime the files no longer describe is closed"
+    assert second.ctx.fiber.state is FiberState.DISPOSED
+
+
+def test_a_runtime_in_use_is_closed_by_its_last_user(tmp_path: Path) -> None:
+    home, env = _home(tmp_path)
+    live = LiveRuntime(choose_deployment(None, env), env)
+    with live.use() as old:
+        _hooks_file(home)
+        with live.use() as new:
+            assert new is not old
+        assert old.ctx.fiber.state is FiberState.ACTIVE, "a request still runs on it"
+    assert old.ctx.fiber.state is FiberState.DISPOSED
+    live.close()
+    assert new.ctx.fiber.state is FiberState.DISPOSED
+
+
+def test_files_that_do_not_boot_refuse_every_request_until_they_do(tmp_path: Path) -> None:
+    home, env = _home(tmp_path)
+    hooks = _hooks_file(home)
+    with LiveRuntime(choose_deployment(None, env), env) as live:
+        hooks.chmod(0o666)  # anyone may write the hooks now
+        for _ in range(2):
+            with pytest.raises(BootError, match=r"refusing claude hooks file .*\(mode 0666\)"), live.use():
+                pass
+            assert live.runtime is None
+        hooks.chmod(0o600)
+        with live.use() as runtime:
+            assert runtime.ctx.get(HOOKS) is not None
+
+
+def test_a_deployment_files_edit_and_its_folders_trust_count_a_file_beside_it_does_not(tmp_path: Path) -> None:
+    home, env = _home(tmp_path)
+    folder = tmp_path / "conf"
+    folder.mkdir(mode=0o700)
+    deployment = folder / "d.yaml"
+    deployment.write_text("persistence: {backend: jsonl}\n")
+    deployment.chmod(0o600)
+    with LiveRuntime(choose_deployment(str(deployment), env), env) as live:
+        (folder / "notes.txt").write_text("unrelated")
+        assert not live.changed()
+        deployment.write_text("persistence: {backend: jsonl}  \n")
+        assert live.changed()
+        with live.use():
+            pass
+        folder.chmod(0o777)
+        assert live.changed()
+        folder.chmod(0o700)
+
+
+def test_a_harness_says_when_its_files_moved(tmp_path: Path) -> None:
+    home, env = _home(tmp_path)
+    with Harness(env=env) as harness:
+        assert not harness.changed()
+        _hooks_file(home)
+        assert harness.changed()
+    with Harness({"persistence": {"backend": "jsonl"}}, env=env) as harness:
+        assert not harness.changed()
+        (home / "hooks" / "claude.json").chmod(0o644)
+        assert harness.changed(), "an in-memory deployment still loads the home's hook files"
