@@ -38,20 +38,51 @@ def _matches(rule: str, command: str) -> bool:
         "cat <(rm -rf build)",
         "echo ${x:-$(rm -rf build)}",
         "cat <<EOF\n$(rm -rf build)\nEOF",
+        # found by a hostile review: a path to the program, and wrappers past the first list
+        "/bin/rm -rf build",
+        "./rm -rf build",
+        "/usr/bin/env rm -rf build",
+        "coproc rm -rf build",
+        "setsid rm -rf build",
+        "flock /tmp/l rm -rf build",
+        "ionice -c3 rm -rf build",
+        "chrt -o 0 rm -rf build",
+        "taskset 1 rm -rf build",
+        "unshare -r rm -rf build",
+        "find . -name '*.o' -exec rm {} \\;",
+        "find . -execdir /bin/rm {} +",
     ],
 )
 def test_every_simple_command_of_the_line_is_checked(line: str) -> None:
     assert _matches("Bash(rm *)", line)
 
 
-@pytest.mark.parametrize("line", ["echo rm -rf build", "echo 'rm -rf build'", "rmdir build", "ls -l # rm -rf x"])
+@pytest.mark.parametrize(
+    "line",
+    ["echo rm -rf build", "echo 'rm -rf build'", "rmdir build", "ls -l # rm -rf x", "find . -name rm", "/bin/rmdir x"],
+)
 def test_words_that_are_not_a_command_do_not_match(line: str) -> None:
     assert not _matches("Bash(rm *)", line)
 
 
 @pytest.mark.parametrize(
     "line",
-    ["eval 'rm -rf build'", "bash -c 'rm -rf build'", '"$cmd" -rf build', "$(echo rm) -rf build", "echo $(", "a=("],
+    [
+        "eval 'rm -rf build'",
+        "bash -c 'rm -rf build'",
+        '"$cmd" -rf build',
+        "$(echo rm) -rf build",
+        "echo $(",
+        "a=(",
+        "/bin/bash -c 'rm -rf build'",
+        "/bin/sh -c 'rm -rf build'",
+        "trap 'rm -rf build' EXIT",
+        "mapfile -C 'rm -rf build #' -c 1 <<< x",
+        "script -qc 'rm -rf build' /dev/null",
+        "watch -n1 'rm -rf build'",
+        "ssh host rm -rf build",
+        "find . -exec sh -c 'rm -rf build' \\;",
+    ],
 )
 def test_a_line_that_cannot_be_read_with_certainty_runs_the_hook(line: str) -> None:
     assert _matches("Bash(git *)", line)
@@ -61,3 +92,8 @@ def test_prefix_and_older_forms_still_hold() -> None:
     assert _matches("Bash(git *)", "git") and _matches("Bash(git *)", "cd x && git push")
     assert not _matches("Bash(git *)", "gitk") and _matches("Bash(npm run:*)", "npm run test")
     assert not _matches("Bash(git push *)", "git pull origin")
+
+
+def test_a_command_line_that_is_not_utf8_is_read_not_a_crash() -> None:
+    # Bytes that were not UTF-8 reach dsh as surrogate escapes (as Python decodes argv).
+    assert _matches("Bash(rm *)", "rm \udcff") and not _matches("Bash(rm *)", "echo \udcff")

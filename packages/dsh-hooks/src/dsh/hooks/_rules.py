@@ -42,12 +42,28 @@ def parse_rule(text: str) -> Rule | None:
 
 
 WRAPPERS = frozenset(
-    {"env", "command", "builtin", "exec", "nohup", "nice", "time", "timeout", "stdbuf", "sudo", "doas", "xargs"}
+    {
+        # run the command in their arguments (options and their values are skipped as words)
+        *("env", "command", "builtin", "exec", "coproc", "nohup", "nice", "time", "timeout", "stdbuf"),
+        *("sudo", "doas", "runuser", "sg", "chroot", "unshare", "nsenter", "setsid", "flock", "ionice"),
+        *("chrt", "taskset", "strace", "ltrace", "valgrind", "fakeroot", "firejail", "proot", "systemd-run"),
+        *("unbuffer", "catchsegv", "busybox", "xargs", "parallel"),
+    }
 )
-"""Commands that run the command in their arguments: what follows them is tried as a command too."""
+"""Commands that run a command given in their arguments: each later word is tried as a command too
+(``find``'s ``-exec`` and its kin start one at the next word). A list can never be complete: a
+rule is a filter that saves running a hook, never the guard itself (the package README)."""
 
-OPAQUE = frozenset({"eval", "source", ".", "bash", "sh", "zsh", "dash", "ksh", "fish", "su"})
-"""Commands whose command text is in a string or file the parser does not see: never certain."""
+OPAQUE = frozenset(
+    {
+        *("eval", "source", ".", "bash", "sh", "zsh", "dash", "ksh", "mksh", "fish", "su", "script", "watch"),
+        *("trap", "mapfile", "readarray", "ssh"),
+    }
+)
+"""Commands that run command text the parser does not see (a string, a file, a callback, another
+host's shell): a line naming one is never certain, so the rule matches."""
+
+_FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 
 _NODES_COMMAND = frozenset({"command", "declaration_command", "unset_command"})
 
@@ -72,6 +88,15 @@ def _plain(word: str) -> str:
     return re.sub(r"\\(.)|['\"]", lambda m: m.group(1) or "", word)
 
 
+def _forms(name: str, rest: Sequence[str]) -> Iterator[str]:
+    """A simple command as written and, when its name is a path (``/bin/rm``), by the file's name:
+    the program a rule names runs either way."""
+    yield " ".join([name, *rest])
+    base = name.rpartition("/")[2]
+    if base and base != name:
+        yield " ".join([base, *rest])
+
+
 def _simple(node: Node) -> Iterator[str]:
     """The texts one command node may be matched as: itself and, after a wrapper, each rest."""
     if node.type != "command":
@@ -81,10 +106,19 @@ def _simple(node: Node) -> Iterator[str]:
     if name_node is None:  # assignments alone
         return
     words = [_plain(_text(name_node)), *(_text(a) for a in node.children_by_field_name("argument"))]
-    yield " ".join(words)
-    if words[0] in OPAQUE:
+    yield from _forms(words[0], words[1:])
+    program = words[0].rpartition("/")[2]
+    if program in OPAQUE:
         raise Uncertain(words[0])
-    if words[0] not in WRAPPERS:
+    if program == "find":
+        starts = [i + 1 for i, word in enumerate(words[:-1]) if word in _FIND_ACTIONS]
+        for start in starts:
+            head = _plain(words[start])
+            yield from _forms(head, words[start + 1 :])
+            if head.rpartition("/")[2] in OPAQUE:
+                raise Uncertain(head)
+        return
+    if program not in WRAPPERS:
         return
     # Options and their values are not told apart: every later word is tried as the command's
     # name (matching more often is the guard's safe side); the first that is no option and no
@@ -101,8 +135,8 @@ def _simple(node: Node) -> Iterator[str]:
                 raise
             continue
         named = named or _ASSIGNMENT.match(word + " ") is None
-        yield " ".join([head, *words[start + 1 :]])
-        if head in OPAQUE:
+        yield from _forms(head, words[start + 1 :])
+        if head.rpartition("/")[2] in OPAQUE:
             raise Uncertain(head)
 
 
@@ -112,7 +146,8 @@ def _text(node: Node) -> str:
 
 def simple_commands(line: str) -> list[str]:
     """Every simple command of a bash ``line`` (see the module docstring); :class:`Uncertain` when unsure."""
-    tree = _bash_parser().parse(line.encode())
+    # surrogateescape: bytes that were not UTF-8 in the command line go back to the parser as bytes.
+    tree = _bash_parser().parse(line.encode("utf-8", "surrogateescape"))
     if tree.root_node.has_error:
         raise Uncertain(line)
     found: list[str] = []
