@@ -154,3 +154,20 @@ def test_a_server_follows_its_deployment_file(tmp_path: Path) -> None:
     finally:
         log = running.stop()
     assert log.count("exec in session") == 2 and log.count("booting the deployment again") == 1, log
+
+
+def test_served_hooks_start_from_the_clients_environment(server: Server, home: Path, tmp_path: Path) -> None:
+    seen = tmp_path / "seen"
+    hooks = home / "hooks"
+    hooks.mkdir(mode=0o700)
+    guard = hooks / "claude.json"
+    _guard(guard, f'env > "{seen}"')
+    guard.chmod(0o600)
+    outer = {"CLIENT_ONLY": "from-client", "CLAUDE_ENV_FILE": "/outer/env", "CODEX_THREAD_ID": "outer"}
+    proc = dsh("exec", "--", "true", home=home, env=outer)
+    assert proc.returncode == 0, proc.stderr
+    env = dict(line.split("=", 1) for line in seen.read_text().splitlines() if "=" in line)
+    assert env["CLIENT_ONLY"] == "from-client", "the client's environment, not the server's"
+    assert "CLAUDE_ENV_FILE" not in env and "CODEX_THREAD_ID" not in env, "no outer harness's identity"
+    assert env["CLAUDE_CODE_SESSION_ID"] != "outer"
+    assert "exec in session" in server.stop()

@@ -52,3 +52,8 @@ def test_a_symbolic_link_in_place_of_the_file_is_not_followed(tmp_path: Path) ->
     env, warnings, paths = _load(tmp_path, ["", "export LATER=1\n"], swap="symlink")
     assert env == {"LATER": "1"}
     assert len(warnings) == 1 and str(paths[0]) in warnings[0] and "symbolic link" in warnings[0]
+
+
+def test_an_env_file_cannot_export_shell_code_variables(tmp_path: Path) -> None:
+    env, _, _ = _load(tmp_path, ["export ENV=/tmp/x.sh BASH_ENV=/tmp/y.sh PS4='$(id)' KEPT=1\n"])
+    assert env == {"KEPT": "1"}

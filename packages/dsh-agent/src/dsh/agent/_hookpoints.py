@@ -27,6 +27,7 @@ class HookPoints:
     parent: HookPoints | None
     parent_turn_id: str | None
     notify: Callable[[Notice], None] | None
+    ambient: Mapping[str, str] | None
     _stopping: str | None
     """Why a hook said the turn must stop (``continue: false``), once one did."""
 
@@ -37,9 +38,10 @@ class HookPoints:
         from dsh.hooks import HookScope
 
         if self.parent is None:
-            return HookScope(self.session.header, turn_id, events=self._events)
+            return HookScope(self.session.header, turn_id, events=self._events, ambient=self.ambient)
         parent = self.parent._scope(self.parent_turn_id)
-        return HookScope(self.session.header, turn_id, self.session.id, self.agent_type, parent, events=self._events)
+        header, kind = self.session.header, self.agent_type
+        return HookScope(header, turn_id, self.session.id, kind, parent, events=self._events, ambient=self.ambient)
 
     def _events(self) -> list[SessionEvent]:
         """The session's events so far, flushed or not: a hook handed the Claude-Code-format transcript reads them."""

@@ -142,7 +142,8 @@ class Agent(HookPoints):
         if hooks is None:
             return None
         outcome = self._settle(
-            "SessionStart", await hooks.session_start(self.session.header, source, events=self._events)
+            "SessionStart",
+            await hooks.session_start(self.session.header, source, events=self._events, ambient=self.ambient),
         )
         return outcome.stop_reason if outcome.stop else None
 
@@ -155,7 +156,7 @@ class Agent(HookPoints):
         hooks = self._hooks()
         if hooks is None:
             return
-        outcome = await hooks.session_end(self.session.header, reason, events=self._events)
+        outcome = await hooks.session_end(self.session.header, reason, events=self._events, ambient=self.ambient)
         if not outcome.reports and not outcome.warnings:
             return
         turn_id = self._open_turn(source="session-end")

@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from dsh.bash import DSH_ENV_PREFIX, BashExecRequest, Executor, is_managed_key
+from dsh.bash import DSH_ENV_PREFIX, SHELL_CODE_KEYS, BashExecRequest, Executor, is_managed_key
 from dsh.paths import NotRegularFileError, UntrustedPathError, check_trusted, ensure_private_dir, open_regular
 
 _SPLIT = "__dsh_env_file_split__"
@@ -96,7 +96,7 @@ class EnvFiles:
         before, after = _parse(before_text), _parse(after_text)
         exports = self._exports.setdefault(session_id, {})
         for key, value in after.items():
-            if before.get(key) == value or key in _SHELL_STATE or key.startswith("BASH_"):
+            if before.get(key) == value or key in _SHELL_STATE or key in SHELL_CODE_KEYS or key.startswith("BASH_"):
                 continue
             if not _NAME.fullmatch(key):
                 continue

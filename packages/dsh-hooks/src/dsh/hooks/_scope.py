@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from dsh.session import SessionEvent, SessionHeader
 
@@ -24,6 +24,9 @@ class HookScope(NamedTuple):
     """The session's events known so far (flushed or not), asked for only when a hook is handed
     a transcript view in its dialect's own format; None when the host cannot say (``transcript_path`` is then
     the persistence's ``locate()``)."""
+    ambient: Mapping[str, str] | None = None
+    """The environment the session's hooks start from when it is not this process's (a served
+    client's: ``ToolExecution.ambient``); None: ``os.environ``."""
 
     def agent_fields(self) -> dict[str, Any]:
         """``agent_id`` and ``agent_type`` when inside a subagent, else nothing."""

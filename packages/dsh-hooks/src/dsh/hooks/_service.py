@@ -193,10 +193,11 @@ class HookRunner:
         source: str,
         *,
         events: Callable[[], Sequence[SessionEvent]] | None = None,
+        ambient: Mapping[str, str] | None = None,
     ) -> HookOutcome:
         """``SessionStart`` (``startup``, ``resume``, ``fork``) with an env file for each hook.
 
-        ``events`` gives the session's events (see :attr:`HookScope.events`).
+        ``events`` and ``ambient`` are :attr:`HookScope.events` and :attr:`HookScope.ambient`.
 
         Each hook gets its file under its dialect's names (:attr:`~._dialect.HookDialect.env_file_names`);
         each writes its own file, and they are sourced in order.
@@ -210,7 +211,7 @@ class HookRunner:
 
         outcome = await self._fire(
             self._events("SessionStart"),
-            HookScope(header, events=events),
+            HookScope(header, events=events, ambient=ambient),
             {"source": source},
             subject=lambda d: source,
             extra_env=env_for,
@@ -354,10 +355,11 @@ class HookRunner:
         reason: str = "other",
         *,
         events: Callable[[], Sequence[SessionEvent]] | None = None,
+        ambient: Mapping[str, str] | None = None,
     ) -> HookOutcome:
         """``SessionEnd`` when a session's run ends, with the reports of ``async`` hooks that finished
         (those still running are not waited for: they go on detached, see :mod:`._detached`).
-        ``events`` gives the session's events (see :attr:`HookScope.events`).
+        ``events`` and ``ambient`` are :attr:`HookScope.events` and :attr:`HookScope.ambient`.
 
         The session's exports, env files and ``once`` marks are dropped afterwards, so a long-lived
         runner (``dsh serve``) does not grow with the sessions it has seen; a resumed session starts
@@ -366,7 +368,7 @@ class HookRunner:
         finished = await self.background()
         outcome = await self._fire(
             self._events("SessionEnd"),
-            HookScope(header, events=events),
+            HookScope(header, events=events, ambient=ambient),
             {"reason": reason},
             subject=lambda d: reason,
         )
@@ -414,6 +416,7 @@ class HookRunner:
         """
         jobs: list[Coroutine[Any, Any, HookReport]] = []
         warnings: list[str] = []
+        ambient: dict[str, str] | None = None  # built once, for the first hook that runs
         for dialect in (d.name for d in dialects()):
             event = events.get(dialect)
             if event is None:
@@ -443,10 +446,15 @@ class HookRunner:
                 env = dialect_of(dialect).hook_env(hook, scope.header)
                 if extra_env is not None:
                     env.update(extra_env(dialect, index))
+                if ambient is None:
+                    from ._process import hook_ambient
+
+                    ambient = hook_ambient(scope.ambient)
+                cwd = scope.header.cwd
                 if hook.run_async:
-                    self._detach(dialect, event, hook, payload, scope.header.cwd, env, tool, peer_input)
+                    self._detach(dialect, event, hook, payload, cwd, env, tool, peer_input, ambient)
                 else:
-                    jobs.append(self._run(dialect, event, hook, payload, scope.header.cwd, env, tool, peer_input))
+                    jobs.append(self._run(dialect, event, hook, payload, cwd, env, tool, peer_input, ambient))
         if not jobs:
             return HookOutcome(ask=self.ask, warnings=tuple(warnings))
         import asyncio
@@ -486,16 +494,17 @@ class HookRunner:
         env: Mapping[str, str],
         tool: str | None,
         tool_input: Mapping[str, Any] | None,
+        ambient: Mapping[str, str],
     ) -> None:
         """Start an ``async`` hook detached (see :mod:`._detached`); one that cannot start is reported."""
         from ._detached import start_detached
         from ._process import hook_request
 
-        request = hook_request(hook, payload, cwd, env, tool_input)
+        request = hook_request(hook, payload, cwd, env, tool_input, ambient)
         if not isinstance(self.executor, LocalExecutor):  # only a local executor can leave a child behind
             import asyncio
 
-            job = self._run(dialect, event, hook, payload, cwd, env, tool, tool_input)
+            job = self._run(dialect, event, hook, payload, cwd, env, tool, tool_input, ambient)
             self._background.add(asyncio.ensure_future(job))
             return
         try:
@@ -517,6 +526,7 @@ class HookRunner:
         env: Mapping[str, str],
         tool: str | None,
         tool_input: Mapping[str, Any] | None,
+        ambient: Mapping[str, str],
     ) -> HookReport:
-        report = await run_hook(self.executor, dialect, event, hook, payload, cwd, env, tool, tool_input)
+        report = await run_hook(self.executor, dialect, event, hook, payload, cwd, env, tool, tool_input, ambient)
         return report._replace(background=hook.run_async, finished=next(self._order))

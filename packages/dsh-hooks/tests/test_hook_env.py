@@ -1,0 +1,49 @@
+"""What a hook's process starts from: the session's environment, with no peer harness's identity in it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from dsh.hooks._dialect import all_identity_names
+from dsh.hooks._process import hook_ambient, hook_executor, run_hook
+from dsh.hooks._table import HookCommand
+
+OUTER = {
+    "CLAUDE_ENV_FILE": "/outer/env",
+    "CLAUDE_PROJECT_DIR": "/outer/project",
+    "CLAUDE_CODE_SESSION_ID": "outer-session",
+    "CLAUDE_PLUGIN_ROOT": "/outer/plugin",
+    "CLAUDE_PLUGIN_DATA": "/outer/data",
+    "CODEX_THREAD_ID": "outer-thread",
+    "CODEX_ENV_FILE": "/outer/codex-env",
+}
+
+
+def test_every_peers_identity_names_are_known() -> None:
+    assert set(OUTER) <= all_identity_names()
+
+
+def test_a_hook_starts_from_the_given_environment_without_any_peers_identity(tmp_path: Path) -> None:
+    ambient = {**OUTER, "PATH": "/usr/bin:/bin", "CLIENT_ONLY": "1"}
+    assert hook_ambient(ambient) == {"PATH": "/usr/bin:/bin", "CLIENT_ONLY": "1"}
+    hook = HookCommand(command="env", timeout=30)
+    own = {"CLAUDE_PROJECT_DIR": str(tmp_path), "CLAUDE_CODE_SESSION_ID": "s"}
+    report = asyncio.run(
+        run_hook(
+            hook_executor(spill_dir=tmp_path / "out"),
+            "claude",
+            "PreToolUse",
+            hook,
+            json.dumps({}),
+            str(tmp_path),
+            own,
+            "Bash",
+            ambient=hook_ambient(ambient),
+        )
+    )
+    seen = dict(line.split("=", 1) for line in report.stdout.splitlines() if "=" in line)
+    assert seen["CLIENT_ONLY"] == "1" and seen["CLAUDE_PROJECT_DIR"] == str(tmp_path)
+    assert seen["CLAUDE_CODE_SESSION_ID"] == "s"
+    assert not {k for k in OUTER if k in seen} - set(own), "no outer harness's identity reaches the hook"
