@@ -327,3 +327,26 @@ def test_serve_refuses_a_keepalive_no_client_can_wait_on(tmp_path: Path, period:
     done = dsh("serve", "--keepalive", period, home=tmp_path / "home", timeout=60)
     assert done.returncode == 2
     assert f"--keepalive: must be a number of seconds from 0.1 to 3600, not '{period}'" in done.stderr
+
+
+@pytest.mark.parametrize("target", ["closed", "full"])
+def test_output_that_cannot_be_written_is_one_line_and_125_not_a_traceback(tmp_path: Path, target: str) -> None:
+    if target == "full" and not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full (Linux) to fill stdout")
+    env = {**os.environ, "DSH_HOME": str(tmp_path / "h")}
+    base = [sys.executable, "-m", "dsh.cli", "exec", "--no-server", "--"]
+
+    def run(*words: str) -> subprocess.CompletedProcess[str]:
+        if target == "full":
+            with open("/dev/full", "w") as full:
+                return subprocess.run([*base, *words], stdout=full, stderr=subprocess.PIPE, text=True, env=env)
+        # close_fds with stdout never passed: fd 1 is closed in the child, as after `>&-`.
+        code = "import os, subprocess, sys; os.close(1); sys.exit(subprocess.call(sys.argv[1:]))"
+        return subprocess.run([sys.executable, "-c", code, *base, *words], stderr=subprocess.PIPE, text=True, env=env)
+
+    quiet = run("exit 4")
+    assert (quiet.returncode, quiet.stderr) == (4, ""), "nothing to write: the command's status stands"
+    lost = run("echo hi; exit 4")
+    assert lost.returncode == 125, lost.stderr
+    why = "stdout is closed" if target == "closed" else "No space left on device"
+    assert lost.stderr == f"dsh: cannot write the output: {why}\n"

@@ -6,6 +6,8 @@ import json
 import sys
 from typing import Any
 
+from ._fast._served import write_all
+
 
 def json_text(value: Any) -> str:
     """``value`` as every ``--json`` output prints it: indented, non-ASCII kept as is, one final newline."""
@@ -13,5 +15,5 @@ def json_text(value: Any) -> str:
 
 
 def print_json(value: Any) -> None:
-    """Print ``value`` as :func:`json_text` writes it."""
-    sys.stdout.write(json_text(value))
+    """Print ``value`` as :func:`json_text` writes it (``OutputLost`` when stdout cannot take it)."""
+    write_all(json_text(value), sys.stdout)

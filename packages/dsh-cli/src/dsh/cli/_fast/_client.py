@@ -17,7 +17,7 @@ import sys
 try:
     from ._exec_argv import parse_exec
     from ._served import served_exec
-    from ._status import INTERRUPTS
+    from ._status import FAILURE_EXIT, INTERRUPTS, OutputLost
 except KeyboardInterrupt:  # Ctrl-C while dsh loads: one line, no traceback (see `run`)
     from ._status import interrupted_early
 
@@ -35,23 +35,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``dsh`` command line; serve ``dsh exec`` through ``dsh serve`` when one listens."""
     words = sys.argv[1:] if argv is None else list(argv)
     plain = parse_exec(words)
-    if plain is not None:
-        code = None if plain.no_server else served_exec(plain)
-        if code is not None:
-            return code
+    verb = "exec" if plain is not None else None
+    try:
+        if plain is not None:
+            code = None if plain.no_server else served_exec(plain)
+            if code is not None:
+                return code
+            from .._cli import dispatch
+
+            return dispatch(plain)
+        from .._parser import parse
+
+        args = parse(words)
+        verb = args.verb
+        if args.verb == "exec" and not args.debug and not args.no_server:
+            code = served_exec(args)
+            if code is not None:
+                return code
         from .._cli import dispatch
 
-        return dispatch(plain)
-    from .._parser import parse
+        return dispatch(args)
+    except OutputLost as exc:  # what ran, ran: one line, and dsh's own failure status
+        os.write(2, f"dsh: {exc}\n".encode())
+        _quiet_stdout()
+        return FAILURE_EXIT if verb == "exec" else 1
 
-    args = parse(words)
-    if args.verb == "exec" and not args.debug and not args.no_server:
-        code = served_exec(args)
-        if code is not None:
-            return code
-    from .._cli import dispatch
 
-    return dispatch(args)
+def _quiet_stdout() -> None:
+    """Point fd 1 at /dev/null, so the interpreter's last flush of what stdout still holds cannot fail
+    again with an "Exception ignored" traceback (fd 1 may be closed: then it is opened anew)."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
 
 
 def _stop_loading(_signum: int, _frame: object) -> None:
@@ -121,7 +134,8 @@ def run() -> None:
         for number in _ending_signals(signals):
             if signals.getsignal(number) is not signals.SIG_IGN:
                 signals.signal(number, late)
-        sys.stdout.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
     except KeyboardInterrupt:
         # SIGINT before a verb installed its own handling (while dsh loads its modules): nothing
         # ran, so one line and 128+SIGINT, never a traceback. (Python's own start-up, before any
@@ -134,8 +148,12 @@ def run() -> None:
         # The reader went away before the last of the output (`dsh env | head -1`, a served exec
         # piped into `true`): end quietly, with the status a shell tool killed by SIGPIPE has, not a
         # traceback or an "Exception ignored" line.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _quiet_stdout()
         code = code or 141
+    except OSError as exc:  # the last of a verb's output (a full disk): not a traceback either
+        os.write(2, f"dsh: cannot write the output: {exc.strerror or exc}\n".encode())
+        _quiet_stdout()
+        code = code or 1
     # Everything the command built lives until exit: freezing it spares the interpreter's
     # final collection a walk over every object (about a fifth of a cold `dsh exec`, measured).
     # The work is done and flushed by now; nothing waits on a collector-run finaliser.

@@ -21,6 +21,7 @@ from ._status import (
     FAILURE_EXIT,
     INTERRUPTS,
     UNKNOWN_EXIT,
+    OutputLost,
     exec_notices,
     exec_status,
     failure_document,
@@ -184,17 +185,29 @@ def write_all(text: str, stream: Any) -> None:
     CPython's buffered writer drops the rest of a large write that a signal interrupted (the
     handler returns, and the call reports success), so the bytes go through ``os.write`` until all
     are out; a stream without a descriptor (a test's capture) is written as it is.
+
+    Raises :class:`OutputLost` when the stream cannot take it (``stdout`` closed, a full disk);
+    ``BrokenPipeError`` (the reader went away) is left to the caller, which ends quietly.
     """
-    try:
-        fd = stream.fileno()
-    except (AttributeError, OSError, ValueError):
-        stream.write(text)
-        stream.flush()
+    if stream is None:  # Python's stand-in for a descriptor that was closed when dsh started
+        if text:
+            raise OutputLost("cannot write the output: stdout is closed")
         return
-    stream.flush()
-    data = memoryview(text.encode(stream.encoding or "utf-8", stream.errors or "strict"))
-    while data:
-        data = data[os.write(fd, data) :]
+    try:
+        try:
+            fd = stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            stream.write(text)
+            stream.flush()
+            return
+        stream.flush()
+        data = memoryview(text.encode(stream.encoding or "utf-8", stream.errors or "strict"))
+        while data:
+            data = data[os.write(fd, data) :]
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputLost(f"cannot write the output: {exc.strerror or exc}") from None
 
 
 def _fail(args: ExecArgs | argparse.Namespace, message: str, status: int = FAILURE_EXIT) -> int:

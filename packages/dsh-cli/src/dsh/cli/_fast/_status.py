@@ -26,6 +26,14 @@ UNKNOWN_EXIT = 255
 reaped by someone else, or the server running it died or stopped answering), as OpenSSH's 255."""
 
 
+class OutputLost(Exception):
+    """dsh's own output could not be written (its stdout closed, full or failing): what ran, ran.
+
+    One line on stderr and dsh's failure status follow (125 for ``dsh exec``, whose other statuses
+    are the command's; 1 for the other verbs), never a traceback.
+    """
+
+
 def exec_status(result: Mapping[str, Any]) -> int:
     """``dsh exec``'s exit status for its ``--json`` document (in-process or served)."""
     return FAILURE_EXIT if result.get("error") or result.get("exit_code") is None else int(result["exit_code"])
