@@ -71,6 +71,21 @@ def test_a_home_others_can_write_is_refused_before_anything_runs(tmp_path: Path)
     assert marker.exists()
 
 
+def test_a_run_folder_others_can_write_stops_the_command_not_only_its_caches(tmp_path: Path) -> None:
+    home, marker = tmp_path / "home", tmp_path / "ran"
+    assert dsh("exec", "--", "true", home=home).returncode == 0
+    run = home / "run"
+    os.chmod(run, 0o777)
+    for verb in (("exec", "--", f"touch {marker}"), ("plugins",), ("sessions", "list")):
+        proc = dsh(*verb, home=home)
+        assert proc.returncode in DSH_FAILED, verb
+        why = "it is writable by group or others (mode 0777)"
+        assert proc.stderr == f"dsh: refusing dsh run folder {run}: {why}; run `chmod 700 {run}`\n", verb
+    assert not marker.exists()
+    os.chmod(run, 0o700)
+    assert dsh("exec", "--", f"touch {marker}", home=home).returncode == 0 and marker.exists()
+
+
 def _hook(home: Path, payload: Path) -> Path:
     hooks = home / "hooks"
     hooks.mkdir(parents=True, mode=0o700)

@@ -18,7 +18,7 @@ from dsh.core import (
     describe,
     plugin_config,
 )
-from dsh.paths import ensure_private_dir
+from dsh.paths import UntrustedPathError, ensure_private_dir
 from dsh.session import DSH_HOME
 from dsh.session.persistence import PERSISTENCE_GROUP
 
@@ -230,13 +230,18 @@ DISCOVERY_CACHE = "discovery.cache"
 def discovery_cache(home: Path) -> Path | None:
     """Where the catalog of ``home`` keeps its scan: ``<home>/run/discovery.cache``, or None.
 
-    None when the home does not exist (composition creates no home) or ``run`` cannot be made
-    private and trusted: discovery then scans every time, which is slower and still correct.
+    None when the home does not exist (composition creates no home) or ``run`` cannot be made (a
+    read-only home): discovery then scans every time, which is slower and still correct. A ``run``
+    that exists but is not trusted (another owner, writable by others) raises
+    :class:`~dsh.paths.UntrustedPathError` naming it and the fix: its sockets, locks and caches are
+    the command's, and the README's threat model stops the command there.
     """
     if not home.is_dir():
         return None
     try:
         return ensure_private_dir(home / "run", "dsh run folder") / DISCOVERY_CACHE
+    except UntrustedPathError:
+        raise
     except OSError:
         return None
 
