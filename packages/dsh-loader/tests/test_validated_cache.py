@@ -342,3 +342,48 @@ def test_a_cache_nested_past_the_parser_s_recursion_is_ignored_and_rewritten(tmp
     assert load_deployment(path, validated=cache).persistence.backend == "sqlite"
     cache.save()
     assert json.loads(cached.read_text())["environments"][0]["key"] == "key"
+
+
+def test_a_cache_over_the_size_limit_is_not_read_and_is_replaced(tmp_path: Path) -> None:
+    from dsh.loader._discovery_cache import MAX_CACHE_BYTES
+
+    cached = tmp_path / "run" / "validated.cache"
+    cached.parent.mkdir(mode=0o700)
+    padding = "a" * (MAX_CACHE_BYTES + 1)
+    cached.write_text(json.dumps({"format": "dsh validated cache 4", "environments": [{"key": "x", "pad": padding}]}))
+    cached.chmod(0o600)
+    path = tmp_path / "deployment.yaml"
+    path.write_text("persistence: {backend: sqlite}\n")
+    cache = ValidatedCache(str(cached), "key")
+    assert load_deployment(path, validated=cache).persistence.backend == "sqlite"
+    cache.save()
+    assert cached.stat().st_size < 10_000, "the bloated sections are gone, not carried over"
+
+
+def test_a_save_that_would_pass_the_limit_drops_other_environments_then_old_forms(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dsh.loader._validated as validated
+
+    cached = tmp_path / "run" / "validated.cache"
+    cached.parent.mkdir(mode=0o700)
+
+    def load(key: str, name: str) -> None:
+        path = tmp_path / name
+        path.write_text(f"persistence: {{backend: sqlite}}\n# {'x' * 2000}\n")
+        cache = ValidatedCache(str(cached), key)
+        load_deployment(path, validated=cache)
+        cache.save()
+
+    for key in ("old-venv", "new-venv"):
+        for n in range(4):
+            load(key, f"{key}-{n}.yaml")
+    assert [e["key"] for e in json.loads(cached.read_text())["environments"]] == ["new-venv", "old-venv"]
+    monkeypatch.setattr(validated, "MAX_CACHE_BYTES", cached.stat().st_size)
+    load("new-venv", "newest.yaml")  # one more form: the file no longer fits with old-venv's section
+    kept = json.loads(cached.read_text())["environments"]
+    assert [e["key"] for e in kept] == ["new-venv"] and len(kept[0]["deployments"]) == 5
+    monkeypatch.setattr(validated, "MAX_CACHE_BYTES", 6_000)
+    load("new-venv", "latest.yaml")  # this environment's own oldest forms go, the newest stays
+    kept = json.loads(cached.read_text())["environments"]
+    assert cached.stat().st_size <= 6_000 and str(tmp_path / "latest.yaml") in kept[0]["deployments"]

@@ -58,8 +58,14 @@ def cache_key(fingerprint: tuple[tuple[str, object], ...]) -> str:
     return text.replace("\n", "\\n")
 
 
+MAX_CACHE_BYTES = 16 << 20
+"""The most a run-time cache file may hold (16 MiB; real ones hold kilobytes): a larger one is not
+read, so a bloated or planted file costs one miss, never seconds and gigabytes on every command."""
+
+
 def read_private(path: str) -> str | None:
-    """The text of ``path`` when it is a regular file (never a link), ours and private (0600); else None.
+    """The text of ``path`` when it is a regular file (never a link), ours and private (0600), of at most
+    :data:`MAX_CACHE_BYTES`; else None.
 
     The trust rule of every run-time cache in ``<home>/run``: a file someone else could have
     written is never believed, only replaced.
@@ -72,7 +78,7 @@ def read_private(path: str) -> str | None:
         return None
     try:
         info = os.fstat(fd)
-        if info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        if info.st_uid != os.geteuid() or info.st_mode & 0o077 or info.st_size > MAX_CACHE_BYTES:
             return None
         with os.fdopen(fd, "r", encoding="utf-8", closefd=False) as handle:
             return handle.read()

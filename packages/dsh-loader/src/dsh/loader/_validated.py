@@ -38,7 +38,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._deployment import Deployment, ModelChoice, PersistenceChoice, PluginEntry
-from ._discovery_cache import KEEP, read_private, write_private
+from ._discovery_cache import KEEP, MAX_CACHE_BYTES, read_private, write_private
 
 VALIDATED_CACHE = "validated.cache"
 """The cache's name in ``<home>/run``."""
@@ -208,11 +208,22 @@ class ValidatedCache:
         """Write the cache when this process added to it (atomically; a failure only costs speed)."""
         if self._path is None or not self._changed:
             return
-        mine = {
-            "key": self._key,
+        forms = {
             "deployments": dict(list(self._deployments.items())[-_MAX_ENTRIES:]),
             "configs": dict(list(self._configs.items())[-_MAX_ENTRIES:]),
         }
+        mine: dict[str, Any] = {"key": self._key, **forms}
         environments = [mine, *self._others[: KEEP - 1]]
-        write_private(self._path, json.dumps({"format": _FORMAT, "environments": environments}), ".validated")
+        text = json.dumps({"format": _FORMAT, "environments": environments})
+        # Never write what read_private would refuse: the other environments' sections go first
+        # (oldest first), then this one's oldest forms, until the file fits.
+        while len(text.encode()) > MAX_CACHE_BYTES:
+            if len(environments) > 1:
+                environments.pop()
+            else:
+                for kind, held in forms.items():
+                    newest = list(held.items())
+                    mine[kind] = forms[kind] = dict(newest[len(newest) // 2 :]) if len(newest) > 1 else {}
+            text = json.dumps({"format": _FORMAT, "environments": environments})
+        write_private(self._path, text, ".validated")
         self._changed = False
