@@ -247,12 +247,14 @@ def test_a_socket_planted_by_another_uid_is_ignored(home: Path, tmp_path: Path) 
         planted.setblocking(False)
         with pytest.raises(BlockingIOError):
             planted.accept()  # the client never even connected
-        # A run directory others can write is refused before any socket in it is looked at.
+        # A run directory others can write is refused before any socket in it is looked at, and
+        # the command stops there, in this process too (the README's threat model).
         os.chown(path, 0, 0)
         os.chmod(path.parent, 0o777)
         proc = dsh("exec", "--", "echo ran here", home=home)
-        assert proc.stdout == "ran here\n", proc.stderr
+        assert proc.returncode == 125 and proc.stdout == "", proc.stderr
         assert f"refusing dsh serve's run directory {path.parent}: it is writable by group or others" in proc.stderr
+        assert f"dsh: refusing dsh run folder {path.parent}: it is writable by group or others" in proc.stderr
         assert f"run `chmod 700 {path.parent}`" in proc.stderr
     finally:
         planted.close()
