@@ -52,22 +52,20 @@ Stamp = tuple[tuple[int, ...] | None, ...]
 
 def stamp(paths: Watched) -> Stamp:
     """The state of ``paths`` now; two stamps differ when anything a boot read may have changed."""
-    out: list[tuple[int, ...] | None] = []
-    for path in paths.files:
-        try:
-            st = os.stat(path)
-        except OSError:
-            out.append(None)
-            continue
-        out.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode, st.st_uid))
-    for path in paths.folders:
-        try:
-            st = os.stat(path)
-        except OSError:
-            out.append(None)
-            continue
-        out.append((st.st_dev, st.st_ino, st.st_mode, st.st_uid))
-    return tuple(out)
+    return tuple(_state(path, whole=True) for path in paths.files) + tuple(
+        _state(path, whole=False) for path in paths.folders
+    )
+
+
+def _state(path: str, *, whole: bool) -> tuple[int, ...] | None:
+    """A file's identity, content times, owner and mode (``whole``), or a folder's identity, owner and mode."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if whole:
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode, st.st_uid)
+    return (st.st_dev, st.st_ino, st.st_mode, st.st_uid)
 
 
 class LiveRuntime:
