@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -10,9 +11,11 @@ import pytest
 from dsh.cli import Harness
 from dsh.cli._fast._choice import choose_deployment
 from dsh.cli._live import LiveRuntime
+from dsh.cli._runtime import open_runtime
 from dsh.core import FiberState
 from dsh.hooks import HOOKS
 from dsh.loader import BootError
+from dsh.testing import OTHER_UID, needs_root
 
 
 def _home(tmp_path: Path) -> tuple[Path, dict[str, str]]:
@@ -99,3 +102,78 @@ def test_a_harness_says_when_its_files_moved(tmp_path: Path) -> None:
         assert not harness.changed()
         (home / "hooks" / "claude.json").chmod(0o644)
         assert harness.changed(), "an in-memory deployment still loads the home's hook files"
+
+
+def test_trust_anywhere_on_the_walk_counts_and_a_deployment_file_appearing_too(tmp_path: Path) -> None:
+    home, env = _home(tmp_path)
+    shared = tmp_path / "cfg"
+    (shared / "sub").mkdir(parents=True, mode=0o700)
+    shared.chmod(0o700)
+    hooks = shared / "sub" / "claude.json"
+    hooks.write_text(json.dumps({"hooks": {}}))
+    hooks.chmod(0o600)
+    with Harness({"plugins": [{"id": "hooks", "config": {"claude": str(hooks)}}]}, env=env) as harness:
+        assert not harness.changed()
+        shared.chmod(0o777)  # a folder above the hook file: a cold start refuses the file now
+        assert harness.changed()
+        shared.chmod(0o700)
+    with Harness(env=env) as harness:  # the built-in deployment, until <home>/deployment.yaml exists
+        (home / "deployment.yaml").write_text("{}\n")
+        assert harness.changed()
+
+
+def test_a_plugin_folder_and_its_data_folder_are_watched_for_trust(tmp_path: Path) -> None:
+    home, env = _home(tmp_path)
+    plugin = tmp_path / "plugin"
+    (plugin / "hooks").mkdir(parents=True, mode=0o700)
+    plugin.chmod(0o700)
+    (plugin / "hooks" / "hooks.json").write_text(json.dumps({"hooks": {}}))
+    (plugin / "hooks" / "hooks.json").chmod(0o600)
+    deployment = {"plugins": [{"id": "hooks", "config": {"claude_plugins": [str(plugin)]}}]}
+    for folder in (plugin, home / "plugins" / "data" / "plugin", plugin / "skills"):
+        with Harness(deployment, env=env) as harness:
+            assert not harness.changed()
+            if folder.exists():
+                folder.chmod(0o777)
+            else:
+                folder.mkdir(mode=0o700)  # skills appearing: a cold start loads them
+            assert harness.changed(), folder
+            folder.chmod(0o700)
+
+
+def test_a_hook_file_edited_while_the_server_boots_again_is_seen_at_the_next_request(tmp_path: Path) -> None:
+    home, env = _home(tmp_path)
+    hooks = _hooks_file(home)
+    calls = 0
+
+    def opener(**kwargs: object) -> object:
+        nonlocal calls
+        calls += 1
+        runtime = open_runtime(**kwargs)  # type: ignore[arg-type]
+        if calls == 2:  # the hooks plugin has read the file: an edit lands before the boot ends
+            hooks.write_text(json.dumps({"hooks": {"PreToolUse": []}}))
+        return runtime
+
+    with LiveRuntime(choose_deployment(None, env), env, opener=opener) as live:  # type: ignore[arg-type]
+        hooks.write_text(json.dumps({"hooks": {"Stop": []}}))
+        with live.use():
+            pass
+        assert calls == 2 and live.changed(), "the edit made during the boot is not taken as loaded"
+        with live.use():
+            pass
+        assert calls == 3 and not live.changed()
+
+
+@needs_root
+def test_a_link_on_the_way_given_to_another_user_is_seen(tmp_path: Path) -> None:
+    home, env = _home(tmp_path)
+    real = tmp_path / "real.json"
+    real.write_text(json.dumps({"hooks": {}}))
+    real.chmod(0o600)
+    (home / "hooks").mkdir(mode=0o700)
+    link = home / "hooks" / "claude.json"
+    link.symlink_to(real)
+    with Harness(env=env) as harness:
+        assert not harness.changed()
+        os.lchown(link, OTHER_UID, OTHER_UID)  # the link itself, its target untouched
+        assert harness.changed()

@@ -74,7 +74,7 @@ class Harness:
         self._sessions: list[HarnessSession] = []
         self._lock = threading.Lock()
         self._file: str | None = None
-        self._watched = Watched((), ())
+        self._watched: Watched = ()
         self._stamp: Stamp = ()
 
     # -- life -------------------------------------------------------------------------------------

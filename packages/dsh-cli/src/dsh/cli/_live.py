@@ -11,9 +11,10 @@ the deployment again: the files' verdict now, a refusal included, is the request
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import NamedTuple
+from pathlib import Path
 
 from dsh.hooks import HOOKS
 from dsh.loader import Runtime
@@ -21,30 +22,28 @@ from dsh.loader import Runtime
 from ._fast._choice import DeploymentChoice
 from ._runtime import open_runtime
 
-
-class Watched(NamedTuple):
-    """The paths a runtime was read from: each file whole, each folder for its trust only."""
-
-    files: tuple[str, ...]
-    """Content, owner and mode count (and whether the file exists at all)."""
-    folders: tuple[str, ...]
-    """Owner and mode count: a file added beside the deployment file must not cost a boot."""
+Watched = tuple[str, ...]
+"""The paths a runtime was read from, and every folder above each (see :func:`watched`)."""
 
 
 def watched(runtime: Runtime, path: str | None) -> Watched:
     """What booting ``runtime`` read whose change would change it: the deployment file in effect
-    (``path``, if any), the home's default hook files, and every hook file the hooks service loaded
-    (plugin folders' included); their folders and the home for trust."""
+    (``path``, or the home's ``deployment.yaml`` that would take over from the built-in one), the
+    home's default hook files, and every path the hooks service loaded or trusted (hook files,
+    Claude Code plugin folders, their ``skills`` and data folders); and every folder above each,
+    since trust is the whole walk's (:func:`dsh.paths.check_trusted`)."""
     home = str(runtime.home)
     hooks_dir = os.path.join(home, "hooks")
-    files = [hooks_dir, os.path.join(hooks_dir, "claude.json"), os.path.join(hooks_dir, "codex.json")]
-    if path is not None:
-        files.append(os.path.abspath(path))
+    paths = [home, hooks_dir, os.path.join(hooks_dir, "claude.json"), os.path.join(hooks_dir, "codex.json")]
+    paths.append(os.path.abspath(path) if path is not None else os.path.join(home, "deployment.yaml"))
     hooks = runtime.ctx.get(HOOKS)
     if hooks is not None:
-        files.extend(os.path.abspath(f) for f in hooks.files())
-    folders = [home, *(os.path.dirname(f) for f in files)]
-    return Watched(tuple(dict.fromkeys(files)), tuple(dict.fromkeys(folders)))
+        paths.extend(os.path.abspath(f) for f in hooks.files())
+    walk: dict[str, None] = {}
+    for each in paths:
+        walk.update(dict.fromkeys(str(folder) for folder in reversed(Path(each).parents)))
+        walk[each] = None
+    return tuple(walk)
 
 
 Stamp = tuple[tuple[int, ...] | None, ...]
@@ -52,20 +51,38 @@ Stamp = tuple[tuple[int, ...] | None, ...]
 
 def stamp(paths: Watched) -> Stamp:
     """The state of ``paths`` now; two stamps differ when anything a boot read may have changed."""
-    return tuple(_state(path, whole=True) for path in paths.files) + tuple(
-        _state(path, whole=False) for path in paths.folders
-    )
+    return tuple(map(_state, paths))
 
 
-def _state(path: str, *, whole: bool) -> tuple[int, ...] | None:
-    """A file's identity, content times, owner and mode (``whole``), or a folder's identity, owner and mode."""
+def _state(path: str) -> tuple[int, ...] | None:
+    """A path as trust and content see it: a link's own owner and its target's state; a folder's
+    identity, owner and mode (what is added inside it does not count: its files are watched
+    themselves); a file's identity, size, times, owner and mode; None when it is missing."""
     try:
-        st = os.stat(path)
+        st = os.lstat(path)
     except OSError:
         return None
-    if whole:
-        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode, st.st_uid)
-    return (st.st_dev, st.st_ino, st.st_mode, st.st_uid)
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            target = os.stat(path)
+        except OSError:
+            return (st.st_ino, st.st_uid, st.st_ctime_ns)
+        return (st.st_ino, st.st_uid, st.st_ctime_ns, *_kind(target))
+    return _kind(st)
+
+
+def _kind(st: os.stat_result) -> tuple[int, ...]:
+    if stat.S_ISDIR(st.st_mode):
+        return (st.st_dev, st.st_ino, st.st_mode, st.st_uid)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode, st.st_uid)
+
+
+def stamp_across(before: Mapping[str, tuple[int, ...] | None], paths: Watched) -> Stamp:
+    """The stamp of a boot that read ``paths``, taking each path's state from ``before`` (looked at
+    before the boot began) where it was looked at: a hook file edited after the boot read it then
+    differs from its stamp at the next look, instead of being taken as what was loaded."""
+    now = stamp(paths)
+    return tuple(before.get(path, state) for path, state in zip(paths, now, strict=True))
 
 
 class LiveRuntime:
@@ -87,7 +104,7 @@ class LiveRuntime:
         self._env = env
         self._open = opener
         self._runtime: Runtime | None = None
-        self._watched = Watched((), ())
+        self._watched: Watched = ()
         self._stamp: Stamp = ()
         self._users: dict[int, int] = {}
         self._retired: dict[int, Runtime] = {}
@@ -95,9 +112,10 @@ class LiveRuntime:
 
     def _boot(self) -> Runtime:
         self._retire()
+        before = dict(zip(self._watched, stamp(self._watched), strict=True))  # what the last boot read, now
         runtime = self._open(env=self._env, choice=self.choice)
         self._runtime, self._watched = runtime, watched(runtime, self.choice.path)
-        self._stamp = stamp(self._watched)
+        self._stamp = stamp_across(before, self._watched)
         return runtime
 
     def _retire(self) -> None:

@@ -83,7 +83,11 @@ def load_claude_plugin(path: str, base: Path | None, home: Path | None) -> Claud
     tables = [_hook_file(root / "hooks" / "hooks.json", name)] if (root / "hooks" / "hooks.json").exists() else []
     tables.extend(_manifest_hooks(manifest.get("hooks"), root, name, where))
     table = merge_tables("claude", tables, where)
-    watched = (str(root / "hooks" / "hooks.json"), str(root / ".claude-plugin" / "plugin.json"))
+    # What a long-lived host watches besides the files read: the folders trusted here (and the data
+    # folder its hooks write to), so a change of their owner or mode is seen as a cold start sees it.
+    watched = [str(root / "hooks" / "hooks.json"), str(root / ".claude-plugin" / "plugin.json"), str(root / "skills")]
+    if data is not None:
+        watched.append(str(data))
     table = table._replace(files=tuple(dict.fromkeys((*table.files, *watched))))
     skills = root / "skills"
     if skills.is_dir():

@@ -78,8 +78,9 @@ class HookTable(NamedTuple):
     warnings: tuple[str, ...] = ()
     """What was skipped or ignored while loading, one line each."""
     files: tuple[str, ...] = ()
-    """The files this table was read from, and those whose appearance would change it (a plugin
-    folder's ``hooks/hooks.json`` and manifest): what a long-lived process watches (dsh-cli)."""
+    """The files this table was read from, those whose appearance would change it (a plugin folder's
+    ``hooks/hooks.json`` and manifest) and the folders it trusted (a plugin's ``skills`` and data
+    folders): what a long-lived process watches (dsh-cli)."""
 
     def groups(self, event: str) -> tuple[MatcherGroup, ...]:
         """The groups configured for ``event`` (none when the table is disabled)."""
