@@ -51,6 +51,7 @@ def _matches(rule: str, command: str) -> bool:
         "unshare -r rm -rf build",
         "find . -name '*.o' -exec rm {} \\;",
         "find . -execdir /bin/rm {} +",
+        "r\\\nm -rf build",  # a backslash-newline inside the name: bash reads rm
     ],
 )
 def test_every_simple_command_of_the_line_is_checked(line: str) -> None:
@@ -59,7 +60,10 @@ def test_every_simple_command_of_the_line_is_checked(line: str) -> None:
 
 @pytest.mark.parametrize(
     "line",
-    ["echo rm -rf build", "echo 'rm -rf build'", "rmdir build", "ls -l # rm -rf x", "find . -name rm", "/bin/rmdir x"],
+    [
+        *("echo rm -rf build", "echo 'rm -rf build'", "rmdir build", "ls -l # rm -rf x", "find . -name rm"),
+        *("/bin/rmdir x", "echo $(date) `date`", "echo $((1 + 2))", "ls -l *.txt", "grep -r 'a[b]' ."),
+    ],
 )
 def test_words_that_are_not_a_command_do_not_match(line: str) -> None:
     assert not _matches("Bash(rm *)", line)
@@ -82,6 +86,17 @@ def test_words_that_are_not_a_command_do_not_match(line: str) -> None:
         "watch -n1 'rm -rf build'",
         "ssh host rm -rf build",
         "find . -exec sh -c 'rm -rf build' \\;",
+        # found re-attacking the fix: expansions bash performs that the grammar reads as plain text
+        "/usr/bin/r[m] -rf build",
+        "/usr/bin/r? -rf build",
+        "hash -p /usr/bin/rm del; del -rf build",
+        "shopt -s expand_aliases; alias del=rm\ndel -rf build",
+        "x='a[$(rm -rf build)]'; echo $((x))",
+        "let 'a[$(rm -rf build)]=1'",
+        "PS4='$(rm -rf build)'; set -x; :",
+        "x='$(rm -rf build)'; echo ${x@P}",
+        "env -S'rm -rf build'",
+        "env --split-string='rm -rf build'",
     ],
 )
 def test_a_line_that_cannot_be_read_with_certainty_runs_the_hook(line: str) -> None:

@@ -57,11 +57,16 @@ rule is a filter that saves running a hook, never the guard itself (the package 
 OPAQUE = frozenset(
     {
         *("eval", "source", ".", "bash", "sh", "zsh", "dash", "ksh", "mksh", "fish", "su", "script", "watch"),
-        *("trap", "mapfile", "readarray", "ssh"),
+        *("trap", "mapfile", "readarray", "ssh", "alias", "hash", "enable", "let"),
     }
 )
 """Commands that run command text the parser does not see (a string, a file, a callback, another
 host's shell): a line naming one is never certain, so the rule matches."""
+
+_GLOB = re.compile(r"(?<!\\)[*?\[]")
+_SUBSTITUTION = re.compile(r"\$\((?!\()|`")
+"""A command substitution's opening: text bash may run later (an arithmetic subscript, ``PS4``,
+``${x@P}``) even where it is quoted, so the parser's count of substitutions must account for each."""
 
 _FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 
@@ -82,8 +87,9 @@ def _bash_parser() -> Parser:
 
 
 def _plain(word: str) -> str:
-    """A command name as the shell would look it up: quotes and backslashes removed."""
-    if "$" in word or "`" in word:
+    """A command name as the shell would look it up: quotes and backslashes removed. A name the
+    shell would expand (``$``, backticks, a glob's ``*?[``) is never certain."""
+    if "$" in word or "`" in word or _GLOB.search(word):
         raise Uncertain(word)
     return re.sub(r"\\(.)|['\"]", lambda m: m.group(1) or "", word)
 
@@ -110,6 +116,8 @@ def _simple(node: Node) -> Iterator[str]:
     program = words[0].rpartition("/")[2]
     if program in OPAQUE:
         raise Uncertain(words[0])
+    if program == "env" and any(w.startswith(("-S", "--split-string")) for w in words[1:]):
+        raise Uncertain(words[0])  # a command line in one option word
     if program == "find":
         starts = [i + 1 for i, word in enumerate(words[:-1]) if word in _FIND_ACTIONS]
         for start in starts:
@@ -146,17 +154,24 @@ def _text(node: Node) -> str:
 
 def simple_commands(line: str) -> list[str]:
     """Every simple command of a bash ``line`` (see the module docstring); :class:`Uncertain` when unsure."""
-    # surrogateescape: bytes that were not UTF-8 in the command line go back to the parser as bytes.
+    # A backslash-newline joins two lines into one word for bash (``r\\<newline>m`` is ``rm``); the
+    # grammar reads it as a space. surrogateescape: bytes that were not UTF-8 go back as bytes.
+    line = line.replace("\\\n", "")
     tree = _bash_parser().parse(line.encode("utf-8", "surrogateescape"))
     if tree.root_node.has_error:
         raise Uncertain(line)
     found: list[str] = []
+    parsed = 0
     stack = [tree.root_node]
     while stack:
         node = stack.pop()
         if node.type in _NODES_COMMAND:
             found.extend(_simple(node))
+        elif node.type == "command_substitution":
+            parsed += 1 + _text(node).startswith("`")  # a backtick pair is two openings
         stack.extend(reversed(node.children))
+    if len(_SUBSTITUTION.findall(line)) > parsed:  # one the parser read as text: bash may still run it
+        raise Uncertain(line)
     return found
 
 
