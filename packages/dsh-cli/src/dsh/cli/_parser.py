@@ -87,7 +87,9 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="list the installed dsh distributions and exit")
 
     def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
-        sys.stdout.write("".join(f"{name} {version}\n" for name, version in installed_versions()))
+        from ._fast._served import write_all
+
+        write_all("".join(f"{name} {version}\n" for name, version in installed_versions()), sys.stdout)
         parser.exit()
 
 

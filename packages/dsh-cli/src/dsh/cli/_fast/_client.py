@@ -56,9 +56,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return dispatch(args)
     except OutputLost as exc:  # what ran, ran: one line, and dsh's own failure status
-        os.write(2, f"dsh: {exc}\n".encode())
+        _say(f"dsh: {exc}")
         _quiet_stdout()
         return FAILURE_EXIT if verb == "exec" else 1
+
+
+def _say(line: str) -> None:
+    """One line on stderr, if stderr can take it (closed or full, the status alone must tell)."""
+    try:
+        os.write(2, f"{line}\n".encode())
+    except OSError:
+        pass
 
 
 def _quiet_stdout() -> None:
@@ -151,7 +159,7 @@ def run() -> None:
         _quiet_stdout()
         code = code or 141
     except OSError as exc:  # the last of a verb's output (a full disk): not a traceback either
-        os.write(2, f"dsh: cannot write the output: {exc.strerror or exc}\n".encode())
+        _say(f"dsh: cannot write the output: {exc.strerror or exc}")
         _quiet_stdout()
         code = code or 1
     # Everything the command built lives until exit: freezing it spares the interpreter's
