@@ -63,6 +63,7 @@ def test_every_simple_command_of_the_line_is_checked(line: str) -> None:
     [
         *("echo rm -rf build", "echo 'rm -rf build'", "rmdir build", "ls -l # rm -rf x", "find . -name rm"),
         *("/bin/rmdir x", "echo $(date) `date`", "echo $((1 + 2))", "ls -l *.txt", "grep -r 'a[b]' ."),
+        *("[ -f x ] && echo y", "[[ -f x ]] || echo n"),
     ],
 )
 def test_words_that_are_not_a_command_do_not_match(line: str) -> None:

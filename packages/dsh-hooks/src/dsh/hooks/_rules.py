@@ -89,7 +89,7 @@ def _bash_parser() -> Parser:
 def _plain(word: str) -> str:
     """A command name as the shell would look it up: quotes and backslashes removed. A name the
     shell would expand (``$``, backticks, a glob's ``*?[``) is never certain."""
-    if "$" in word or "`" in word or _GLOB.search(word):
+    if "$" in word or "`" in word or (_GLOB.search(word) and word != "["):  # `[` is test, not a glob
         raise Uncertain(word)
     return re.sub(r"\\(.)|['\"]", lambda m: m.group(1) or "", word)
 
