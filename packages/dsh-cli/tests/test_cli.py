@@ -348,5 +348,5 @@ def test_output_that_cannot_be_written_is_one_line_and_125_not_a_traceback(tmp_p
     assert (quiet.returncode, quiet.stderr) == (4, ""), "nothing to write: the command's status stands"
     lost = run("echo hi; exit 4")
     assert lost.returncode == 125, lost.stderr
-    why = "stdout is closed" if target == "closed" else "No space left on device"
-    assert lost.stderr == f"dsh: cannot write the output: {why}\n"
+    why = ": stdout is closed" if target == "closed" else " to stdout: No space left on device"
+    assert lost.stderr == f"dsh: cannot write the output{why}\n"

@@ -62,7 +62,7 @@ def _report(outcome: ExecOutcome, *, json_output: bool) -> int:
         print_json(result)
     else:
         write_all(outcome.stdout, sys.stdout)
-        write_all(outcome.stderr, sys.stderr)
+        write_all(outcome.stderr, sys.stderr, "stderr")
     for line in exec_notices(result):
         print(line, file=sys.stderr)
     return exec_status(result)

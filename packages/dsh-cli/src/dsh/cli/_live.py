@@ -137,10 +137,14 @@ class LiveRuntime:
         return self._runtime is None or stamp(self._watched) != self._stamp
 
     @contextmanager
-    def use(self) -> Iterator[Runtime]:
-        """The runtime the files describe now, booted again first if they moved; held until the block ends."""
-        runtime = self._boot() if self.changed() else self._runtime
-        assert runtime is not None
+    def use(self, on_boot: Callable[[], None] | None = None) -> Iterator[Runtime]:
+        """The runtime the files describe now, booted again first if they moved (``on_boot`` is told
+        first); held until the block ends."""
+        runtime = self._runtime
+        if runtime is None or self.changed():
+            if on_boot is not None:
+                on_boot()
+            runtime = self._boot()
         key = id(runtime)
         self._users[key] = self._users.get(key, 0) + 1
         try:

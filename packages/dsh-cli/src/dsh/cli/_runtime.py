@@ -42,12 +42,7 @@ def default_plugins(home: Path) -> list[PluginEntry]:
     hooks_dir = home / "hooks"
     if hooks_dir.is_dir():
         check_trusted(hooks_dir, "hooks directory")  # never run hooks others could have written
-    plugins = [
-        PluginEntry(id="bash-local", name="bash-local"),
-        PluginEntry(id="bash-env", name="bash-env"),
-        PluginEntry(id="tool-bash", name="tool-bash"),
-        PluginEntry(id="skills", name="skills"),
-    ]
+    plugins = [PluginEntry(id=name, name=name) for name in DEFAULT_IDS if name != "hooks"]
     hooks = {d: str(hooks_dir / f"{d}.json") for d in ("claude", "codex") if (hooks_dir / f"{d}.json").is_file()}
     if hooks:
         plugins.append(PluginEntry(id="hooks", name="hooks", config=hooks))

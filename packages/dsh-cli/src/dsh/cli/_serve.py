@@ -206,10 +206,11 @@ class Server:
         }
 
     async def _run(self, request: Request) -> dict[str, Any]:
-        if self.live.changed():
+        def booting() -> None:
             _log("the deployment file, a hook file or their trust changed: booting the deployment again")
+
         try:
-            with self.live.use() as runtime:
+            with self.live.use(on_boot=booting) as runtime:
                 outcome = await exec_command(
                     runtime,
                     request.command,

@@ -159,7 +159,7 @@ def run() -> None:
         _quiet_stdout()
         code = code or 141
     except OSError as exc:  # the last of a verb's output (a full disk): not a traceback either
-        _say(f"dsh: cannot write the output: {exc.strerror or exc}")
+        _say(f"dsh: cannot write the output to stdout: {exc.strerror or exc}")
         _quiet_stdout()
         code = code or 1
     # Everything the command built lives until exit: freezing it spares the interpreter's

@@ -179,19 +179,19 @@ class _Interrupts:
             pass  # the server is gone or answered already: the answer (or its absence) says so
 
 
-def write_all(text: str, stream: Any) -> None:
+def write_all(text: str, stream: Any, name: str = "stdout") -> None:
     """Write ``text`` to ``stream`` whole, even when a signal comes while a reader holds it back.
 
     CPython's buffered writer drops the rest of a large write that a signal interrupted (the
     handler returns, and the call reports success), so the bytes go through ``os.write`` until all
     are out; a stream without a descriptor (a test's capture) is written as it is.
 
-    Raises :class:`OutputLost` when the stream cannot take it (``stdout`` closed, a full disk);
-    ``BrokenPipeError`` (the reader went away) is left to the caller, which ends quietly.
+    Raises :class:`OutputLost` naming the stream (``name``) when it cannot take it (closed, a full
+    disk); ``BrokenPipeError`` (the reader went away) is left to the caller, which ends quietly.
     """
     if stream is None:  # Python's stand-in for a descriptor that was closed when dsh started
         if text:
-            raise OutputLost("cannot write the output: stdout is closed")
+            raise OutputLost(f"cannot write the output: {name} is closed")
         return
     try:
         try:
@@ -207,7 +207,7 @@ def write_all(text: str, stream: Any) -> None:
     except BrokenPipeError:
         raise
     except OSError as exc:
-        raise OutputLost(f"cannot write the output: {exc.strerror or exc}") from None
+        raise OutputLost(f"cannot write the output to {name}: {exc.strerror or exc}") from None
 
 
 def _fail(args: ExecArgs | argparse.Namespace, message: str, status: int = FAILURE_EXIT) -> int:
@@ -397,7 +397,7 @@ def _report(args: ExecArgs | argparse.Namespace, answer: dict[str, Any], interru
         write_all(document, sys.stdout)
     else:
         write_all(result["stdout"], sys.stdout)
-        write_all(result["stderr"], sys.stderr)
+        write_all(result["stderr"], sys.stderr, "stderr")
     for line in exec_notices(result):
         print(line, file=sys.stderr)
     interrupted = result.get("interrupted")
