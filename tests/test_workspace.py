@@ -369,3 +369,28 @@ def test_every_record_dsh_defines_is_a_named_tuple() -> None:
                     assert name.split(".")[-1] != "dataclass", (
                         f"{source}: class {node.name} is a dataclass; dsh's records are NamedTuples (root README)"
                     )
+
+
+def test_modules_that_define_records_evaluate_their_annotations() -> None:
+    """The record rule's cost (root README): a record module has no ``from __future__ import annotations``.
+
+    ``typing.NamedTuple`` compiles every string annotation into a ``ForwardRef`` as the class is made,
+    which is most of what defining a record costs on a cold command's path.
+    """
+    for source in REPO.glob("packages/*/src/**/*.py"):
+        tree = ast.parse(source.read_text())
+        records = [
+            node.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ClassDef) and any(ast.unparse(base).endswith("NamedTuple") for base in node.bases)
+        ]
+        deferred = any(
+            isinstance(node, ast.ImportFrom)
+            and node.module == "__future__"
+            and any(alias.name == "annotations" for alias in node.names)
+            for node in tree.body
+        )
+        assert not (records and deferred), (
+            f"{source} defines the records {records} and defers its annotations: drop `from __future__ import "
+            "annotations` and quote only the names that exist for type checkers or later in the module"
+        )

@@ -6,8 +6,6 @@ wire format (``dsh.models.openai.chat_messages``, ``dsh.models.anthropic.message
 the events alone, it gives a resumed or forked session exactly the messages the live one had.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 

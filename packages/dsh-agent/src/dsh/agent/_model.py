@@ -11,8 +11,6 @@ is validated by pydantic, which checks it as a field of :class:`~dsh.agent.Model
 module ``dsh exec`` never imports: it runs no model step).
 """
 
-from __future__ import annotations
-
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol
@@ -53,7 +51,7 @@ class ToolCall(_ToolCallFields):
         id: str | None = None,
         arguments: Mapping[str, object] = EMPTY_MAPPING,
         error: str | None = None,
-    ) -> ToolCall:
+    ) -> "ToolCall":
         if not name:
             raise ValueError("has an empty name")  # pydantic places it at the call: "field '...' has an empty name"
         return super().__new__(cls, name, id, arguments, error)
@@ -91,11 +89,11 @@ class Model(Protocol):
         """A turn starts with ``prompt``."""
         ...
 
-    async def step(self, session: Session, tools: Sequence[ToolSpec]) -> ModelStep:
+    async def step(self, session: Session, tools: Sequence[ToolSpec]) -> "ModelStep":
         """The next response, given the session so far and the available tools."""
         ...
 
-    def subagent(self, agent_type: str) -> Model:
+    def subagent(self, agent_type: str) -> "Model":
         """The model a spawned subagent of ``agent_type`` runs on."""
         ...
 
@@ -133,7 +131,7 @@ def check_model(model: object, where: str) -> Model:
     return model  # type: ignore[return-value]
 
 
-def load_model(runtime: Runtime, choice: ModelChoice | None = None) -> Model:
+def load_model(runtime: "Runtime", choice: "ModelChoice | None" = None) -> Model:
     """Load the deployment's model provider (or ``choice``) into ``runtime`` and return its checked model.
 
     Raises :class:`~dsh.loader.BootError` when the provider cannot be loaded (not installed, a bad
@@ -162,8 +160,8 @@ class ScriptedModel:
 
     def __init__(
         self,
-        turns: Sequence[Sequence[ModelStep]],
-        subagents: dict[str, list[ModelStep]] | None = None,
+        turns: "Sequence[Sequence[ModelStep]]",
+        subagents: "dict[str, list[ModelStep]] | None" = None,
         name: str = "dsh-scripted",
     ) -> None:
         self.name = name
@@ -172,7 +170,7 @@ class ScriptedModel:
         self._subagents = subagents or {}
 
     @classmethod
-    def from_script(cls, script: Script) -> ScriptedModel:
+    def from_script(cls, script: "Script") -> "ScriptedModel":
         """The model for a script's main agent."""
         return cls([t.steps for t in script.turns], script.subagents, script.model)
 
@@ -180,7 +178,7 @@ class ScriptedModel:
         """Move to the next scripted turn."""
         self._steps = deque(self._turns.popleft()) if self._turns else deque()
 
-    async def step(self, session: Session, tools: Sequence[ToolSpec]) -> ModelStep:
+    async def step(self, session: Session, tools: Sequence[ToolSpec]) -> "ModelStep":
         """The next scripted step, or an empty final step."""
         if self._steps:
             return self._steps.popleft()
@@ -188,7 +186,7 @@ class ScriptedModel:
 
         return ModelStep()
 
-    def subagent(self, agent_type: str) -> ScriptedModel:
+    def subagent(self, agent_type: str) -> "ScriptedModel":
         """A model replaying ``subagents[agent_type]`` as one turn."""
         if agent_type not in self._subagents:
             known = ", ".join(sorted(self._subagents)) or "none"

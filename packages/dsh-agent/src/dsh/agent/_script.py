@@ -1,7 +1,5 @@
 """Scripts of the keyless model (``dsh run --script``): read from YAML or JSON, validated by pydantic."""
 
-from __future__ import annotations
-
 import json
 import os
 from typing import Annotated, Any, NamedTuple

@@ -5,8 +5,6 @@ never imports this module. Both are ``NamedTuple``s; pydantic validates :class:`
 :class:`~dsh.agent.ToolCall`) as a field of a script, from a mapping, refusing unknown keys.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 

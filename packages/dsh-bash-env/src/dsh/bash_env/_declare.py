@@ -1,7 +1,5 @@
 """Declarations of managed facts: the reserved keys, what a contributor is, and checking one."""
 
-from __future__ import annotations
-
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, Protocol, runtime_checkable

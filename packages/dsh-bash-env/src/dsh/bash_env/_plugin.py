@@ -1,7 +1,5 @@
 """The ``bash-env`` plugin: the registry service, its built-in facts, and entry-point contributors."""
 
-from __future__ import annotations
-
 import os
 from collections.abc import Mapping, Sequence
 from typing import Literal, NamedTuple
@@ -140,7 +138,7 @@ class BashEnvConfig(_BashEnvConfig):
         resolve_timeout: float = DEFAULT_RESOLVE_TIMEOUT,
         policy: Mapping[str, Policy] = EMPTY_MAPPING,
         deployment: str | None = None,
-    ) -> BashEnvConfig:
+    ) -> "BashEnvConfig":
         check_resolve_timeout(resolve_timeout)
         for name, value in policy.items():
             if value not in ("required", "optional"):

@@ -1,7 +1,5 @@
 """The registry of managed ``DSH_*`` facts: who owns which key, and per-call snapshots."""
 
-from __future__ import annotations
-
 import builtins
 import contextlib
 import threading
@@ -343,14 +341,14 @@ class BashEnvRegistry(Service):
         return list(self._state.entries)
 
 
-def _waker(loop: asyncio.AbstractEventLoop, waiter: asyncio.Future[None]) -> Callable[[Future[Any]], None]:
+def _waker(loop: "asyncio.AbstractEventLoop", waiter: "asyncio.Future[None]") -> "Callable[[Future[Any]], None]":
     """A done-callback for a resolve's future that wakes the waiting loop (a closed loop has nobody waiting)."""
 
     def settle() -> None:
         if not waiter.done():
             waiter.set_result(None)
 
-    def wake(_: Future[Any]) -> None:
+    def wake(_: "Future[Any]") -> None:
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(settle)
 

@@ -5,8 +5,6 @@ output bounds, spills): the sandbox adds the ``bwrap`` options in front of the s
 once that bubblewrap can create its namespaces here (failing closed otherwise), and marks the result.
 """
 
-from __future__ import annotations
-
 import os
 import shutil
 import subprocess
@@ -245,7 +243,7 @@ class SandboxConfig(_SandboxConfig):
         network: bool = False,
         hide: tuple[str, ...] = (),
         bwrap: str = "bwrap",
-    ) -> SandboxConfig:
+    ) -> "SandboxConfig":
         check_output_limits(max_output, max_spill, spill_budget)
         return super().__new__(
             cls, credential_pattern, max_output, spill_dir, max_spill, spill_budget, mode, network, hide, bwrap

@@ -5,8 +5,6 @@ the snapshot last), bounds and spills the output and shapes the result; this mod
 them over SSH (:mod:`._remote` says what is sent) and keeps a pool of connections.
 """
 
-from __future__ import annotations
-
 import asyncio
 import contextlib
 import math
@@ -434,7 +432,7 @@ class SshConfig(_SshConfig):
         shared: tuple[str, ...] = (),
         connect_timeout: float = 10.0,
         max_sessions: int = MAX_SESSIONS,
-    ) -> SshConfig:
+    ) -> "SshConfig":
         if not host.strip():
             raise FieldError("host", "must name the host (a name or address)")
         check_output_limits(max_output, max_spill, spill_budget)

@@ -1,7 +1,5 @@
 """The local executor: runs bash or pwsh children on this machine, with or without an event loop."""
 
-from __future__ import annotations
-
 import os
 import time
 from collections.abc import Mapping
@@ -46,7 +44,7 @@ class Executor(Protocol):
         """Run in the foreground and return how it ended."""
         ...
 
-    async def start(self, request: BashExecRequest) -> BackgroundProcess:
+    async def start(self, request: BashExecRequest) -> "BackgroundProcess":
         """Start in the background and return a handle at once."""
         ...
 
@@ -159,7 +157,7 @@ class LocalExecutor:
             err.discard()
             raise
 
-    async def start(self, request: BashExecRequest) -> BackgroundProcess:
+    async def start(self, request: BashExecRequest) -> "BackgroundProcess":
         """Start without waiting; see :class:`~dsh.bash.BackgroundProcess`."""
         from ._aio import start_background
 
@@ -253,7 +251,7 @@ class LocalExecutorConfig(_LocalExecutorConfig):
         spill_dir: str | None = None,
         max_spill: int | None = None,
         spill_budget: int | None = None,
-    ) -> LocalExecutorConfig:
+    ) -> "LocalExecutorConfig":
         check_output_limits(max_output, max_spill, spill_budget)
         return super().__new__(cls, credential_pattern, max_output, spill_dir, max_spill, spill_budget)
 

@@ -4,8 +4,6 @@ They are ``NamedTuple``s, immutable values that cost a tenth of a frozen datacla
 of which cost every cold ``dsh`` about half a millisecond); change one with ``_replace``.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 

@@ -5,8 +5,6 @@ child only where that path means the same thing: everywhere for a local child, w
 binds it for a sandboxed one, and on a remote host only under a mount the deployment declares shared.
 """
 
-from __future__ import annotations
-
 import os
 from typing import Literal, NamedTuple
 

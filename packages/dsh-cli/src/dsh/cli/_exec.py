@@ -1,7 +1,5 @@
 """``dsh exec``: one command run as the model's bash tool would, as one turn of a session."""
 
-from __future__ import annotations
-
 import math
 import os
 import sys
@@ -207,7 +205,7 @@ async def exec_command(
     )
 
 
-def notice_line(notice: Notice) -> str:
+def notice_line(notice: "Notice") -> str:
     """How ``dsh`` prints a hook notice: ``dsh: hook: ...`` for a message, ``dsh: warning: ...``.
 
     Public (``dsh.cli.notice_line``) so a verb of another distribution prints notices as ``dsh`` does.

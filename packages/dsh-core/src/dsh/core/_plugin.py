@@ -1,7 +1,5 @@
 """The plugin contract: ``name``, optional ``inject`` and ``Config``, and ``apply(ctx, config)``."""
 
-from __future__ import annotations
-
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple

@@ -7,8 +7,6 @@ serve``) polls them and reports each as it ends; one still running when its run 
 ``dsh exec``) goes on, and its output and status stay in those files.
 """
 
-from __future__ import annotations
-
 import contextlib
 import os
 import shlex

@@ -4,8 +4,6 @@
 How a finished hook's exit code and output become a report is :mod:`._decision`.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -21,7 +19,7 @@ next one is overridden: the agent stops, with a notice."""
 class HookReport(NamedTuple):
     """How one hook command ran and what it decided."""
 
-    dialect: Dialect
+    dialect: "Dialect"
     event: str
     command: str
     exit_code: int | None
@@ -170,6 +168,6 @@ class HookOutcome(NamedTuple):
         notes.extend(Notice("warning", w) for w in self.warnings)
         return notes
 
-    def merged(self, other: HookOutcome) -> HookOutcome:
+    def merged(self, other: "HookOutcome") -> "HookOutcome":
         """Both outcomes' reports and warnings."""
         return HookOutcome(self.reports + other.reports, self.ask, self.warnings + other.warnings)

@@ -5,8 +5,6 @@ The facts are dsh's (tool names and inputs as called, a transcript path or None)
 missing value or path, and which keys each event may carry.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 

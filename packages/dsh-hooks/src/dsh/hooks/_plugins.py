@@ -13,8 +13,6 @@ this package cannot import dsh-skills (a layer above it), so it names the servic
 method it calls (:class:`SkillSources`), as service keys compare by name.
 """
 
-from __future__ import annotations
-
 import os
 import re
 from collections.abc import Iterable, Mapping

@@ -11,8 +11,6 @@ line the parser cannot read with certainty (a syntax error, a command name built
 other tools the pattern is a glob against ``tool_input.file_path``.
 """
 
-from __future__ import annotations
-
 import fnmatch
 import functools
 import re
@@ -78,7 +76,7 @@ class Uncertain(Exception):
 
 
 @functools.cache
-def _bash_parser() -> Parser:
+def _bash_parser() -> "Parser":
     # Imported on first use: only a hook with a Bash ``if`` rule, at a tool event, pays for it.
     import tree_sitter_bash
     from tree_sitter import Language, Parser
@@ -103,7 +101,7 @@ def _forms(name: str, rest: Sequence[str]) -> Iterator[str]:
         yield " ".join([base, *rest])
 
 
-def _simple(node: Node) -> Iterator[str]:
+def _simple(node: "Node") -> Iterator[str]:
     """The texts one command node may be matched as: itself and, after a wrapper, each rest."""
     if node.type != "command":
         yield _text(node)
@@ -148,7 +146,7 @@ def _simple(node: Node) -> Iterator[str]:
             raise Uncertain(head)
 
 
-def _text(node: Node) -> str:
+def _text(node: "Node") -> str:
     return (node.text or b"").decode(errors="replace")
 
 

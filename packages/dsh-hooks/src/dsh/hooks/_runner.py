@@ -4,8 +4,6 @@ Importing this module is cheap: the runner (asyncio, the executor) and the hook-
 imported only when the plugin is applied, i.e. when a deployment configures hooks.
 """
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from dsh.core import Context, Plugin

@@ -1,7 +1,5 @@
 """Where a hook event fires: the session whose identity payloads carry, and the agent inside it."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
@@ -13,18 +11,18 @@ if TYPE_CHECKING:
 class HookScope(NamedTuple):
     """Where an event fires: the session whose identity payloads carry, and the agent inside it."""
 
-    header: SessionHeader
+    header: "SessionHeader"
     turn_id: str | None = None
     agent_id: str | None = None
     """Set inside a subagent (the subagent's session id), with ``agent_type``."""
     agent_type: str | None = None
-    parent: HookScope | None = None
+    parent: "HookScope | None" = None
     """The spawning agent's scope, inside a subagent: ``SubagentStop`` carries its identity."""
-    events: Callable[[], Sequence[SessionEvent]] | None = None
+    events: "Callable[[], Sequence[SessionEvent]] | None" = None
     """The session's events known so far (flushed or not), asked for only when a hook is handed
     a transcript view in its dialect's own format; None when the host cannot say (``transcript_path`` is then
     the persistence's ``locate()``)."""
-    ambient: Mapping[str, str] | None = None
+    ambient: "Mapping[str, str] | None" = None
     """The environment the session's hooks start from when it is not this process's (a served
     client's: ``ToolExecution.ambient``); None: ``os.environ``."""
 

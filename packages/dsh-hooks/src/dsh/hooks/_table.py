@@ -5,8 +5,6 @@ table which groups an event has and each group whether it applies to the event's
 rule of the table's dialect (:attr:`._dialect.HookDialect.exact_name_matchers`).
 """
 
-from __future__ import annotations
-
 import difflib
 import re
 from collections.abc import Collection, Mapping, Sequence

@@ -6,8 +6,6 @@ is validated by pydantic, imported by :func:`parse_deployment`, which calls each
 ``__new__`` as a caller in code does. ``_replace`` skips those checks; :meth:`Deployment.replace` runs them.
 """
 
-from __future__ import annotations
-
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -46,7 +44,7 @@ class PluginEntry(_PluginEntry):
 
     def __new__(
         cls, id: str, name: str = "", config: Mapping[str, Any] = EMPTY_MAPPING, enabled: bool = True
-    ) -> PluginEntry:
+    ) -> "PluginEntry":
         if not id:
             raise FieldError("id", "must not be empty")
         return super().__new__(cls, id, name if name.strip() else id, config, enabled)
@@ -62,7 +60,7 @@ class PersistenceChoice(_PersistenceChoice):
 
     __slots__ = ()
 
-    def __new__(cls, backend: str = "jsonl", config: Mapping[str, Any] = EMPTY_MAPPING) -> PersistenceChoice:
+    def __new__(cls, backend: str = "jsonl", config: Mapping[str, Any] = EMPTY_MAPPING) -> "PersistenceChoice":
         if not backend:
             raise FieldError("backend", "must not be empty")
         return super().__new__(cls, backend, config)
@@ -82,7 +80,7 @@ class ModelChoice(_ModelChoice):
 
     __slots__ = ()
 
-    def __new__(cls, provider: str, config: Mapping[str, Any] = EMPTY_MAPPING) -> ModelChoice:
+    def __new__(cls, provider: str, config: Mapping[str, Any] = EMPTY_MAPPING) -> "ModelChoice":
         if not provider.strip():
             raise FieldError("provider", "must not be empty")
         return super().__new__(cls, provider, config)
@@ -119,7 +117,7 @@ class Deployment(_Deployment):
         plugins: Sequence[PluginEntry] | None = None,
         model: ModelChoice | None = None,
         refresh_per_turn: bool = True,
-    ) -> Deployment:
+    ) -> "Deployment":
         if dsh_home is not None and not dsh_home.strip():
             dsh_home = None
         entries = None if plugins is None else tuple(plugins)
@@ -130,7 +128,7 @@ class Deployment(_Deployment):
             seen.add(entry.id)
         return super().__new__(cls, dsh_home, persistence, entries, model, refresh_per_turn)
 
-    def replace(self, **changes: Any) -> Deployment:
+    def replace(self, **changes: Any) -> "Deployment":
         """A copy with ``changes``, checked as a new deployment is (``_replace`` would skip the checks)."""
         return Deployment(**{**self._asdict(), **changes})
 
@@ -166,7 +164,7 @@ def parse_deployment(raw: object, source: str = "<deployment>") -> Deployment:
     return deployment
 
 
-def load_deployment(path: str | os.PathLike[str], *, validated: ValidatedCache | None = None) -> Deployment:
+def load_deployment(path: str | os.PathLike[str], *, validated: "ValidatedCache | None" = None) -> Deployment:
     """Read and validate a YAML deployment file; with ``validated``, a file read before costs no yaml or pydantic.
 
     A deployment names code to load, so it is read only from a trusted file (see

@@ -3,8 +3,6 @@
 A cold command whose fingerprint matches the discovery cache never rescans, so never defines this.
 """
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -15,9 +13,9 @@ class GroupDiff(NamedTuple):
     """What changed in one group between two scans (an immutable ``NamedTuple``; false when nothing did)."""
 
     group: str
-    added: tuple[EntryPointItem, ...] = ()
-    removed: tuple[EntryPointItem, ...] = ()
-    changed: tuple[EntryPointItem, ...] = ()
+    added: "tuple[EntryPointItem, ...]" = ()
+    removed: "tuple[EntryPointItem, ...]" = ()
+    changed: "tuple[EntryPointItem, ...]" = ()
 
     def __bool__(self) -> bool:
         return bool(self.added or self.removed or self.changed)

@@ -13,8 +13,6 @@ modification time. A directory's own modification time only says when to list it
 never a rescan.
 """
 
-from __future__ import annotations
-
 import importlib
 import os
 import re
@@ -331,7 +329,7 @@ class Catalog:
 
         return unwatch
 
-    def refresh(self, *, force: bool = False) -> list[GroupDiff]:
+    def refresh(self, *, force: bool = False) -> "list[GroupDiff]":
         """Re-read installed distributions if anything on the search path changed; notify watchers.
 
         ``force`` rescans even when the fingerprint is unchanged (an in-place edit of an

@@ -7,8 +7,6 @@ on every ``dsh exec`` and once per stored session by ``dsh sessions list``, so t
 ``isinstance`` checks cost: no validation library is imported.
 """
 
-from __future__ import annotations
-
 import time
 from typing import Any, NamedTuple, Self
 
@@ -98,7 +96,7 @@ class SessionHeader(_HeaderFields):
         return (), self._asdict()
 
     @classmethod
-    def from_dict(cls, data: object) -> SessionHeader:
+    def from_dict(cls, data: object) -> "SessionHeader":
         """Check and build a header from a decoded JSON object (a stored header)."""
         fields = as_object(data, "session header")
         if not _HEADER_FIELDS.issuperset(fields):
@@ -109,7 +107,7 @@ class SessionHeader(_HeaderFields):
         return cls(**fields)
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> SessionHeader:
+    def from_json(cls, text: str | bytes) -> "SessionHeader":
         """Check and build a header from its JSON text (see :meth:`from_dict`)."""
         return cls.from_dict(decode_json(text, "session header"))
 
@@ -121,7 +119,7 @@ class SessionHeader(_HeaderFields):
         """The header as compact JSON, the form the database backends store (odd strings escaped)."""
         return json_bytes(self._asdict()).decode()
 
-    def replace(self, **changes: Any) -> SessionHeader:
+    def replace(self, **changes: Any) -> "SessionHeader":
         """A copy with ``changes`` applied, checked like a new header (``_replace`` checks nothing)."""
         return SessionHeader(**{**self._asdict(), **changes})
 
@@ -164,7 +162,7 @@ class SessionEvent(_EventFields):
         return (), self._asdict()
 
     @classmethod
-    def from_dict(cls, data: object) -> SessionEvent:
+    def from_dict(cls, data: object) -> "SessionEvent":
         """Check and build an event from a decoded JSON object (a stored event).
 
         Fields other than ``type``, ``at`` and ``data`` are ignored; a missing or null ``at`` is 0.0
@@ -180,7 +178,7 @@ class SessionEvent(_EventFields):
         """The event as a JSON-ready dict, fields in their stored order."""
         return self._asdict()
 
-    def replace(self, **changes: Any) -> SessionEvent:
+    def replace(self, **changes: Any) -> "SessionEvent":
         """A copy with ``changes`` applied, checked like a new event (``_replace`` checks nothing)."""
         return SessionEvent(**{**self._asdict(), **changes})
 
@@ -206,6 +204,6 @@ class SessionLocation(_LocationFields):
         """The location as a JSON-ready dict: ``kind`` and ``path``."""
         return self._asdict()
 
-    def replace(self, **changes: Any) -> SessionLocation:
+    def replace(self, **changes: Any) -> "SessionLocation":
         """A copy with ``changes`` applied, checked like a new location (``_replace`` checks nothing)."""
         return SessionLocation(**{**self._asdict(), **changes})

@@ -3,8 +3,6 @@
 It lives here, beside :class:`ToolExecution`, so tool packages never import the agent.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, Self, runtime_checkable
 
@@ -135,7 +133,7 @@ TOOLS: ServiceKey[ToolRegistry] = ServiceKey("tools")
 """The tool registry service."""
 
 
-def _apply_tools(ctx: Context, config: None) -> None:
+def _apply_tools(ctx: "Context", config: None) -> None:
     ctx.provide(TOOLS, ToolRegistry())
 
 

@@ -6,8 +6,6 @@ subclasses, each carrying the session at fault), and encode events with :func:`e
 :func:`encode_batch` so every store escapes odd strings the same way.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, Protocol, runtime_checkable
 

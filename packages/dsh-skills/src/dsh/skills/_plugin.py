@@ -1,7 +1,5 @@
 """The ``skills`` plugin: the registry service, ``dsh.skills`` entry points, and the model-facing ``skill`` tool."""
 
-from __future__ import annotations
-
 import os
 import types
 from collections.abc import Mapping

@@ -3,8 +3,6 @@
 Imported when skills are first read (the ``skill`` tool, ``dsh skills``), not at plugin import.
 """
 
-from __future__ import annotations
-
 import builtins
 import os
 import re
@@ -81,7 +79,9 @@ def _front_matter(text: str, path: str) -> tuple[dict[str, Any], str]:
     return meta, "".join(lines[end + 1 :]).strip("\n") + "\n"
 
 
-def parse_skill(path: str | os.PathLike[str], source: str = HOME_SOURCE, origin: EntryPointItem | None = None) -> Skill:
+def parse_skill(
+    path: str | os.PathLike[str], source: str = HOME_SOURCE, origin: "EntryPointItem | None" = None
+) -> Skill:
     """Read one ``SKILL.md``; raise :class:`SkillError` naming the file and what is wrong."""
     where = os.path.abspath(os.fspath(path))
     try:
@@ -124,7 +124,7 @@ class Discovery(NamedTuple):
         return next((s for s in self.skills if s.name == name), None)
 
 
-def scan(source: SkillSource, warnings: builtins.list[str]) -> builtins.list[Skill]:
+def scan(source: "SkillSource", warnings: builtins.list[str]) -> builtins.list[Skill]:
     """The skills of one source; each file or folder that fails adds one line to ``warnings``."""
     try:
         entries = sorted(os.scandir(source.root), key=lambda e: e.name)

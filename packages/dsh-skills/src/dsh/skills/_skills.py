@@ -5,8 +5,6 @@ What reading a folder finds (:class:`Skill`, :class:`Discovery`, :func:`parse_sk
 reads none, such as ``dsh exec``, never defines those classes.
 """
 
-from __future__ import annotations
-
 import builtins
 import os
 from pathlib import Path
@@ -64,7 +62,7 @@ class SkillRegistry(Service):
         home = SkillSource(HOME_SOURCE, os.path.join(self._home, "skills"))
         return [home, *self._sources.values()]
 
-    def discover(self) -> Discovery:
+    def discover(self) -> "Discovery":
         """Read every source now. A name found twice keeps the first (the home wins) and warns."""
         from ._scan import Discovery, Skill, scan
 

@@ -6,8 +6,6 @@ stream of server-sent events, with any status and headers, after an optional del
 file holds such exchanges: ``{"exchanges": [{"request": {...}, "response": {...}}, ...]}``.
 """
 
-from __future__ import annotations
-
 import json
 import threading
 import time
@@ -96,7 +94,7 @@ class Endpoint:
         """The JSON bodies of the requests seen, in order."""
         return [s.body for s in self.seen]
 
-    def __enter__(self) -> Endpoint:
+    def __enter__(self) -> "Endpoint":
         self._thread.start()
         return self
 

@@ -1,7 +1,5 @@
 """Model-facing shell tools: a foreground/background shell call plus companions to read and stop tasks."""
 
-from __future__ import annotations
-
 import math
 import os
 import sys
@@ -39,7 +37,7 @@ class ShellToolConfig(_ShellToolConfig):
 
     __slots__ = ()
 
-    def __new__(cls, default_timeout: float = 120.0, max_timeout: float = 600.0) -> ShellToolConfig:
+    def __new__(cls, default_timeout: float = 120.0, max_timeout: float = 600.0) -> "ShellToolConfig":
         for name, value in (("default_timeout", default_timeout), ("max_timeout", max_timeout)):
             if not value > 0:
                 raise FieldError(name, "must be greater than 0")
@@ -54,7 +52,7 @@ class TaskTable:
 
     __slots__ = ("tasks",)
 
-    def __init__(self, tasks: dict[str, BackgroundProcess] | None = None) -> None:
+    def __init__(self, tasks: "dict[str, BackgroundProcess] | None" = None) -> None:
         self.tasks: dict[str, BackgroundProcess] = {} if tasks is None else tasks
 
     def __repr__(self) -> str:

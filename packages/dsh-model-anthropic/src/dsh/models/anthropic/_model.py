@@ -1,7 +1,5 @@
 """The ``anthropic`` provider: the Messages API with ``tool_use``/``tool_result`` through the official SDK."""
 
-from __future__ import annotations
-
 import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -64,7 +62,7 @@ class AnthropicConfig(_AnthropicConfig):
         timeout: float = 120.0,
         max_retries: int = 2,
         extra_body: Mapping[str, Any] = EMPTY_MAPPING,
-    ) -> AnthropicConfig:
+    ) -> "AnthropicConfig":
         if timeout <= 0:
             raise FieldError("timeout", "must be a positive number of seconds")
         if max_retries < 0:
@@ -100,7 +98,7 @@ class AnthropicModel:
     def begin_turn(self, prompt: str) -> None:
         """Nothing to do: every step is built from the session's history."""
 
-    def subagent(self, agent_type: str) -> AnthropicModel:
+    def subagent(self, agent_type: str) -> "AnthropicModel":
         """A subagent runs on the same endpoint and model (its session is its own)."""
         return self
 
@@ -167,7 +165,7 @@ class AnthropicModel:
             text="".join(text), tool_calls=calls, reasoning="".join(thinking), usage=usage_figures(reply.usage)
         )
 
-    def _fault(self, exc: anthropic.APIError, key: str) -> ModelError:
+    def _fault(self, exc: "anthropic.APIError", key: str) -> ModelError:
         """One sentence naming the provider and base URL, never the key."""
         import anthropic
 

@@ -1,7 +1,5 @@
 """The ``openai`` provider: Chat Completions with tool calling through the official ``openai`` SDK."""
 
-from __future__ import annotations
-
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -70,7 +68,7 @@ class OpenAIConfig(_OpenAIConfig):
         timeout: float = 120.0,
         max_retries: int = 2,
         extra_body: Mapping[str, Any] = EMPTY_MAPPING,
-    ) -> OpenAIConfig:
+    ) -> "OpenAIConfig":
         if timeout <= 0:
             raise FieldError("timeout", "must be a positive number of seconds")
         if max_retries < 0:
@@ -117,7 +115,7 @@ class OpenAIModel:
     def begin_turn(self, prompt: str) -> None:
         """Nothing to do: every step is built from the session's history."""
 
-    def subagent(self, agent_type: str) -> OpenAIModel:
+    def subagent(self, agent_type: str) -> "OpenAIModel":
         """A subagent runs on the same endpoint and model (its session is its own)."""
         return self
 
@@ -177,7 +175,7 @@ class OpenAIModel:
             usage=usage_figures(reply.usage),
         )
 
-    async def _streamed(self, client: openai.AsyncOpenAI, body: dict[str, Any], schemas: dict[str, Any]) -> ModelStep:
+    async def _streamed(self, client: "openai.AsyncOpenAI", body: dict[str, Any], schemas: dict[str, Any]) -> ModelStep:
         text: list[str] = []
         reasoning: list[str] = []
         slots: dict[int, dict[str, str]] = {}
@@ -231,7 +229,7 @@ class OpenAIModel:
     def _unreadable(self, what: str) -> ModelError:
         return provider_error(PROVIDER, self.base_url, f"the server answered {what}")
 
-    def _fault(self, exc: openai.APIError, key: str) -> ModelError:
+    def _fault(self, exc: "openai.APIError", key: str) -> ModelError:
         """One sentence naming the provider and base URL, never the key."""
         import openai
 

@@ -1,7 +1,5 @@
 """The ``postgres`` entry of the ``dsh.persistence`` group and its config."""
 
-from __future__ import annotations
-
 import re
 from typing import NamedTuple
 
@@ -41,7 +39,7 @@ class PostgresConfig(_PostgresConfig):
         pool_max_size: int = 4,
         statement_timeout: float | None = 30.0,
         connect_timeout: float = 10.0,
-    ) -> PostgresConfig:
+    ) -> "PostgresConfig":
         if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
             raise FieldError("schema", "must be a plain lower-case SQL identifier (letters, digits, _; at most 63)")
         if not pool_min_size >= 0:

@@ -1,7 +1,5 @@
 """The ``sqlite`` entry of the ``dsh.persistence`` group and its config."""
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 from typing import NamedTuple
