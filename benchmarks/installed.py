@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -46,6 +48,28 @@ def installed_venv(tmp: Path) -> Path:
     pip = [str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", "--no-index"]
     _run([*pip, "--find-links", str(wheels), "dsh-cli", "dsh-persistence-sqlite"])
     return venv
+
+
+def instructions(argv: list[str], env: Mapping[str, str]) -> int | None:
+    """The instructions the process ``argv`` runs (valgrind's callgrind, children not followed); None without valgrind.
+
+    Unlike wall time this does not move with the machine's load, so a change of a few percent in a
+    cold command shows in one run. It counts no system call, page fault or disk wait.
+    """
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return None
+    done = subprocess.run(
+        [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    found = re.search(r"Collected\s*:\s*([0-9]+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        raise RuntimeError(f"callgrind of {' '.join(argv[:3])} ... exited {done.returncode}: {done.stderr[-2000:]}")
+    return int(found.group(1))
 
 
 def bench_installed(tmp: Path, rounds: int) -> dict[str, Any]:
@@ -79,6 +103,15 @@ def bench_installed(tmp: Path, rounds: int) -> dict[str, Any]:
     out["installed_cold_exec_deployment_file"]["over_builtin"] = med["exec_deployment_file"]["ms"] / med["exec"]["ms"]
     with open(script, encoding="utf-8") as handle:
         out["installed_cold_exec"]["script_shebang"] = handle.readline().strip()
+    # The same commands' instruction counts, once each (the caches warm from the rounds above).
+    counts = {name: instructions(argv, env) for name, (argv, env) in jobs.items()}
+    floor_count = counts.pop("python_pass")
+    if floor_count is not None:
+        for name, count in counts.items():
+            assert count is not None
+            out[f"installed_cold_{name}"]["instructions"] = count
+            out[f"installed_cold_{name}"]["instructions_ratio"] = count / floor_count
+        out["installed_cold_exec"]["floor_instructions"] = floor_count
     return out
 
 
