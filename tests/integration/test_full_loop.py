@@ -15,6 +15,7 @@ pytestmark = pytest.mark.integration
 PROBE = (
     'echo "home=$DSH_HOME"; echo "shell=$DSH_SHELL"; echo "id=$DSH_SESSION_ID"; echo "jsonl=$DSH_SESSION_JSONL"; '
     'echo "sentinel=${DSH_STALE_SENTINEL-unset}"; '
+    'echo "outer=${CLAUDE_CODE_SESSION_ID-unset}/${CLAUDE_ENV_FILE-unset}/${CODEX_THREAD_ID-unset}"; '
     'if [ -e "$DSH_SESSION_JSONL" ]; then echo "transcript=present"; else echo "transcript=absent"; fi'
 )
 
@@ -34,6 +35,10 @@ def test_first_turn_knows_identity_and_target_and_no_stale_value_leaks(tmp_path:
         "DSH_SESSION_ID": "outer-session",
         "DSH_SESSION_JSONL": "/outer/transcript.jsonl",
         "dsh_shell": "0",
+        # dsh run inside Claude Code or Codex: that harness's session is not this one.
+        "CLAUDE_CODE_SESSION_ID": "outer-claude-session",
+        "CLAUDE_ENV_FILE": str(tmp_path / "outer.env"),
+        "CODEX_THREAD_ID": "outer-thread",
     }
     proc = dsh("run", "--script", str(script), "--json", home=home, env=stale, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -49,6 +54,7 @@ def test_first_turn_knows_identity_and_target_and_no_stale_value_leaks(tmp_path:
         "id": session_id,
         "jsonl": path,
         "sentinel": "unset",
+        "outer": "unset/unset/unset",
         "transcript": "absent",
     }
     assert Path(path).is_relative_to(home / "sessions")

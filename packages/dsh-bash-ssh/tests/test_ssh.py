@@ -13,7 +13,7 @@ from dsh.bash import BashExecRequest, ExecError
 from dsh.bash_ssh import SshError, SshExecutor
 from dsh.bash_ssh.testing import TemporaryHost
 
-STALE = "DSH_SESSION_ID=stale\nDSH_HOME=/stale\nFOO_TOKEN=leak\nHOST_GREETING=hello\n"
+STALE = "DSH_SESSION_ID=stale\nDSH_HOME=/stale\nFOO_TOKEN=leak\nHOST_GREETING=hello\nCODEX_THREAD_ID=host-thread\n"
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +21,10 @@ def host() -> Iterator[TemporaryHost]:
     """One host for the module: /etc/environment and ~/.bashrc set stale DSH_* values and a credential."""
     server = TemporaryHost(
         environment=STALE,
-        bashrc="export DSH_SESSION_ID=stale dsh_turn_id=stale MY_SECRET=leak\necho bashrc-noise\necho err-noise >&2\n",
+        bashrc=(
+            "export DSH_SESSION_ID=stale dsh_turn_id=stale MY_SECRET=leak CLAUDE_ENV_FILE=/host/env\n"
+            "echo bashrc-noise\necho err-noise >&2\n"
+        ),
     )
     server.setup()
     try:
@@ -65,6 +68,7 @@ def test_the_childs_dsh_variables_are_exactly_the_snapshot_whatever_the_login_se
     child = dict(line.split("=", 1) for line in stdout.splitlines() if "=" in line)
     assert {k: v for k, v in child.items() if k.upper().startswith("DSH_")} == snapshot
     assert "FOO_TOKEN" not in child and "MY_SECRET" not in child
+    assert "CODEX_THREAD_ID" not in child and "CLAUDE_ENV_FILE" not in child  # a harness's identity on the host
     assert child["HOST_GREETING"] == "hello" and child["ORDINARY"] == "yes" and child["TERM"] == "dumb"
     assert "bashrc-noise" not in stdout and "err-noise" not in result.stderr  # type: ignore[attr-defined]
     assert child["PWD"] == str(host.home)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from dsh.bash import DSH_ENV_PREFIX, BashExecRequest, ChannelError, LocalExecutor, is_managed_key
+from dsh.bash import DSH_ENV_PREFIX, HARNESS_IDENTITY_KEYS, BashExecRequest, ChannelError, LocalExecutor, is_managed_key
 from dsh.bash._env import build_child_env, compile_credential_pattern
 from dsh.bash._local import shell_argv
 
@@ -37,6 +37,27 @@ def test_child_env_is_built_in_order() -> None:
     assert env["NO_COLOR"] == "1" and env["TERM"] == "dumb" and env["GIT_PAGER"] == "cat"
     assert env["PAGER"] == "less"  # ordinary env comes after the terminal settings
     assert env["HOOK_VAR"] == "1" and env["LANG"] == "C.UTF-8"
+
+
+def test_an_outer_harness_identity_never_passes_but_a_hooks_own_does() -> None:
+    outer = {
+        "CLAUDE_CODE_SESSION_ID": "outer-session",
+        "CLAUDE_ENV_FILE": "/outer/env",
+        "CLAUDE_PROJECT_DIR": "/outer/project",
+        "CLAUDE_PLUGIN_ROOT": "/outer/plugin",
+        "CLAUDE_PLUGIN_DATA": "/outer/data",
+        "CODEX_THREAD_ID": "outer-thread",
+        "CODEX_ENV_FILE": "/outer/codex-env",
+    }
+    assert set(outer) == HARNESS_IDENTITY_KEYS
+    ambient = {**AMBIENT, **outer, "CLAUDECODE": "1", "claude_code_session_id": "a different name"}
+    env = build_child_env(ambient, {}, {}, credentials=compile_credential_pattern())
+    assert not set(outer) & set(env)
+    # Names are exact (POSIX names are case-sensitive); the marker that names no session passes.
+    assert env["CLAUDECODE"] == "1" and env["claude_code_session_id"] == "a different name"
+    # A hook's own values come through the env channel, after the ambient was cleaned.
+    own = build_child_env(ambient, {"CLAUDE_CODE_SESSION_ID": "dsh-session"}, {})
+    assert own["CLAUDE_CODE_SESSION_ID"] == "dsh-session" and "CLAUDE_ENV_FILE" not in own
 
 
 def test_pwsh_child_has_no_term() -> None:

@@ -6,9 +6,11 @@ import asyncio
 import json
 from pathlib import Path
 
-from dsh.hooks._dialect import all_identity_names
-from dsh.hooks._process import hook_ambient, hook_executor, run_hook
+from dsh.bash import HARNESS_IDENTITY_KEYS
+from dsh.hooks._dialect import dialects
+from dsh.hooks._process import hook_executor, run_hook
 from dsh.hooks._table import HookCommand
+from dsh.session import SessionHeader
 
 OUTER = {
     "CLAUDE_ENV_FILE": "/outer/env",
@@ -21,13 +23,20 @@ OUTER = {
 }
 
 
-def test_every_peers_identity_names_are_known() -> None:
-    assert set(OUTER) <= all_identity_names()
+def test_every_name_a_dialect_sets_for_its_hooks_is_one_no_child_inherits() -> None:
+    # What a hook gets from its dialect must never come from outside instead: the executor drops
+    # these names from every ambient environment, so a dialect that set a new one would leak the
+    # outer harness's value to hooks whenever this dialect had none to give.
+    hook = HookCommand(command="true", plugin_root="/p", plugin_data="/d")
+    header = SessionHeader(id="s", cwd="/w")
+    for dialect in dialects():
+        names = {*dialect.hook_env(hook, header), *dialect.env_file_names, *dialect.placeholders}
+        assert names <= HARNESS_IDENTITY_KEYS, (dialect.name, names - HARNESS_IDENTITY_KEYS)
+    assert set(OUTER) == HARNESS_IDENTITY_KEYS
 
 
 def test_a_hook_starts_from_the_given_environment_without_any_peers_identity(tmp_path: Path) -> None:
     ambient = {**OUTER, "PATH": "/usr/bin:/bin", "CLIENT_ONLY": "1"}
-    assert hook_ambient(ambient) == {"PATH": "/usr/bin:/bin", "CLIENT_ONLY": "1"}
     hook = HookCommand(command="env", timeout=30)
     own = {"CLAUDE_PROJECT_DIR": str(tmp_path), "CLAUDE_CODE_SESSION_ID": "s"}
     report = asyncio.run(
@@ -40,7 +49,7 @@ def test_a_hook_starts_from_the_given_environment_without_any_peers_identity(tmp
             str(tmp_path),
             own,
             "Bash",
-            ambient=hook_ambient(ambient),
+            ambient=ambient,
         )
     )
     seen = dict(line.split("=", 1) for line in report.stdout.splitlines() if "=" in line)

@@ -8,9 +8,10 @@ and, for bash, ``~/.bashrc`` have had their say. The line never relies on ``Acce
    profile printed before it and knows the process group to kill (sshd made the login shell a
    session leader, and every ``exec`` below keeps its pid);
 2. it ``exec``s ``env -u BASH_ENV -u ENV bash --noprofile --norc -c PRELUDE``: no start-up file runs;
-3. the prelude unsets every exported ``DSH_*`` name (any case), the start-up file names and the
-   credential-shaped names of the remote side, exports the environment dsh built (terminal settings,
-   the ordinary ``env``, the ``DSH_*`` snapshot last) and ``exec``s the shell's argv. So the child's
+3. the prelude unsets an outer harness's identity (``dsh.bash.HARNESS_IDENTITY_KEYS``, exactly),
+   every exported ``DSH_*`` name (any case), the start-up file names and the credential-shaped
+   names of the remote side, exports the environment dsh built (terminal settings, the ordinary
+   ``env``, the ``DSH_*`` snapshot last) and ``exec``s the shell's argv. So the child's
    ``DSH_*`` variables are exactly the snapshot there too.
 """
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 
-from dsh.bash import DSH_ENV_PREFIX
+from dsh.bash import DSH_ENV_PREFIX, HARNESS_IDENTITY_KEYS
 
 NO_CWD = "nocwd"
 """Said after the marker instead of a pid when the working directory does not exist on the host (nothing ran)."""
@@ -35,6 +36,7 @@ def remote_line(
     """The command line for sshd: working directory, marker, clean shell, prelude, then ``argv`` with ``env``."""
     exports = " ".join(f"{key}={shlex.quote(value)}" for key, value in env.items())
     prelude = [
+        f"unset -v {' '.join(sorted(HARNESS_IDENTITY_KEYS))}",  # exact names, as the local recipe drops them
         "shopt -s nocasematch",
         f"pattern={shlex.quote(credentials or '')}",
         f"for name in $(compgen -e); do if [[ $name == {DSH_ENV_PREFIX}* || $name == BASH_ENV || $name == ENV ]] "

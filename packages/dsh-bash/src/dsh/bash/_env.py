@@ -26,6 +26,24 @@ EXPORTED_FUNCTION_PREFIX: Final = "BASH_FUNC_"
 """Ambient names bash imports as functions (``BASH_FUNC_printenv%%``): one could stand in for any
 command the child runs (``printenv``, ``env``), so none passes from the ambient environment."""
 
+HARNESS_IDENTITY_KEYS: Final = frozenset(
+    {
+        "CLAUDE_CODE_SESSION_ID",
+        "CLAUDE_ENV_FILE",
+        "CLAUDE_PROJECT_DIR",
+        "CLAUDE_PLUGIN_ROOT",
+        "CLAUDE_PLUGIN_DATA",
+        "CODEX_THREAD_ID",
+        "CODEX_ENV_FILE",
+    }
+)
+"""Ambient names by which the peer harnesses (Claude Code, Codex: the dialects dsh's hooks speak) tell
+their children which session, project, plugin and env file they belong to. In dsh's process they can
+only be an outer harness's, so none passes from the ambient environment: a command of a dsh session
+is not the outer session's, and a hook gets its own dialect's values through the ``env`` channel.
+(``CLAUDECODE=1`` passes: it says a Claude Code is somewhere above, which stays true, and names no
+session.)"""
+
 TERMINAL_ENV: Final[Mapping[str, str]] = {"NO_COLOR": "1", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
 """Settings for a non-interactive child; pwsh gets them without ``TERM``."""
 
@@ -78,10 +96,12 @@ def _verdicts(credentials: re.Pattern[str] | None) -> dict[str, bool]:
 
 
 def _passes(name: str, credentials: re.Pattern[str] | None) -> bool:
-    """Whether an ambient ``name`` reaches a child: not managed, not shell code, not credential-shaped."""
+    """Whether an ambient ``name`` reaches a child: not managed, not shell code, no harness's identity,
+    not credential-shaped."""
     return (
         not is_managed_key(name)
         and name not in SHELL_CODE_KEYS
+        and name not in HARNESS_IDENTITY_KEYS
         and not name.startswith(EXPORTED_FUNCTION_PREFIX)
         and (credentials is None or not credentials.search(name))
     )

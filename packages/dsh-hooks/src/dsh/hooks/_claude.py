@@ -102,7 +102,6 @@ class ClaudeCode(HookDialect):
     failed_tool_event = "PostToolUseFailure"
     env_file_names = ("CLAUDE_ENV_FILE",)
     placeholders = ("CLAUDE_PROJECT_DIR", "CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA")
-    identity_names = (*placeholders, "CLAUDE_CODE_SESSION_ID", "CLAUDE_ENV_FILE")
 
     event_keys = EVENT_KEYS
     omits_nulls = True

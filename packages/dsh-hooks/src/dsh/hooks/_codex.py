@@ -73,7 +73,6 @@ class Codex(HookDialect):
         {*TOOL_NAMES.values(), "apply_patch", "Write", "Edit", "spawn_agent", "bash_output", "bash_stop"}
     )
     env_file_names = ("CODEX_ENV_FILE", "CLAUDE_ENV_FILE")
-    identity_names = ("CODEX_THREAD_ID", *env_file_names, "CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA")
 
     event_keys = EVENT_KEYS
 

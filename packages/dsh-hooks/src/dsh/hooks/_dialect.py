@@ -99,9 +99,6 @@ class HookDialect:
     """The variables that name a SessionStart hook's env file."""
     placeholders: tuple[str, ...] = ()
     """``${NAME}`` placeholders substituted in an exec form's command and arguments."""
-    identity_names: tuple[str, ...] = ()
-    """The variables the peer sets for its hooks to name its session (project, session, plugin, env
-    file): no hook's environment inherits them from outside, so an outer harness's never reaches one."""
 
     def hook_env(self, hook: HookCommand, header: SessionHeader) -> dict[str, str]:
         """What the peer sets in a hook's environment for a session."""
@@ -184,11 +181,6 @@ def dialect_of(name: Dialect) -> HookDialect:
     if found is None:
         raise ValueError(f"no hook dialect named {name!r}; dialects: {', '.join(_KNOWN)}")
     return found
-
-
-def all_identity_names() -> frozenset[str]:
-    """Every dialect's :attr:`~HookDialect.identity_names`."""
-    return frozenset(n for d in dialects() for n in d.identity_names)
 
 
 def all_placeholders() -> tuple[str, ...]:

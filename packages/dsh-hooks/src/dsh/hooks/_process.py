@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import re
 import shlex
 from collections.abc import Mapping
@@ -14,7 +13,7 @@ from typing import Any
 from dsh.bash import BashExecRequest, Executor, LocalExecutor
 
 from ._decision import GATE_EVENTS, interpret, not_started, oversized, unknown_status
-from ._dialect import all_identity_names, all_placeholders
+from ._dialect import all_placeholders
 from ._outcome import HookReport
 from ._table import Dialect, HookCommand
 
@@ -81,15 +80,6 @@ def command_line(
     return "exec " + shlex.join(words)
 
 
-def hook_ambient(ambient: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment a hook starts from: the session's (``HookScope.ambient``, else this process's)
-    without any dialect's identity variables (:attr:`~._dialect.HookDialect.identity_names`), so an
-    outer harness's env file, session or project never reaches a hook; each hook then gets its own
-    dialect's (:meth:`~._dialect.HookDialect.hook_env`)."""
-    names = all_identity_names()
-    return {k: v for k, v in (os.environ if ambient is None else ambient).items() if k not in names}
-
-
 def hook_request(
     hook: HookCommand,
     payload: str,
@@ -98,8 +88,9 @@ def hook_request(
     tool_input: Mapping[str, Any] | None = None,
     ambient: Mapping[str, str] | None = None,
 ) -> BashExecRequest:
-    """The executor request that runs ``hook`` with ``payload`` on stdin, from ``ambient`` (see
-    :func:`hook_ambient`; None: this process's environment as that function leaves it)."""
+    """The executor request that runs ``hook`` with ``payload`` on stdin, from ``ambient`` (None: this
+    process's environment). The executor drops an outer harness's identity from it
+    (``dsh.bash.HARNESS_IDENTITY_KEYS``); ``env`` holds the hook's own dialect's."""
     return BashExecRequest(
         command=command_line(hook, env, tool_input),
         cwd=cwd if Path(cwd).is_dir() else None,
@@ -107,7 +98,7 @@ def hook_request(
         env=env,
         stdin=payload,
         shell="pwsh" if hook.shell == "powershell" else "bash",
-        ambient=hook_ambient() if ambient is None else ambient,
+        ambient=ambient,
     )
 
 

@@ -416,7 +416,6 @@ class HookRunner:
         """
         jobs: list[Coroutine[Any, Any, HookReport]] = []
         warnings: list[str] = []
-        ambient: dict[str, str] | None = None  # built once, for the first hook that runs
         for dialect in (d.name for d in dialects()):
             event = events.get(dialect)
             if event is None:
@@ -446,15 +445,11 @@ class HookRunner:
                 env = dialect_of(dialect).hook_env(hook, scope.header)
                 if extra_env is not None:
                     env.update(extra_env(dialect, index))
-                if ambient is None:
-                    from ._process import hook_ambient
-
-                    ambient = hook_ambient(scope.ambient)
                 cwd = scope.header.cwd
                 if hook.run_async:
-                    self._detach(dialect, event, hook, payload, cwd, env, tool, peer_input, ambient)
+                    self._detach(dialect, event, hook, payload, cwd, env, tool, peer_input, scope.ambient)
                 else:
-                    jobs.append(self._run(dialect, event, hook, payload, cwd, env, tool, peer_input, ambient))
+                    jobs.append(self._run(dialect, event, hook, payload, cwd, env, tool, peer_input, scope.ambient))
         if not jobs:
             return HookOutcome(ask=self.ask, warnings=tuple(warnings))
         import asyncio
@@ -494,7 +489,7 @@ class HookRunner:
         env: Mapping[str, str],
         tool: str | None,
         tool_input: Mapping[str, Any] | None,
-        ambient: Mapping[str, str],
+        ambient: Mapping[str, str] | None,
     ) -> None:
         """Start an ``async`` hook detached (see :mod:`._detached`); one that cannot start is reported."""
         from ._detached import start_detached
@@ -526,7 +521,7 @@ class HookRunner:
         env: Mapping[str, str],
         tool: str | None,
         tool_input: Mapping[str, Any] | None,
-        ambient: Mapping[str, str],
+        ambient: Mapping[str, str] | None,
     ) -> HookReport:
         report = await run_hook(self.executor, dialect, event, hook, payload, cwd, env, tool, tool_input, ambient)
         return report._replace(background=hook.run_async, finished=next(self._order))
