@@ -350,3 +350,31 @@ def test_output_that_cannot_be_written_is_one_line_and_125_not_a_traceback(tmp_p
     assert lost.returncode == 125, lost.stderr
     why = ": stdout is closed" if target == "closed" else " to stdout: No space left on device"
     assert lost.stderr == f"dsh: cannot write the output{why}\n"
+
+
+@pytest.mark.parametrize("target", ["closed", "full"])
+@pytest.mark.parametrize(
+    "verb",
+    [("sessions", "list"), ("sessions", "show", "{id}"), ("sessions", "locate", "{id}"), ("env",), ("plugins",)],
+)
+def test_every_verb_that_cannot_write_its_lines_says_so_and_exits_1(
+    tmp_path: Path, target: str, verb: tuple[str, ...]
+) -> None:
+    # These printed with print(): with fd 1 closed sys.stdout is None, and print wrote nothing, said
+    # nothing and exited 0; a full disk came out as a bare "[Errno 28] ...".
+    if target == "full" and not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full (Linux) to fill stdout")
+    home = tmp_path / "h"
+    made = dsh("exec", "--no-server", "--json", "--", "true", home=home)
+    assert made.returncode == 0, made.stderr
+    words = [w.replace("{id}", json.loads(made.stdout)["session_id"]) for w in verb]
+    env = {**os.environ, "DSH_HOME": str(home)}
+    argv = [sys.executable, "-m", "dsh.cli", *words]
+    if target == "full":
+        with open("/dev/full", "w") as full:
+            lost = subprocess.run(argv, stdout=full, stderr=subprocess.PIPE, text=True, env=env)
+    else:
+        code = "import os, subprocess, sys; os.close(1); sys.exit(subprocess.call(sys.argv[1:]))"
+        lost = subprocess.run([sys.executable, "-c", code, *argv], stderr=subprocess.PIPE, text=True, env=env)
+    why = ": stdout is closed" if target == "closed" else " to stdout: No space left on device"
+    assert (lost.returncode, lost.stderr) == (1, f"dsh: cannot write the output{why}\n")

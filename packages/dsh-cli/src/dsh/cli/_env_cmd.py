@@ -9,7 +9,7 @@ from dsh.core import Fiber
 from dsh.loader import Runtime
 from dsh.session import SESSIONS, AgentRef, ToolExecution
 
-from ._output import print_json
+from ._output import print_json, say
 from ._runtime import open_runtime
 
 if TYPE_CHECKING:
@@ -52,19 +52,19 @@ def env_verb(args: argparse.Namespace) -> int:
                 {"session_id": args.session, "world": {"kind": world.kind, "label": world.label}, "variables": rows}
             )
         else:
-            print(f"the shell executor's children run in {world.label} ({world.kind})")
+            say(f"the shell executor's children run in {world.label} ({world.kind})")
             for row in rows:
                 dist = " ".join(str(p) for p in (row["distribution"], row["version"]) if p) or "in-process"
                 owner = f"{row['owner']} ({dist})"
                 value = f" = {row['value']}" if args.session and row["value"] is not None else ""
                 tag = " [built-in]" if row["builtin"] else ""
                 passes = {True: "passed", False: "not passed", None: "decided per call"}[row["passes"]]
-                print(
+                say(
                     f"{row['key']}{value}\n    {row['description']}\n    owner: {owner}{tag}\n"
                     f"    here: {passes} ({row['why']})"
                 )
                 if row["lost"]:
-                    print(f"    refused (the owner has it first): {', '.join(row['lost'])}")
+                    say(f"    refused (the owner has it first): {', '.join(row['lost'])}")
         return 0
 
 
@@ -139,10 +139,10 @@ def plugins_verb(args: argparse.Namespace) -> int:
             deployment = {"path": choice.path, "reason": choice.reason}
             print_json({"deployment": deployment, "plugins": rows, "problems": runtime.problems()})
         else:
-            print(f"deployment: {choice.path or 'built-in default'} ({choice.reason})")
+            say(f"deployment: {choice.path or 'built-in default'} ({choice.reason})")
             for row in rows:
                 dist = f"{row['distribution']} {row['version']}" if row["distribution"] else "-"
-                print(f"{row['group']:<16} {row['name']:<24} {dist:<32} {row['state']}")
+                say(f"{row['group']:<16} {row['name']:<24} {dist:<32} {row['state']}")
                 if row["error"]:
-                    print(f"    error: {row['error']}")
+                    say(f"    error: {row['error']}")
         return 0

@@ -23,7 +23,7 @@ from dsh.loader import ModelChoice, Runtime
 from dsh.session import SESSIONS, Session, ToolResult
 
 from ._exec import location_json, notice_line
-from ._output import print_json
+from ._output import print_json, say
 from ._runtime import open_runtime
 
 if TYPE_CHECKING:
@@ -176,7 +176,7 @@ async def model_run(args: argparse.Namespace) -> int:
                 }
             )
             if not args.json and result.text:
-                print(result.text, flush=True)
+                say(result.text)
             if result.stopped is not None:
                 break
         await agent.end()

@@ -1,4 +1,4 @@
-"""How every verb prints its ``--json`` document."""
+"""How every verb prints: its ``--json`` document or its lines, whole or with ``OutputLost``."""
 
 from __future__ import annotations
 
@@ -17,3 +17,12 @@ def json_text(value: Any) -> str:
 def print_json(value: Any) -> None:
     """Print ``value`` as :func:`json_text` writes it (``OutputLost`` when stdout cannot take it)."""
     write_all(json_text(value), sys.stdout)
+
+
+def say(*lines: str) -> None:
+    """Print each line and a newline, at once (``OutputLost`` when stdout cannot take them: closed, full).
+
+    Not ``print``: with fd 1 closed when dsh started, ``sys.stdout`` is None and ``print`` writes
+    nothing and reports nothing, so ``dsh sessions list >&-`` would exit 0 having said nothing.
+    """
+    write_all("".join(line + "\n" for line in lines), sys.stdout)

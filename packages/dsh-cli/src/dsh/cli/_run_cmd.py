@@ -12,7 +12,7 @@ from dsh.session import SESSIONS, Session, SessionStore
 
 from ._errors import UsageError
 from ._exec import location_json, notice_line
-from ._output import print_json
+from ._output import print_json, say
 from ._runtime import open_runtime
 
 if TYPE_CHECKING:
@@ -50,10 +50,10 @@ async def run_verb(args: argparse.Namespace) -> int:
             elif args.json:
                 messages.append(notice.text)
             else:
-                print(f"[hook] {notice.text}", flush=True)
+                say(f"[hook] {notice.text}")
 
         if not args.json:
-            print(f"session {session.id}", flush=True)
+            say(f"session {session.id}")
         try:
             agent = Agent(runtime.ctx, session, ScriptedModel.from_script(script), notify=notify)
             stopped = await agent.start(source)
@@ -93,16 +93,16 @@ async def run_verb(args: argparse.Namespace) -> int:
             )
         else:
             if stopped is not None:
-                print(f"[stopped by a SessionStart hook: {stopped}]")
+                say(f"[stopped by a SessionStart hook: {stopped}]")
         return 0
 
 
 def _print_turn(turn: dict[str, Any]) -> None:
     for call in turn["tool_calls"]:
-        print(f"$ {call['name']} {json.dumps(call['arguments'])}\n{call['output']}")
+        say(f"$ {call['name']} {json.dumps(call['arguments'])}\n{call['output']}")
     if turn["stopped"]:
-        print(f"[turn stopped by a hook: {turn['stopped']}]")
+        say(f"[turn stopped by a hook: {turn['stopped']}]")
     elif turn["blocked"]:
-        print(f"[turn blocked: {turn['blocked']}]")
+        say(f"[turn blocked: {turn['blocked']}]")
     if turn["text"]:
-        print(turn["text"])
+        say(turn["text"])

@@ -14,7 +14,7 @@ from dsh.session import SESSIONS, PersistenceError, Session, SessionEvent, Sessi
 
 from ._errors import UsageError
 from ._exec import location_json
-from ._output import print_json
+from ._output import print_json, say
 from ._runtime import open_runtime
 
 FORK_EVENT = "session/fork"
@@ -59,7 +59,7 @@ def fork(args: argparse.Namespace) -> int:
                 }
             )
         else:
-            print(header.id)
+            say(header.id)
         return 0
 
 
@@ -221,9 +221,9 @@ def verify(args: argparse.Namespace) -> int:
         print_json(verdict.as_json())
     else:
         for problem in verdict.problems:
-            print(problem)
+            say(problem)
         for note in verdict.notes:
-            print(f"note: {note}")
+            say(f"note: {note}")
         if not verdict.problems:
             what = verdict.path or f"session {verdict.session_id}"
             line = f"ok: {what} belongs to session {verdict.session_id}"
@@ -231,5 +231,5 @@ def verify(args: argparse.Namespace) -> int:
                 line = f"ok: session {verdict.session_id} is not flushed yet"
             if verdict.call is not None:
                 line += f"; call {verdict.call['id']} is {verdict.call['status']}"
-            print(line)
+            say(line)
     return 1 if verdict.problems else 0

@@ -9,7 +9,7 @@ from dsh.loader import Runtime
 from dsh.session import SESSIONS
 
 from ._exec import location_json
-from ._output import print_json
+from ._output import print_json, say
 from ._runtime import open_runtime
 from ._show import render
 
@@ -22,10 +22,10 @@ def _migrate(runtime: Runtime) -> int:
     backend = runtime.ctx.require(SESSIONS).persistence()
     migrate = getattr(backend, "migrate", None)
     if migrate is None:
-        print(f"the {runtime.deployment.persistence.backend} backend keeps no schema: nothing to migrate")
+        say(f"the {runtime.deployment.persistence.backend} backend keeps no schema: nothing to migrate")
         return 0
     before, after = migrate()
-    print(
+    say(
         f"{getattr(backend, 'where', repr(backend))}: schema version {after}"
         + (f" (was {before})" if before != after else " (up to date)")
     )
@@ -47,11 +47,7 @@ def sessions_verb(args: argparse.Namespace) -> int:
             if args.json:
                 print_json({"sessions": [h.to_dict() for h in headers], "damaged": list(scan.damaged)})
             else:
-                for h in headers:
-                    print(
-                        f"{h.id}  {h.created_at}  {h.cwd}"
-                        + (f"  (parent {h.parent_session})" if h.parent_session else "")
-                    )
+                say(*(f"{h.id}  {h.created_at}  {h.cwd}{_parent(h.parent_session)}" for h in headers))
             return 0
         session = store.resume(args.id, history=args.action != "locate")
         location = location_json(session)
@@ -68,7 +64,7 @@ def sessions_verb(args: argparse.Namespace) -> int:
                 )
                 return 1
             else:
-                print(location["path"])
+                say(location["path"])
             return 0
         events = [e.to_dict() for e in session.history]
         if args.json:
@@ -82,7 +78,11 @@ def sessions_verb(args: argparse.Namespace) -> int:
             )
         else:
             path = location["path"] if location else None
-            sys.stdout.writelines(line + "\n" for line in render(session.header, path, session.history))
+            say(*render(session.header, path, session.history))
             for line in session.damage:
                 print(f"damage: {line}", file=sys.stderr)
         return 0
+
+
+def _parent(parent: str | None) -> str:
+    return f"  (parent {parent})" if parent else ""

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from dsh.skills import SKILLS
 
 from ._errors import MissingPluginError
+from ._output import print_json, say
 from ._runtime import open_runtime
 
 
@@ -31,9 +31,9 @@ def skills(args: argparse.Namespace) -> int:
                 "skills": [s.as_json() for s in found.skills],
                 "warnings": list(found.warnings),
             }
-            sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+            print_json(document)
         else:
             for skill in found.skills:
                 origin = f"{skill.distribution} {skill.version}" if skill.distribution else skill.source
-                print(f"{skill.name}\n    {skill.description}\n    {skill.path} ({origin})")
+                say(f"{skill.name}\n    {skill.description}\n    {skill.path} ({origin})")
         return 0
