@@ -8,10 +8,11 @@ import sys
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, NamedTuple
+from enum import IntEnum
+from typing import Annotated, Literal, NamedTuple
 
 import pytest
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from dsh.core import FiberState, FieldError, Plugin
 from dsh.loader import root
@@ -357,3 +358,69 @@ def test_a_field_of_several_types_gets_one_problem_in_words(raw: object, message
     fiber = root().plugin(Plugin(name="p", apply=lambda ctx, config: None, Config=Union), raw)
     assert fiber.state is FiberState.FAILED
     assert fiber.error == f"plugin 'p' has invalid config: {message}"
+
+
+class Level(IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+class Tuned(NamedTuple):
+    level: Level = Level.LOW
+    mode: Literal[1, 2, 3] = 1
+    flag: Literal[True, 1] = 1
+    name: Literal["a", "b"] = "a"
+
+
+@dataclass
+class TunedDataclass:
+    port: int = 1
+    level: Level = Level.LOW
+    limits: tuple[Limit, ...] = ()
+
+
+class TunedModel(BaseModel):
+    port: int = 1
+    ratio: float = 0.5
+    inner: TunedDataclass | None = None
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(strict=True)
+    port: int = 1
+
+
+def test_a_boolean_is_no_member_of_a_numeric_enum_or_literal() -> None:
+    # pydantic reads YAML's `on` as the member 1 of an IntEnum and the 1 of a Literal[1, 2, 3]
+    state, error, _ = _load(Tuned, {"level": True, "mode": True})
+    assert state is FiberState.FAILED
+    assert error == (
+        "plugin 'server' has invalid config: field 'config.level' must be one of 1 or 2; "
+        "field 'config.mode' must be one of 1, 2 or 3"
+    )
+    # a Literal that names True takes it; members and strings are read as before
+    state, _, got = _load(Tuned, {"flag": True, "level": 2, "mode": 3, "name": "b"})
+    assert (state, got) == (FiberState.ACTIVE, Tuned(level=Level.HIGH, mode=3, flag=True, name="b"))
+
+
+@pytest.mark.parametrize("kind", [TunedDataclass, TunedModel])
+def test_a_boolean_is_never_a_number_of_a_dataclass_or_model_config(kind: type) -> None:
+    state, error, _ = _load(kind, {"port": True})
+    assert (state, error) == (
+        FiberState.FAILED,
+        "plugin 'server' has invalid config: field 'config.port' must be a whole number",
+    )
+    nested = {"inner": {"level": False, "limits": [{"name": "a", "value": True}]}}
+    state, error, _ = _load(TunedModel, nested)
+    assert error == (
+        "plugin 'server' has invalid config: field 'config.inner.level' must be one of 1 or 2; "
+        "field 'config.inner.limits[0].value' must be a whole number"
+    )
+    state, _, got = _load(TunedModel, {"port": 7, "ratio": 1, "inner": {"level": 2}})
+    assert state is FiberState.ACTIVE and got == TunedModel(port=7, ratio=1.0, inner=TunedDataclass(level=Level.HIGH))
+
+
+def test_a_strict_model_s_own_refusal_is_reported_once() -> None:
+    state, error, _ = _load(StrictModel, {"port": True})
+    assert state is FiberState.FAILED and error is not None
+    assert error.count("config.port") == 1, error

@@ -13,6 +13,7 @@ import dataclasses
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
+from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -61,7 +62,7 @@ def plain_error(err: Mapping[str, Any]) -> str:
     """One pydantic error detail in plain words (``must be a list``), without pydantic's wording."""
     kind = str(err.get("type", ""))
     ctx = err.get("ctx") or {}
-    if kind == "literal_error" and "expected" in ctx:
+    if kind in ("literal_error", "enum") and "expected" in ctx:
         return f"must be one of {ctx['expected']}"
     if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal") and ctx:
         bound = next(iter(ctx.values()))
@@ -226,17 +227,22 @@ def validate_dataclass(cls: type[Any], raw: object) -> Any:
     adapter = _ADAPTERS.get(cls)
     if adapter is None:
         adapter = _ADAPTERS[cls] = TypeAdapter(cls)
-    return _refusing_unknown(cls, _unknown_fields(cls, raw), lambda: adapter.validate_python(raw))
+    return _refusing_unknown(
+        cls, [*_unknown_fields(cls, raw), *_shape_problems(cls, raw)], lambda: adapter.validate_python(raw)
+    )
 
 
 def _refusing_unknown(cls: type[Any], unknown: list[Any], validate: Callable[[], Any]) -> Any:
     """``validate()``, raising one ``ValidationError`` with its own errors and the ``unknown`` fields'.
 
-    Below a value reported as not a mapping, pydantic's own errors (from reading it by position) are left out.
+    Below a value reported as not a mapping, pydantic's own errors (from reading it by position) are left out;
+    a field pydantic reports itself (a strict model's boolean number) is reported once.
     """
     try:
         value = validate()
     except ValidationError as exc:
+        seen = {tuple(e["loc"]) for e in exc.errors()}
+        unknown = [u for u in unknown if u["type"] == "extra_forbidden" or tuple(u["loc"]) not in seen]
         if not unknown:
             raise
         lists = [tuple(u["loc"]) for u in unknown if u["type"] == "dict_type"]
@@ -271,11 +277,20 @@ def validate_model(cls: type[BaseModel], raw: object) -> Any:
     model of ``ticket`` alone names ``prio``). A model that sets ``extra`` keeps its own choice.
     Raises ``ValidationError``.
     """
-    return _refusing_unknown(cls, _unknown_model_fields(cls, raw), lambda: cls.model_validate(raw))
+    return _refusing_unknown(
+        cls, [*_unknown_model_fields(cls, raw), *_shape_problems(cls, raw)], lambda: cls.model_validate(raw)
+    )
 
 
 def _is_named_tuple(cls: object) -> bool:
     return isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")
+
+
+def _is_record(cls: object) -> bool:
+    """A NamedTuple, a dataclass or a pydantic model: a type whose fields a config names."""
+    if not isinstance(cls, type):
+        return False
+    return _is_named_tuple(cls) or dataclasses.is_dataclass(cls) or issubclass(cls, BaseModel)
 
 
 def _record_hints(cls: type[Any]) -> dict[str, Any]:
@@ -295,15 +310,33 @@ def _items_of(hint: Any) -> Any:
     return None
 
 
-def _number_error(hint: Any) -> str | None:
-    """The error type of a field of type ``hint`` that takes numbers and no boolean (``int``,
-    ``float | None``, ...), else None (``bool``, ``Any``, a union with either, anything else)."""
+def _number_error(hint: Any) -> dict[str, Any] | None:
+    """The error (type and context) of a field of type ``hint`` that takes numbers and no boolean
+    (``int``, ``float | None``, an ``IntEnum``, ``Literal[1, 2]``, ...), else None (``bool``, ``Any``,
+    a union with either, a ``Literal`` with ``True`` in it, anything else)."""
     options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
     if any(option in (bool, Any, object) for option in options):
         return None
+    literals = [v for o in options if typing.get_origin(o) is typing.Literal for v in typing.get_args(o)]
+    if any(isinstance(v, bool) for v in literals):
+        return None
     if int in options:
-        return "int_type"
-    return "float_type" if float in options else None
+        return {"type": "int_type"}
+    if float in options:
+        return {"type": "float_type"}
+    # pydantic takes true for the member 1 of an IntEnum and for 1 of a Literal, as it does for an int.
+    enum = next((o for o in options if isinstance(o, type) and issubclass(o, int) and issubclass(o, Enum)), None)
+    if enum is not None:
+        return {"type": "enum", "ctx": {"expected": _one_of([m.value for m in enum])}}
+    if any(isinstance(v, int) for v in literals):
+        return {"type": "literal_error", "ctx": {"expected": _one_of(literals)}}
+    return None
+
+
+def _one_of(values: Sequence[object]) -> str:
+    """``1, 2 or 3``, as pydantic words the values a field takes."""
+    words = [repr(v) for v in values]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
 
 
 def _shape_problems(cls: type[Any], raw: object, loc: tuple[int | str, ...] = (), depth: int = 0) -> list[Any]:
@@ -313,10 +346,12 @@ def _shape_problems(cls: type[Any], raw: object, loc: tuple[int | str, ...] = ()
       ``persistence: [sqlite]`` would silently become ``backend='sqlite'``. A record in a file is
       always a mapping of its fields.
     - A boolean where a number is expected: pydantic reads ``true`` as 1, so ``port: yes`` would
-      become port 1 and ``max_output: true`` one character. (A field that also takes booleans is
-      left to pydantic.)
+      become port 1, ``max_output: true`` one character, and ``level: on`` the member 1 of an
+      ``IntEnum`` or the 1 of a ``Literal[1, 2]``. (A field that also takes booleans is left to
+      pydantic.)
 
-    Records are followed through their fields, sequences and mapping values. Below a union of
+    Records (NamedTuples, dataclasses, pydantic models) are followed through their fields (a model's
+    by field name; an alias is left to pydantic), sequences and mapping values. Below a union of
     several types nothing is reported here: pydantic names the member in each location there.
     """
     if not isinstance(raw, Mapping) or depth > 32:
@@ -334,13 +369,13 @@ def _value_problems(hint: Any, value: object, loc: tuple[Any, ...], depth: int) 
     """:func:`_shape_problems` for one value of type ``hint`` at ``loc``."""
     number = _number_error(hint)
     if number is not None and isinstance(value, bool):
-        return [{"type": number, "loc": loc, "input": value}]
+        return [{**number, "loc": loc, "input": value}]
     bare = _bare(hint)
     if _is_union(bare) or depth > 32:
         return []
-    if _is_named_tuple(bare):
-        if isinstance(value, (list, tuple)):
-            return [{"type": "dict_type", "loc": loc, "input": value}]
+    if _is_named_tuple(bare) and isinstance(value, (list, tuple)):
+        return [{"type": "dict_type", "loc": loc, "input": value}]
+    if _is_record(bare):
         return _shape_problems(bare, value, loc, depth + 1)
     origin, args = typing.get_origin(bare), typing.get_args(bare)
     items = _items_of(bare)
