@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
@@ -219,9 +220,53 @@ def test_acquire_locks_one_session_across_backends_and_writes_no_session(tmp_pat
     second.acquire(_header("s2"))()  # another session is free
     release()
     release()  # idempotent
+    assert not lock.exists(), "the holder removes its lock file as it releases"
     second.acquire(_header("s1"))()
+    assert list(lock.parent.iterdir()) == [], "one file per lock held now, not per session ever locked"
     first.close()
     second.close()
+
+
+_CONTENDER = """
+import os, sys, time
+from dsh.persistence.sqlite._lock import lock_file
+from dsh.session import SessionLockedError
+locks, inside, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+held = 0
+for _ in range(rounds):
+    try:
+        release = lock_file(locks, "s1")
+    except SessionLockedError:
+        continue
+    try:
+        os.close(os.open(inside, os.O_CREAT | os.O_EXCL | os.O_WRONLY))  # a second holder fails here
+        time.sleep(0.0002)
+        os.unlink(inside)
+        held += 1
+    finally:
+        release()
+print(held)
+"""
+
+
+def test_removing_released_lock_files_never_lets_two_processes_hold_one_session(tmp_path: Path) -> None:
+    # A taker that opened the file just before its holder removed it, or another that then made the
+    # name anew, would otherwise each hold a lock on a different file: both inside at once.
+    locks, inside = tmp_path / "locks", tmp_path / "inside"
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CONTENDER, str(locks), str(inside), "400"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(6)
+    ]
+    outcomes = [w.communicate(timeout=120) for w in workers]
+    for worker, (_, err) in zip(workers, outcomes, strict=True):
+        assert worker.returncode == 0, err  # FileExistsError: two holders at once
+    assert sum(int(out) for out, _ in outcomes) > 0
+    assert list(locks.iterdir()) == [], "every holder removed its file"
 
 
 def test_acquire_is_held_against_another_process_and_dropped_when_it_dies(tmp_path: Path) -> None:
@@ -260,7 +305,7 @@ def test_acquire_refuses_a_lock_file_replaced_by_a_symlink(tmp_path: Path) -> No
     target = tmp_path / "target"
     target.write_text("keep")
     lock = tmp_path / "s.sqlite3.locks" / "s1.lock"
-    lock.unlink()
+    assert not lock.exists(), "a released lock leaves no file"
     lock.symlink_to(target)
     with pytest.raises(PersistenceError, match=r"s1\.lock"):
         backend.acquire(_header("s1"))
@@ -412,3 +457,35 @@ def test_a_database_others_can_write_is_refused_with_the_fix(tmp_path: Path) -> 
     assert str(err.value) == (
         f"refusing session database {db}: it is writable by group or others (mode 0666); run `chmod 600 {db}`"
     )
+
+
+def test_a_taker_whose_file_was_removed_as_it_locked_takes_the_current_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The interleaving the stress test above hits by chance, made certain: the taker has opened the
+    # file, then (before its flock) the holder releases and removes it, and a third takes the name anew.
+    import fcntl
+
+    from dsh.persistence.sqlite._lock import lock_file
+    from dsh.session import SessionLockedError
+
+    locks = str(tmp_path / "locks")
+    first = lock_file(locks, "s1")
+    real_flock = fcntl.flock
+    third: list[Any] = []
+
+    def interleaved(fd: int, operation: int) -> None:
+        if not third:
+            third.append(None)
+            first()
+            third[0] = lock_file(locks, "s1")  # made the name anew: it holds the lock now
+        real_flock(fd, operation)
+
+    monkeypatch.setattr(fcntl, "flock", interleaved)
+    with pytest.raises(SessionLockedError, match=f"pid {os.getpid()}"):
+        lock_file(locks, "s1")  # without the check it would hold the removed file beside the third
+    monkeypatch.setattr(fcntl, "flock", real_flock)
+    assert third[0] is not None
+    third[0]()
+    lock_file(locks, "s1")()
+    assert os.listdir(locks) == []
