@@ -222,3 +222,38 @@ def test_a_reader_that_went_away_ends_a_served_exec_quietly_with_141(server: Ser
     assert (proc.returncode, proc.stderr) == (141, "")
     _, log = server.stop()
     assert "exited 0" in log, "it was served"
+
+
+def test_a_served_exec_with_stdout_closed_still_prints_the_command_s_stderr(server: ServeProcess, home: Path) -> None:
+    code = "import os, subprocess, sys; os.close(1); sys.exit(subprocess.call(sys.argv[1:]))"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, sys.executable, "-m", "dsh.cli", "exec", "--", "echo out; echo ERR >&2"],
+        env=clean_env(home),
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
+    assert (proc.returncode, proc.stderr) == (125, "ERR\ndsh: cannot write the output: stdout is closed\n")
+    _, log = server.stop()
+    assert "exited 0" in log, "it was served"
+
+
+def test_a_server_whose_log_reader_went_away_still_runs_and_answers(home: Path, tmp_path: Path) -> None:
+    # Its log line for the request failed (EPIPE) and the client was told the command never ran,
+    # though it had run and was recorded.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dsh.cli", "serve"], env=clean_env(home), stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stderr is not None
+        while not proc.stderr.readline().startswith("dsh serve: listening on "):
+            assert proc.poll() is None, "dsh serve exited before listening"
+        proc.stderr.close()  # the reader of its log is gone
+        done = dsh("exec", "--json", "--", "echo OUTPUT", home=home)
+        assert done.returncode == 0, done.stdout + done.stderr
+        answer = json.loads(done.stdout)
+        assert (answer["exit_code"], answer["stdout"], answer["error"]) == (0, "OUTPUT\n", None)
+        assert proc.poll() is None, "the server is still serving"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)

@@ -378,3 +378,84 @@ def test_every_verb_that_cannot_write_its_lines_says_so_and_exits_1(
         lost = subprocess.run([sys.executable, "-c", code, *argv], stderr=subprocess.PIPE, text=True, env=env)
     why = ": stdout is closed" if target == "closed" else " to stdout: No space left on device"
     assert (lost.returncode, lost.stderr) == (1, f"dsh: cannot write the output{why}\n")
+
+
+def _dsh_with(fds: str, *words: str, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """``dsh WORDS`` with ``fds`` set up first: "no-stdout", "no-stderr" (closed, as after ``>&-``) or
+    "full-stderr" (``2>/dev/full``); the other streams are captured."""
+    run_env = {**os.environ, "DSH_HOME": str(home), **env}
+    argv = [sys.executable, "-m", "dsh.cli", *words]
+    if fds == "full-stderr":
+        with open("/dev/full", "w") as full:
+            return subprocess.run(argv, stdout=subprocess.PIPE, stderr=full, text=True, env=run_env)
+    close = {"no-stdout": 1, "no-stderr": 2}[fds]
+    code = f"import os, subprocess, sys; os.close({close}); sys.exit(subprocess.call(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, env=run_env)
+
+
+def test_with_stderr_closed_dsh_s_messages_never_land_in_its_json_on_stdout(tmp_path: Path) -> None:
+    # print(file=sys.stderr) with sys.stderr None writes to stdout: the timeout notice, an error's
+    # line, a usage line all came out in front of or after the --json document.
+    home = tmp_path / "h"
+    timed = _dsh_with("no-stderr", "exec", "--no-server", "--json", "--timeout", "1", "--", "sleep 3", home=home)
+    assert timed.returncode == 124 and json.loads(timed.stdout)["timed_out"] is True
+    missing = _dsh_with("no-stderr", "sessions", "show", "nosuch", "--json", home=home)
+    assert missing.returncode == 1 and "error" in json.loads(missing.stdout)
+    usage = _dsh_with("no-stderr", "nosuchverb", home=home)
+    assert (usage.returncode, usage.stdout) == (2, "")
+    # a command's own stderr has nowhere to go: that is lost output, as for a closed stdout
+    said = _dsh_with("no-stderr", "exec", "--no-server", "--", "echo out; echo err >&2", home=home)
+    assert (said.returncode, said.stdout) == (125, "out\n")
+
+
+def test_a_full_stderr_loses_neither_the_command_s_output_nor_its_status(tmp_path: Path) -> None:
+    if not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full (Linux) to fill stderr")
+    home = tmp_path / "h"
+    # the timeout notice cannot be written; stdout and the 124 must still come out
+    timed = _dsh_with("full-stderr", "exec", "--no-server", "--timeout", "1", "--", "echo OUT; sleep 3", home=home)
+    assert (timed.returncode, timed.stdout) == (124, "OUT\n")
+    listed = _dsh_with("full-stderr", "sessions", "list", home=home)
+    assert listed.returncode == 0 and len(listed.stdout.splitlines()) == 1
+
+
+def test_with_stdout_lost_the_command_s_stderr_and_notices_still_come_out(tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    lost = _dsh_with(
+        "no-stdout", "exec", "--no-server", "--timeout", "1", "--", "echo out; echo ERR >&2; sleep 3", home=home
+    )
+    assert lost.returncode == 125
+    assert lost.stderr.startswith("ERR\n"), lost.stderr
+    assert "timed out" in lost.stderr and lost.stderr.endswith("dsh: cannot write the output: stdout is closed\n")
+    # fd 1 was held on /dev/null, so the transcript dsh opened did not become "stdout"
+    shown = dsh("sessions", "list", "--json", home=home)
+    (only,) = json.loads(shown.stdout)["sessions"]
+    show = dsh("sessions", "show", only["id"], "--json", home=home)
+    assert show.returncode == 0 and json.loads(show.stdout)["damage"] == []
+
+
+@pytest.mark.parametrize("target", ["closed", "full"])
+def test_help_that_cannot_be_written_says_so(tmp_path: Path, target: str) -> None:
+    # argparse drops a failed write: `dsh --help >/dev/full` said nothing and exited 0, and with
+    # stdout closed the help went to stderr
+    if target == "full" and not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full (Linux) to fill stdout")
+    home = tmp_path / "h"
+    for words in (["--help"], ["sessions", "list", "--help"]):
+        if target == "full":
+            with open("/dev/full", "w") as full:
+                done = subprocess.run(
+                    [sys.executable, "-m", "dsh.cli", *words], stdout=full, stderr=subprocess.PIPE, text=True
+                )
+            why = " to stdout: No space left on device"
+        else:
+            done = _dsh_with("no-stdout", *words, home=home)
+            why = ": stdout is closed"
+        assert (done.returncode, done.stderr) == (1, f"dsh: cannot write the output{why}\n")
+
+
+def test_output_the_terminal_s_encoding_cannot_hold_is_escaped_not_a_traceback(tmp_path: Path) -> None:
+    done = dsh(
+        "exec", "--no-server", "--", "printf 'caf\\303\\251\\n'", home=tmp_path / "h", env={"PYTHONIOENCODING": "ascii"}
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "caf\\xe9\n", "")

@@ -98,7 +98,7 @@ def dispatch(args: Args) -> int:
         return sessions_verb(args)
     except BrokenPipeError:
         # The reader went away (`dsh sessions list | head -1`): stop quietly, as shell tools do.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # fd 1, not sys.stdout's: that is None when fd 1 was closed
         return 128 + signal.SIGPIPE
     except (DshError, OSError) as exc:
         if args.debug:

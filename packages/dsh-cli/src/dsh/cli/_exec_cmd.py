@@ -18,8 +18,8 @@ from ._drive import run_async, run_sync
 from ._errors import UsageError
 from ._exec import ExecOutcome, exec_command
 from ._fast._exec_argv import command_line
-from ._fast._served import write_all
 from ._fast._status import exec_notices, exec_status
+from ._fast._streams import write_outputs
 from ._output import print_json
 from ._runtime import open_runtime
 
@@ -58,13 +58,15 @@ def _report(outcome: ExecOutcome, *, json_output: bool) -> int:
     for line in outcome.notices:
         print(line, file=sys.stderr)
     result = outcome.as_json()
+    lost = None
     if json_output:
         print_json(result)
     else:
-        write_all(outcome.stdout, sys.stdout)
-        write_all(outcome.stderr, sys.stderr, "stderr")
+        lost = write_outputs(outcome.stdout, outcome.stderr)
     for line in exec_notices(result):
         print(line, file=sys.stderr)
+    if lost is not None:  # the command's stderr and notices are out: now stdout's failure
+        raise lost
     return exec_status(result)
 
 

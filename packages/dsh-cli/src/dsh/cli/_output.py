@@ -6,7 +6,7 @@ import json
 import sys
 from typing import Any
 
-from ._fast._served import write_all
+from ._fast._streams import write_all
 
 
 def json_text(value: Any) -> str:

@@ -19,6 +19,8 @@ from ._fast._status import BLOCKED_EXIT, FAILURE_EXIT, TIMEOUT_EXIT
 from ._fast._wire import KEEPALIVE, KEEPALIVE_RANGE, MISSED_KEEPALIVES
 
 if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
+
     from dsh.loader import EntryPointItem
 
 BUILTIN_VERBS = ("exec", "run", "env", "plugins", "serve", "sessions", "skills")
@@ -82,12 +84,23 @@ def installed_versions() -> list[tuple[str, str]]:
     return sorted((name, version) for name, version in found.items() if name.startswith("dsh-"))
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, with help printed whole or reported lost (argparse drops a failed write, so
+    ``dsh --help >/dev/full`` said nothing and exited 0). Every verb's parser is one (argparse makes a
+    sub-parser of its parent's class)."""
+
+    def print_help(self, file: SupportsWrite[str] | None = None) -> None:
+        from ._fast._streams import write_all
+
+        write_all(self.format_help(), sys.stdout if file is None else file)
+
+
 class _Version(argparse.Action):
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
         super().__init__(option_strings, dest, nargs=0, help="list the installed dsh distributions and exit")
 
     def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
-        from ._fast._served import write_all
+        from ._fast._streams import write_all
 
         write_all("".join(f"{name} {version}\n" for name, version in installed_versions()), sys.stdout)
         parser.exit()
@@ -141,7 +154,7 @@ def _build(
     ``commands`` are the ``dsh.commands`` verbs to list; only ``running``'s is imported, to add its options.
     """
     raw = _Formatter
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = _Parser(
         prog="dsh",
         description="Run shell commands and agents that know their session: every shell call gets\n"
         "DSH_HOME, DSH_SHELL, DSH_SESSION_ID and the other managed DSH_* variables.",

@@ -18,6 +18,7 @@ try:
     from ._exec_argv import parse_exec
     from ._served import served_exec
     from ._status import FAILURE_EXIT, INTERRUPTS, OutputLost
+    from ._streams import claim_streams
 except KeyboardInterrupt:  # Ctrl-C while dsh loads: one line, no traceback (see `run`)
     from ._status import interrupted_early
 
@@ -56,17 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return dispatch(args)
     except OutputLost as exc:  # what ran, ran: one line, and dsh's own failure status
-        _say(f"dsh: {exc}")
+        print(f"dsh: {exc}", file=sys.stderr)
         _quiet_stdout()
         return FAILURE_EXIT if verb == "exec" else 1
-
-
-def _say(line: str) -> None:
-    """One line on stderr, if stderr can take it (closed or full, the status alone must tell)."""
-    try:  # noqa: SIM105 - not contextlib.suppress: the served path does not import contextlib
-        os.write(2, f"{line}\n".encode())
-    except OSError:
-        pass
 
 
 def _quiet_stdout() -> None:
@@ -114,6 +107,7 @@ def _ignore_late_signals(signals: Any) -> None:
 
 def run() -> None:
     """The ``dsh`` console script."""
+    claim_streams()  # before anything opens a file (see `_streams`)
     if TYPE_CHECKING:
         import signal as signals
     else:
@@ -159,7 +153,7 @@ def run() -> None:
         _quiet_stdout()
         code = code or 141
     except OSError as exc:  # the last of a verb's output (a full disk): not a traceback either
-        _say(f"dsh: cannot write the output to stdout: {exc.strerror or exc}")
+        print(f"dsh: cannot write the output to stdout: {exc.strerror or exc}", file=sys.stderr)
         _quiet_stdout()
         code = code or 1
     # Everything the command built lives until exit: freezing it spares the interpreter's

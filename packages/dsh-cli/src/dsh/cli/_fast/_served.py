@@ -21,7 +21,6 @@ from ._status import (
     FAILURE_EXIT,
     INTERRUPTS,
     UNKNOWN_EXIT,
-    OutputLost,
     exec_notices,
     exec_status,
     failure_document,
@@ -29,6 +28,7 @@ from ._status import (
     interrupted_late,
     interrupted_reason,
 )
+from ._streams import write_all, write_outputs
 from ._wire import (
     KEEPALIVE_RANGE,
     MISSED_KEEPALIVES,
@@ -177,37 +177,6 @@ class _Interrupts:
             self.sock.sendall(frame(dumps({"interrupt": self.caught})))
         except OSError:
             pass  # the server is gone or answered already: the answer (or its absence) says so
-
-
-def write_all(text: str, stream: Any, name: str = "stdout") -> None:
-    """Write ``text`` to ``stream`` whole, even when a signal comes while a reader holds it back.
-
-    CPython's buffered writer drops the rest of a large write that a signal interrupted (the
-    handler returns, and the call reports success), so the bytes go through ``os.write`` until all
-    are out; a stream without a descriptor (a test's capture) is written as it is.
-
-    Raises :class:`OutputLost` naming the stream (``name``) when it cannot take it (closed, a full
-    disk); ``BrokenPipeError`` (the reader went away) is left to the caller, which ends quietly.
-    """
-    if stream is None:  # Python's stand-in for a descriptor that was closed when dsh started
-        if text:
-            raise OutputLost(f"cannot write the output: {name} is closed")
-        return
-    try:
-        try:
-            fd = stream.fileno()
-        except (AttributeError, OSError, ValueError):
-            stream.write(text)
-            stream.flush()
-            return
-        stream.flush()
-        data = memoryview(text.encode(stream.encoding or "utf-8", stream.errors or "strict"))
-        while data:
-            data = data[os.write(fd, data) :]
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        raise OutputLost(f"cannot write the output to {name}: {exc.strerror or exc}") from None
 
 
 def _fail(args: ExecArgs | argparse.Namespace, message: str, status: int = FAILURE_EXIT) -> int:
@@ -395,11 +364,13 @@ def _report(args: ExecArgs | argparse.Namespace, answer: dict[str, Any], interru
     result = answer["result"]
     if args.json and isinstance(document, str):
         write_all(document, sys.stdout)
+        lost = None
     else:
-        write_all(result["stdout"], sys.stdout)
-        write_all(result["stderr"], sys.stderr, "stderr")
+        lost = write_outputs(result["stdout"], result["stderr"])
     for line in exec_notices(result):
         print(line, file=sys.stderr)
+    if lost is not None:  # the command's stderr and notices are out: now stdout's failure
+        raise lost
     interrupted = result.get("interrupted")
     if isinstance(interrupted, str):  # its output is shown above, and recorded: as in-process
         print(f"dsh: {interrupted_reason(interrupted)}", file=sys.stderr)

@@ -1,0 +1,131 @@
+"""dsh's standard streams: its output written whole or reported lost, its own messages best effort.
+
+Three rules, set once by the ``dsh`` entry point (:func:`claim_streams`) and used by every verb:
+
+- A descriptor 0, 1 or 2 that was closed when dsh started (``dsh exec -- cmd >&-``) is held open on
+  ``/dev/null``, so no file dsh opens later (a lock, a transcript) takes its number and receives
+  what was meant for the terminal. ``sys.stdout`` stays None there: output for it is lost, and
+  :func:`write_all` says so.
+- Output (a command's, a verb's lines and documents) goes through :func:`write_all`: whole, or
+  :class:`OutputLost` naming the stream, and dsh's failure status.
+- dsh's own messages (warnings, notices, errors: ``sys.stderr``) are written if stderr takes them.
+  A stderr that is closed, full or gone cannot be told that it failed; the exit status still says
+  what happened, and neither the command's output on stdout nor its status is lost for it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ._status import OutputLost
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
+    from typing import Any
+
+
+class Diagnostics:
+    """``sys.stderr`` as dsh uses it: text written straight to descriptor 2, unbuffered, or dropped when
+    descriptor 2 cannot take it (closed at start, a full disk, a reader gone).
+
+    Written straight, so nothing is left in a buffer for the interpreter's last flush to fail on.
+    """
+
+    def __init__(self, encoding: str, errors: str, closed: bool) -> None:
+        self.encoding = encoding
+        self.errors = errors
+        self.closed = closed
+        """Descriptor 2 was closed when dsh started: what is written goes nowhere, and
+        :func:`write_all` says a command's stderr is lost, as for a closed stdout."""
+
+    def write(self, text: str) -> int:
+        data = memoryview(text.encode(self.encoding, self.errors))
+        try:
+            while data:
+                data = data[os.write(2, data) :]
+        except OSError:
+            pass  # nowhere left to say it: the status tells (see the module's rules)
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        """Nothing is buffered."""
+
+    def fileno(self) -> int:
+        return 2
+
+    def isatty(self) -> bool:
+        return os.isatty(2)
+
+    def writable(self) -> bool:
+        return True
+
+
+def claim_streams() -> None:
+    """Hold descriptors 0-2 that were closed at start on ``/dev/null`` and make ``sys.stderr`` a
+    :class:`Diagnostics` (the module's rules); ``sys.stdin`` and ``sys.stdout`` keep Python's None."""
+    for fd, stream in ((0, sys.stdin), (1, sys.stdout), (2, sys.stderr)):
+        if stream is None:  # how Python says the descriptor was not open when it started
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    stderr = sys.stderr
+    if stderr is not None:
+        stderr.flush()
+    sys.stderr = Diagnostics(getattr(stderr, "encoding", None) or "utf-8", "backslashreplace", stderr is None)
+
+
+def write_all(text: str, stream: Any, name: str = "stdout") -> None:
+    """Write ``text`` to ``stream`` whole, even when a signal comes while a reader holds it back.
+
+    CPython's buffered writer drops the rest of a large write that a signal interrupted (the
+    handler returns, and the call reports success), so the bytes go through ``os.write`` until all
+    are out; a stream without a descriptor (a test's capture) is written as it is. Text the
+    stream's encoding cannot hold (``PYTHONIOENCODING=ascii``) is written with backslash escapes.
+
+    Raises :class:`OutputLost` naming the stream (``name``) when it cannot take it (closed, a full
+    disk); ``BrokenPipeError`` (the reader went away) is left to the caller, which ends quietly.
+    """
+    if stream is None or getattr(stream, "closed", False):  # None: how Python says fd 1 was closed at start
+        if text:
+            raise OutputLost(f"cannot write the output: {name} is closed")
+        return
+    try:
+        try:
+            fd = stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            stream.write(text)
+            stream.flush()
+            return
+        stream.flush()
+        encoding = stream.encoding or "utf-8"
+        try:
+            data = memoryview(text.encode(encoding, stream.errors or "strict"))
+        except UnicodeEncodeError:
+            data = memoryview(text.encode(encoding, "backslashreplace"))
+        while data:
+            data = data[os.write(fd, data) :]
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputLost(f"cannot write the output to {name}: {exc.strerror or exc}") from None
+
+
+def write_outputs(stdout: str, stderr: str) -> BaseException | None:
+    """Write a command's two streams, each whole; stderr is written even when stdout cannot take its part.
+
+    Returns what stopped stdout (:class:`OutputLost`, ``BrokenPipeError``), for the caller to raise once
+    it has said the rest (the command's notices); a failing stderr raises at once.
+    """
+    lost: BaseException | None = None
+    try:
+        write_all(stdout, sys.stdout)
+    except (OutputLost, BrokenPipeError) as exc:
+        lost = exc
+    write_all(stderr, sys.stderr, "stderr")
+    return lost
