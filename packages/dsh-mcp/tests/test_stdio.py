@@ -257,6 +257,31 @@ def test_a_closed_stdin_is_one_line_before_anything_is_served(tmp_path: Path) ->
     )
 
 
+def test_a_client_pipe_that_cannot_take_an_answer_is_one_line_naming_it(tmp_path: Path) -> None:
+    if not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full (Linux) to fill stdout")
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "dsh.cli", "mcp"],
+            input=json.dumps(hello) + "\n",
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **_env(tmp_path / "home")},
+            timeout=60,
+        )
+    assert (done.returncode, done.stderr) == (
+        1,
+        "dsh: dsh mcp: the connection to the client (stdin and stdout) failed: No space left on device\n",
+    )
+
+
 CLIENT = textwrap.dedent(
     """
     import asyncio, sys

@@ -432,7 +432,17 @@ def serve(
     try:
         return anyio.run(_serve, deployment, session_id, cwd, version)
     except BaseExceptionGroup as group:
-        raise _first(group) from None
+        raise _named(_first(group)) from None
+    except OSError as exc:
+        raise _named(exc) from None
+
+
+def _named(exc: BaseException) -> BaseException:
+    """``exc``, or for an ``OSError`` that names no file (the pipes to the client: ``dsh mcp >/dev/full``)
+    a :class:`DshError` that says so; a client that went away (``BrokenPipeError``) is left to end quietly."""
+    if isinstance(exc, OSError) and exc.filename is None and not isinstance(exc, ConnectionError):
+        return DshError(f"dsh mcp: the connection to the client (stdin and stdout) failed: {exc.strerror or exc}")
+    return exc
 
 
 def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
