@@ -23,6 +23,9 @@ def host() -> Iterator[TemporaryHost]:
         environment=STALE,
         bashrc=(
             "export DSH_SESSION_ID=stale dsh_turn_id=stale MY_SECRET=leak CLAUDE_ENV_FILE=/host/env\n"
+            # exported functions the prelude's bash and the command's would import: one stands in for
+            # the builtin that removes the rest, one for a command the child runs
+            "unset() { :; }; printenv() { echo hijacked; }; export -f unset printenv\n"
             "echo bashrc-noise\necho err-noise >&2\n"
         ),
     )
@@ -69,6 +72,9 @@ def test_the_childs_dsh_variables_are_exactly_the_snapshot_whatever_the_login_se
     assert {k: v for k, v in child.items() if k.upper().startswith("DSH_")} == snapshot
     assert "FOO_TOKEN" not in child and "MY_SECRET" not in child
     assert "CODEX_THREAD_ID" not in child and "CLAUDE_ENV_FILE" not in child  # a harness's identity on the host
+    assert not [k for k in child if k.startswith("BASH_FUNC_")], "no function of the host's login reaches it"
+    greeting = _run(_executor(host, tmp_path), BashExecRequest("printenv HOST_GREETING", cwd=str(host.home)))
+    assert greeting.stdout == "hello\n"  # type: ignore[attr-defined]
     assert child["HOST_GREETING"] == "hello" and child["ORDINARY"] == "yes" and child["TERM"] == "dumb"
     assert "bashrc-noise" not in stdout and "err-noise" not in result.stderr  # type: ignore[attr-defined]
     assert child["PWD"] == str(host.home)

@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING
 
 from ._capture import Capture
 from ._child import Ended
-from ._env import DSH_ENV_PREFIX, HARNESS_IDENTITY_KEYS, SHELL_CODE_KEYS, Shell, is_managed_key
+from ._env import (
+    DSH_ENV_PREFIX,
+    EXPORTED_FUNCTION_PREFIX,
+    HARNESS_IDENTITY_KEYS,
+    SHELL_CODE_KEYS,
+    Shell,
+    is_managed_key,
+)
 from ._errors import ChannelError, ExecError
 from ._interrupt import Interrupted, Interrupts, interrupted_result, interrupted_status, interruption
 from ._local import (
@@ -29,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DSH_ENV_PREFIX",
+    "EXPORTED_FUNCTION_PREFIX",
     "HARNESS_IDENTITY_KEYS",
     "LOCAL_WORLD",
     "SHELL_CODE_KEYS",
