@@ -11,7 +11,9 @@ from dsh.hooks._envfile import EnvFiles
 from dsh.hooks._process import hook_executor
 
 
-def _load(home: Path, write: list[str | None], swap: str | None = None) -> tuple[dict[str, str], list[str], list[Path]]:
+def _load(
+    home: Path, write: list[str | None], swap: str | None = None, ambient: dict[str, str] | None = None
+) -> tuple[dict[str, str], list[str], list[Path]]:
     """Env files of one session: each text written to its own file (None: the hook wrote none)."""
     files = EnvFiles(home)
     try:
@@ -28,7 +30,7 @@ def _load(home: Path, write: list[str | None], swap: str | None = None) -> tuple
             target.write_text("export PLANTED=1\n")
             paths[0].unlink(missing_ok=True)
             paths[0].symlink_to(target)
-        warnings = asyncio.run(files.load(hook_executor(spill_dir=home / "output"), "s1", str(home), paths))
+        warnings = asyncio.run(files.load(hook_executor(spill_dir=home / "output"), "s1", str(home), paths, ambient))
         return dict(files.exports("s1")), warnings, paths
     finally:
         files.close()
@@ -57,3 +59,11 @@ def test_a_symbolic_link_in_place_of_the_file_is_not_followed(tmp_path: Path) ->
 def test_an_env_file_cannot_export_shell_code_variables(tmp_path: Path) -> None:
     env, _, _ = _load(tmp_path, ["export ENV=/tmp/x.sh BASH_ENV=/tmp/y.sh PS4='$(id)' KEPT=1\n"])
     assert env == {"KEPT": "1"}
+
+
+def test_an_env_file_extends_the_session_s_environment_not_the_server_s(tmp_path: Path) -> None:
+    # Served, the session's environment is the client's: `export PATH="$PATH:/extra"` once extended
+    # the dsh serve process's PATH, so the client's commands lost their own.
+    client = {"PATH": f"{tmp_path}/client-bin:/usr/bin:/bin", "FROM_CLIENT": "1"}
+    env, _, _ = _load(tmp_path, ['export PATH="$PATH:/extra" SEEN="$FROM_CLIENT"\n'], ambient=client)
+    assert env == {"PATH": f"{tmp_path}/client-bin:/usr/bin:/bin:/extra", "SEEN": "1"}

@@ -51,8 +51,18 @@ class EnvFiles:
             env = self._exports.get(parent_session)
         return dict(env or {})
 
-    async def load(self, executor: Executor, session_id: str, cwd: str, files: Sequence[Path]) -> list[str]:
+    async def load(
+        self,
+        executor: Executor,
+        session_id: str,
+        cwd: str,
+        files: Sequence[Path],
+        ambient: Mapping[str, str] | None = None,
+    ) -> list[str]:
         """Source ``files`` in order in one bash and keep what they exported; one warning per refusal.
+
+        The bash starts from the session's environment (``ambient``: a served client's; None: this
+        process's), so ``export PATH="$PATH:/extra"`` extends the PATH its commands get.
 
         Each file is opened once, without following a symbolic link and without blocking (a FIFO or
         a device put in its place is refused, never waited on), and what was read from that
@@ -87,6 +97,7 @@ class EnvFiles:
             cwd=cwd if Path(cwd).is_dir() else None,
             timeout=30,
             stdin="".join(f"{text}\0" for text in texts),
+            ambient=ambient,
         )
         try:
             result = await executor.run(request)

@@ -217,7 +217,7 @@ class HookRunner:
             extra_env=env_for,
         )
         if env_files:
-            warnings = await self._env_files.load(self.executor, header.id, header.cwd, env_files)
+            warnings = await self._env_files.load(self.executor, header.id, header.cwd, env_files, ambient)
             outcome = outcome._replace(warnings=outcome.warnings + tuple(warnings))
         return outcome
 
