@@ -19,8 +19,6 @@ from ._fast._status import BLOCKED_EXIT, FAILURE_EXIT, TIMEOUT_EXIT
 from ._fast._wire import KEEPALIVE, KEEPALIVE_RANGE, MISSED_KEEPALIVES
 
 if TYPE_CHECKING:
-    from _typeshed import SupportsWrite
-
     from dsh.loader import EntryPointItem
 
 BUILTIN_VERBS = ("exec", "run", "env", "plugins", "serve", "sessions", "skills")
@@ -89,7 +87,7 @@ class _Parser(argparse.ArgumentParser):
     ``dsh --help >/dev/full`` said nothing and exited 0). Every verb's parser is one (argparse makes a
     sub-parser of its parent's class)."""
 
-    def print_help(self, file: SupportsWrite[str] | None = None) -> None:
+    def print_help(self, file: Any = None) -> None:  # typeshed's SupportsWrite: no module to import at run time
         from ._fast._streams import write_all
 
         write_all(self.format_help(), sys.stdout if file is None else file)
