@@ -170,6 +170,7 @@ def test_from_a_terminal_ctrl_c_interrupts_the_turn_and_the_run_goes_on(tmp_path
     slow = {"id": "call_slow", "type": "function", "function": {"name": "bash", "arguments": ""}}
     slow["function"]["arguments"] = json.dumps({"command": f"echo $$ > {marker}; exec sleep 300"})
     primary, secondary = pty.openpty()  # standard input is a terminal: the interactive loop
+    # (stdout is a pipe, not the terminal: the prompt goes to stderr, so stdout holds the answers alone)
     with Endpoint() as endpoint:
         endpoint.queue(
             _reply({"role": "assistant", "content": None, "tool_calls": [slow]}, "tool_calls"),
@@ -185,7 +186,7 @@ def test_from_a_terminal_ctrl_c_interrupts_the_turn_and_the_run_goes_on(tmp_path
         assert proc.stdout is not None and proc.stderr is not None
         out, err = _Reader(proc.stdout), _Reader(proc.stderr)
         try:
-            out.until("> ")
+            err.until("> ")
             os.write(primary, b"first\n")
             deadline = time.monotonic() + 60
             while not marker.exists() or not marker.read_text().strip():
@@ -194,16 +195,16 @@ def test_from_a_terminal_ctrl_c_interrupts_the_turn_and_the_run_goes_on(tmp_path
             command = int(marker.read_text())
             proc.send_signal(signal.SIGINT)  # what Ctrl-C sends to the terminal's foreground job
             err.until("the session goes on")
-            out.until("> ")
+            err.until("> ")
             assert not Path(f"/proc/{command}").exists() or "zombie" in Path(f"/proc/{command}/status").read_text()
             os.write(primary, b"second\n")
             out.until("second answered")
-            out.until("> ")
+            err.until("> ")
             proc.send_signal(signal.SIGINT)  # at the prompt: the line is discarded, the run goes on
             time.sleep(0.3)
             os.write(primary, b"third\n")
             out.until("third answered")
-            out.until("> ")
+            err.until("> ")
             os.write(primary, b"\x04")  # Ctrl-D ends the run
             assert proc.wait(timeout=60) == 0, err.text + proc.stderr.read().decode()
         finally:
@@ -220,3 +221,26 @@ def test_from_a_terminal_ctrl_c_interrupts_the_turn_and_the_run_goes_on(tmp_path
     assert [e.get("interrupted") for e in ends] == ["SIGINT", None, None]
     prompts = [e["data"]["text"] for e in events if e.get("type") == "message/user"]
     assert prompts == ["first", "second", "third"]
+
+
+def test_a_prompt_that_is_not_text_is_one_line_and_stdin_closed_is_no_prompt(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with Endpoint() as endpoint:
+        env = {**os.environ, "DSH_HOME": str(home), **_env(endpoint)}
+        run = [sys.executable, "-m", "dsh.cli", "run", "--model", "openai"]
+        # A byte the locale could not decode reached the SDK as a lone surrogate: a traceback.
+        odd = subprocess.run(
+            [*run, "--prompt", os.fsdecode(b"caf\xff")], capture_output=True, text=True, env=env, timeout=120
+        )
+        assert odd.returncode == 1 and odd.stderr.endswith(
+            "dsh: the prompt from --prompt is not UTF-8 text (byte 0xff at character 3)\n"
+        ), odd.stderr
+        ascii_only = subprocess.run(
+            run, input="café\n", capture_output=True, text=True, timeout=120, env={**env, "PYTHONIOENCODING": "ascii"}
+        )
+        assert ascii_only.returncode == 1 and "the prompt on standard input is not ascii text" in ascii_only.stderr
+        assert "Traceback" not in odd.stderr + ascii_only.stderr
+        code = "import os, subprocess, sys; os.close(0); sys.exit(subprocess.call(sys.argv[1:]))"
+        closed = subprocess.run([sys.executable, "-c", code, *run], capture_output=True, text=True, env=env)
+        assert (closed.returncode, closed.stdout) == (0, ""), closed.stderr
+        assert endpoint.seen == [], "no prompt, no request"

@@ -257,3 +257,13 @@ def test_a_server_whose_log_reader_went_away_still_runs_and_answers(home: Path, 
     finally:
         proc.terminate()
         proc.wait(timeout=60)
+
+
+def test_a_served_json_document_stays_json_where_the_client_s_encoding_is_ascii(
+    server: ServeProcess, home: Path
+) -> None:
+    done = dsh("exec", "--json", "--", "printf 'caf\\303\\251\\n'", home=home, env={"PYTHONIOENCODING": "ascii"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.isascii() and json.loads(done.stdout)["stdout"] == "café\n"
+    _, log = server.stop()
+    assert "exited 0" in log, "it was served"

@@ -459,3 +459,48 @@ def test_output_the_terminal_s_encoding_cannot_hold_is_escaped_not_a_traceback(t
         "exec", "--no-server", "--", "printf 'caf\\303\\251\\n'", home=tmp_path / "h", env={"PYTHONIOENCODING": "ascii"}
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, "caf\\xe9\n", "")
+
+
+def test_ctrl_c_while_loading_ends_dsh_with_130_even_when_stderr_is_full(tmp_path: Path) -> None:
+    # The handler's one line raised OSError from inside whatever the signal interrupted (an import,
+    # orjson's set-up): dsh went on, crashed or ran the command, instead of ending with 130.
+    if not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full (Linux) to fill stderr")
+    code = (
+        "import os, signal; from dsh.cli._fast._client import _stop_loading; "
+        "os.dup2(os.open('/dev/full', os.O_WRONLY), 2); _stop_loading(signal.SIGINT, None)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130
+
+
+def test_a_json_document_stays_json_where_the_encoding_is_ascii(tmp_path: Path) -> None:
+    done = dsh(
+        "exec", "--no-server", "--json", "--", "printf 'caf\\303\\251 \\360\\237\\230\\200\\n'",
+        home=tmp_path / "h", env={"PYTHONIOENCODING": "ascii"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.isascii() and json.loads(done.stdout)["stdout"] == "café \U0001f600\n"
+
+
+def test_output_to_a_non_blocking_pipe_waits_for_its_reader(tmp_path: Path) -> None:
+    # os.write on a full non-blocking pipe raises EAGAIN: that is a reader being slow, not lost output.
+    import fcntl
+    import time
+
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)  # smaller than the output (under its 30,000-character cut)
+    fcntl.fcntl(write_end, fcntl.F_SETFL, fcntl.fcntl(write_end, fcntl.F_GETFL) | os.O_NONBLOCK)
+    env = {**os.environ, "DSH_HOME": str(tmp_path / "h")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dsh.cli", "exec", "--no-server", "--", "seq 1 5000"],
+        stdout=write_end, stderr=subprocess.PIPE, env=env,
+    )  # fmt: skip
+    os.close(write_end)
+    time.sleep(2)  # let the pipe fill while nobody reads
+    chunks = []
+    while chunk := os.read(read_end, 65536):
+        chunks.append(chunk)
+    os.close(read_end)
+    assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
+    assert b"".join(chunks).decode().split() == [str(n) for n in range(1, 5001)]

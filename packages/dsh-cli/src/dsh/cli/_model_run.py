@@ -22,6 +22,7 @@ from dsh.bash import Interrupted, Interrupts
 from dsh.loader import ModelChoice, Runtime
 from dsh.session import SESSIONS, Session, ToolResult
 
+from ._errors import UsageError
 from ._exec import location_json, notice_line
 from ._output import print_json, say
 from ._runtime import open_runtime
@@ -64,22 +65,30 @@ def choose_model(runtime: Runtime, flag: str | None) -> ModelChoice | None:
 
 
 def _interactive(args: argparse.Namespace) -> bool:
-    return args.prompt is None and sys.stdin.isatty()
+    return args.prompt is None and sys.stdin is not None and sys.stdin.isatty()
 
 
 def _prompts(args: argparse.Namespace) -> Any:
+    """The prompts of the run: ``--prompt``, else standard input whole, else (a terminal) line by line.
+
+    A closed standard input gives none, as an empty one does. Text that is not UTF-8 (a byte of
+    ``--prompt`` the locale could not decode, standard input the stream's encoding cannot read) is a
+    :class:`UsageError` naming where it came from, before any of it reaches a provider.
+    """
     if args.prompt is not None:
-        yield args.prompt
+        yield _checked(args.prompt, "--prompt")
+        return
+    if sys.stdin is None:
         return
     if not sys.stdin.isatty():
-        text = sys.stdin.read()
+        text = _checked(_read(sys.stdin.read), "standard input")
         if text.strip():
             yield text
         return
     while True:
         try:
             with Interrupts.prompting():  # the read blocks the event loop: a signal must break it here
-                line = input("> ")
+                line = _checked(_read(_prompted_line), "standard input")
         except EOFError:
             print(file=sys.stderr)
             return
@@ -91,6 +100,46 @@ def _prompts(args: argparse.Namespace) -> Any:
             continue
         if line.strip():
             yield line
+
+
+def _prompted_line() -> str:
+    """One line from the terminal after ``> ``: on the terminal through ``input`` (line editing) when
+    stdout is the terminal too, else on stderr, so stdout holds the answers alone."""
+    if sys.stdout is not None and sys.stdout.isatty():
+        return input("> ")
+    sys.stderr.write("> ")
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line.removesuffix("\n")
+
+
+def _read(read: Any) -> str:
+    try:
+        text: str = read()
+    except UnicodeDecodeError as exc:
+        encoding = getattr(sys.stdin, "encoding", None) or "utf-8"
+        raise UsageError(
+            f"the prompt on standard input is not {encoding} text (byte {exc.object[exc.start]:#04x} at "
+            f"{exc.start}); send it in that encoding, or give it with --prompt",
+            option="--prompt",
+        ) from None
+    return text
+
+
+def _checked(text: str, where: str) -> str:
+    """``text``, or a :class:`UsageError` when UTF-8 cannot hold it (a byte the locale could not decode)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start]
+        byte = f"byte {ord(bad) - 0xDC00:#04x}" if 0xDC80 <= ord(bad) <= 0xDCFF else f"U+{ord(bad):04X}"
+        raise UsageError(
+            f"the prompt from {where} is not UTF-8 text ({byte} at character {exc.start})",
+            option="--prompt",
+            value=None if where != "--prompt" else text,
+        ) from None
+    return text
 
 
 async def _turn(agent: Agent, prompt: str, interactive: bool) -> TurnResult | None:

@@ -16,7 +16,7 @@ def json_text(value: Any) -> str:
 
 def print_json(value: Any) -> None:
     """Print ``value`` as :func:`json_text` writes it (``OutputLost`` when stdout cannot take it)."""
-    write_all(json_text(value), sys.stdout)
+    write_all(json_text(value), sys.stdout, json=True)
 
 
 def say(*lines: str) -> None:

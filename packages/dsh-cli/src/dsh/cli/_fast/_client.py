@@ -76,8 +76,18 @@ def _stop_loading(_signum: int, _frame: object) -> None:
     """
     from ._status import interrupted_early
 
-    os.write(2, f"dsh: {interrupted_early('SIGINT')}\n".encode())
+    _last_word(f"dsh: {interrupted_early('SIGINT')}\n")
     os._exit(130)
+
+
+def _last_word(line: str) -> None:
+    """``line`` on fd 2 from a signal handler that ends dsh, if fd 2 takes it: an error raised here
+    would unwind through whatever the signal interrupted (an import, a C extension's set-up) instead
+    of ending dsh with its status."""
+    try:  # noqa: SIM105 - not contextlib.suppress: the served path does not import contextlib
+        os.write(2, line.encode())
+    except OSError:
+        pass
 
 
 def _exiting(code: int, signals: Any) -> Callable[[int, FrameType | None], None]:
@@ -88,7 +98,7 @@ def _exiting(code: int, signals: Any) -> Callable[[int, FrameType | None], None]
 
     def handler(signum: int, _frame: FrameType | None) -> None:
         name = next((n for n in INTERRUPTS if getattr(signals, n, None) == signum), signum)
-        os.write(2, f"dsh: {name} came as dsh was exiting; exit status {code} stands\n".encode())
+        _last_word(f"dsh: {name} came as dsh was exiting; exit status {code} stands\n")
         os._exit(code)
 
     return handler

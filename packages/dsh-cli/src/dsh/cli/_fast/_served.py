@@ -183,7 +183,7 @@ def _fail(args: ExecArgs | argparse.Namespace, message: str, status: int = FAILU
     """dsh's own failure of a served exec: one line, the ``--json`` document, ``status`` (125 unless told)."""
     print(f"dsh: {message}", file=sys.stderr)
     if args.json:
-        write_all(_document(message), sys.stdout)
+        write_all(_document(message), sys.stdout, json=True)
     return status
 
 
@@ -357,13 +357,13 @@ def _report(args: ExecArgs | argparse.Namespace, answer: dict[str, Any], interru
         error = str(answer.get("error"))
         print(f"dsh: {error}", file=sys.stderr)
         if args.json and "interrupted" not in answer:  # interrupted: stdout stays empty, as in-process
-            write_all(document if isinstance(document, str) else _document(error), sys.stdout)
+            write_all(document if isinstance(document, str) else _document(error), sys.stdout, json=True)
         # dsh exec keeps 0-124 and 126+ for the command: its own failures are 125, served or not.
         code = answer.get("exit_code", FAILURE_EXIT)
         return code if isinstance(code, int) else FAILURE_EXIT
     result = answer["result"]
     if args.json and isinstance(document, str):
-        write_all(document, sys.stdout)
+        write_all(document, sys.stdout, json=True)
         lost = None
     else:
         lost = write_outputs(result["stdout"], result["stderr"])

@@ -16,6 +16,7 @@ Three rules, set once by the ``dsh`` entry point (:func:`claim_streams`) and use
 from __future__ import annotations
 
 import os
+import select
 import sys
 
 from ._status import OutputLost
@@ -80,13 +81,15 @@ def claim_streams() -> None:
     sys.stderr = Diagnostics(getattr(stderr, "encoding", None) or "utf-8", "backslashreplace", stderr is None)
 
 
-def write_all(text: str, stream: Any, name: str = "stdout") -> None:
+def write_all(text: str, stream: Any, name: str = "stdout", *, json: bool = False) -> None:
     """Write ``text`` to ``stream`` whole, even when a signal comes while a reader holds it back.
 
     CPython's buffered writer drops the rest of a large write that a signal interrupted (the
     handler returns, and the call reports success), so the bytes go through ``os.write`` until all
-    are out; a stream without a descriptor (a test's capture) is written as it is. Text the
-    stream's encoding cannot hold (``PYTHONIOENCODING=ascii``) is written with backslash escapes.
+    are out, waiting while a non-blocking descriptor is full; a stream without a descriptor (a
+    test's capture) is written as it is. Text the stream's encoding cannot hold
+    (``PYTHONIOENCODING=ascii``) is written with backslash escapes, or for a JSON document
+    (``json``) with JSON's own ``\\u`` escapes, so it stays the same document.
 
     Raises :class:`OutputLost` naming the stream (``name``) when it cannot take it (closed, a full
     disk); ``BrokenPipeError`` (the reader went away) is left to the caller, which ends quietly.
@@ -107,13 +110,32 @@ def write_all(text: str, stream: Any, name: str = "stdout") -> None:
         try:
             data = memoryview(text.encode(encoding, stream.errors or "strict"))
         except UnicodeEncodeError:
-            data = memoryview(text.encode(encoding, "backslashreplace"))
+            data = memoryview(ascii_json(text).encode() if json else text.encode(encoding, "backslashreplace"))
         while data:
-            data = data[os.write(fd, data) :]
+            try:
+                data = data[os.write(fd, data) :]
+            except BlockingIOError:  # a non-blocking descriptor its reader has not emptied yet
+                select.select([], [fd], [])
     except BrokenPipeError:
         raise
     except OSError as exc:
         raise OutputLost(f"cannot write the output to {name}: {exc.strerror or exc}") from None
+
+
+def ascii_json(text: str) -> str:
+    """JSON ``text`` with every character beyond ASCII written as its ``\\u`` escape (a pair of them
+    beyond the first plane), as ``json.dumps(..., ensure_ascii=True)`` writes it: the same document."""
+    out = []
+    for char in text:
+        code = ord(char)
+        if code < 0x80:
+            out.append(char)
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            code -= 0x10000
+            out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+    return "".join(out)
 
 
 def write_outputs(stdout: str, stderr: str) -> BaseException | None:
