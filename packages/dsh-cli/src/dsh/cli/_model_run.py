@@ -120,7 +120,7 @@ def _read(read: Any) -> str:
     except UnicodeDecodeError as exc:
         encoding = getattr(sys.stdin, "encoding", None) or "utf-8"
         raise UsageError(
-            f"the prompt on standard input is not {encoding} text (byte {exc.object[exc.start]:#04x} at "
+            f"the prompt on standard input is not {encoding} text (byte {exc.object[exc.start]:#04x} at offset "
             f"{exc.start}); send it in that encoding, or give it with --prompt",
             option="--prompt",
         ) from None
