@@ -504,3 +504,16 @@ def test_output_to_a_non_blocking_pipe_waits_for_its_reader(tmp_path: Path) -> N
     os.close(read_end)
     assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
     assert b"".join(chunks).decode().split() == [str(n) for n in range(1, 5001)]
+
+
+def test_dsh_s_stderr_is_line_buffered_and_drops_what_fd_2_refuses() -> None:
+    # Whole lines at once, as Python's own stderr (print writes the text and the newline apart, and
+    # another thread's line must not land between them); a full fd 2 is dropped, never raised.
+    code = (
+        "import os; from dsh.cli._fast._streams import Diagnostics\n"
+        "d = Diagnostics('utf-8', 'backslashreplace', False)\n"
+        "d.write('a'); os.write(2, b'|'); d.write('b\\nc'); os.write(2, b'|'); d.flush()\n"
+        "os.dup2(os.open('/dev/full', os.O_WRONLY), 2); d.write('lost\\n'); d.flush(); print('survived')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr, done.stdout) == (0, "|ab\n|c", "survived\n")

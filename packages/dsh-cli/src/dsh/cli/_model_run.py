@@ -108,6 +108,7 @@ def _prompted_line() -> str:
     if sys.stdout is not None and sys.stdout.isatty():
         return input("> ")
     sys.stderr.write("> ")
+    sys.stderr.flush()
     line = sys.stdin.readline()
     if not line:
         raise EOFError

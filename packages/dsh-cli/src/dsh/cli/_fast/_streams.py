@@ -27,10 +27,11 @@ if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
 
 
 class Diagnostics:
-    """``sys.stderr`` as dsh uses it: text written straight to descriptor 2, unbuffered, or dropped when
-    descriptor 2 cannot take it (closed at start, a full disk, a reader gone).
+    """``sys.stderr`` as dsh uses it: line-buffered like Python's own, each complete line written to
+    descriptor 2 at once, or dropped when descriptor 2 cannot take it (closed at start, a full disk,
+    a reader gone).
 
-    Written straight, so nothing is left in a buffer for the interpreter's last flush to fail on.
+    A failed write is dropped, not kept, so nothing is left for the interpreter's last flush to fail on.
     """
 
     def __init__(self, encoding: str, errors: str, closed: bool) -> None:
@@ -39,14 +40,14 @@ class Diagnostics:
         self.closed = closed
         """Descriptor 2 was closed when dsh started: what is written goes nowhere, and
         :func:`write_all` says a command's stderr is lost, as for a closed stdout."""
+        self._pending = ""
 
     def write(self, text: str) -> int:
-        data = memoryview(text.encode(self.encoding, self.errors))
-        try:
-            while data:
-                data = data[os.write(2, data) :]
-        except OSError:
-            pass  # nowhere left to say it: the status tells (see the module's rules)
+        pending = self._pending + text
+        cut = pending.rfind("\n") + 1
+        self._pending = pending[cut:]
+        if cut:
+            self._send(pending[:cut])
         return len(text)
 
     def writelines(self, lines: Any) -> None:
@@ -54,7 +55,17 @@ class Diagnostics:
             self.write(line)
 
     def flush(self) -> None:
-        """Nothing is buffered."""
+        pending, self._pending = self._pending, ""
+        if pending:
+            self._send(pending)
+
+    def _send(self, text: str) -> None:
+        data = memoryview(text.encode(self.encoding, self.errors))
+        try:
+            while data:
+                data = data[os.write(2, data) :]
+        except OSError:
+            pass  # nowhere left to say it: the status tells (see the module's rules)
 
     def fileno(self) -> int:
         return 2
