@@ -417,6 +417,9 @@ def test_a_full_stderr_loses_neither_the_command_s_output_nor_its_status(tmp_pat
     assert (timed.returncode, timed.stdout) == (124, "OUT\n")
     listed = _dsh_with("full-stderr", "sessions", "list", home=home)
     assert listed.returncode == 0 and len(listed.stdout.splitlines()) == 1
+    # the command's own stderr is output, not a message: lost, so 125 (and its stdout still out)
+    said = _dsh_with("full-stderr", "exec", "--no-server", "--", "echo out; echo err >&2", home=home)
+    assert (said.returncode, said.stdout) == (125, "out\n")
 
 
 def test_with_stdout_lost_the_command_s_stderr_and_notices_still_come_out(tmp_path: Path) -> None:

@@ -28,6 +28,12 @@ from dsh.bash import DSH_ENV_PREFIX, EXPORTED_FUNCTION_PREFIX, HARNESS_IDENTITY_
 NO_CWD = "nocwd"
 """Said after the marker instead of a pid when the working directory does not exist on the host (nothing ran)."""
 
+_FUNCTIONS = f"$(env | sed -n 's/^\\({EXPORTED_FUNCTION_PREFIX}[A-Za-z0-9_.:@+-]*%%\\)=.*/-u \\1/p')"
+"""``-u NAME`` for each function the login environment exports (``BASH_FUNC_unset%%``): bash would
+import it, and a function named ``unset`` or ``printenv`` stands in for the builtin or the command,
+in the prelude and in the command alike. A name of other characters is not matched (none of bash's
+builtins has one)."""
+
 
 def remote_line(
     marker: str,
@@ -59,10 +65,3 @@ def remote_line(
         f"exec env {' '.join(f'-u {key}' for key in sorted(SHELL_CODE_KEYS))} {_FUNCTIONS} "
         f"bash --noprofile --norc -c {shlex.quote(inner)}"
     )
-
-
-_FUNCTIONS = f"$(env | sed -n 's/^\\({EXPORTED_FUNCTION_PREFIX}[A-Za-z0-9_.:@+-]*%%\\)=.*/-u \\1/p')"
-"""``-u NAME`` for each function the login environment exports (``BASH_FUNC_unset%%``): bash would
-import it, and a function named ``unset`` or ``printenv`` stands in for the builtin or the command,
-in the prelude and in the command alike. A name of other characters is not matched (none of bash's
-builtins has one)."""

@@ -22,6 +22,7 @@ from ._fast._choice import choose_deployment, relative_home
 from ._fast._client import _stop_loading
 from ._fast._exec_argv import ExecArgs
 from ._fast._status import FAILURE_EXIT, failure_document
+from ._fast._streams import quiet_stdout
 
 if TYPE_CHECKING:
     import argparse
@@ -98,7 +99,7 @@ def dispatch(args: Args) -> int:
         return sessions_verb(args)
     except BrokenPipeError:
         # The reader went away (`dsh sessions list | head -1`): stop quietly, as shell tools do.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # fd 1, not sys.stdout's: that is None when fd 1 was closed
+        quiet_stdout()
         return 128 + signal.SIGPIPE
     except (DshError, OSError) as exc:
         if args.debug:

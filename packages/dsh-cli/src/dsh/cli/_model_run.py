@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from dsh.agent import Agent, ModelError, ToolCall, load_model
@@ -115,9 +116,10 @@ def _prompted_line() -> str:
     return line.removesuffix("\n")
 
 
-def _read(read: Any) -> str:
+def _read(read: Callable[[], str]) -> str:
+    """What ``read`` read from standard input, or a :class:`UsageError` when its encoding cannot read it."""
     try:
-        text: str = read()
+        text = read()
     except UnicodeDecodeError as exc:
         encoding = getattr(sys.stdin, "encoding", None) or "utf-8"
         raise UsageError(

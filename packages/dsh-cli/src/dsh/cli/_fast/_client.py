@@ -18,7 +18,7 @@ try:
     from ._exec_argv import parse_exec
     from ._served import served_exec
     from ._status import FAILURE_EXIT, INTERRUPTS, OutputLost
-    from ._streams import claim_streams
+    from ._streams import claim_streams, quiet_stdout, to_stderr
 except KeyboardInterrupt:  # Ctrl-C while dsh loads: one line, no traceback (see `run`)
     from ._status import interrupted_early
 
@@ -58,14 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return dispatch(args)
     except OutputLost as exc:  # what ran, ran: one line, and dsh's own failure status
         print(f"dsh: {exc}", file=sys.stderr)
-        _quiet_stdout()
+        quiet_stdout()
         return FAILURE_EXIT if verb == "exec" else 1
-
-
-def _quiet_stdout() -> None:
-    """Point fd 1 at /dev/null, so the interpreter's last flush of what stdout still holds cannot fail
-    again with an "Exception ignored" traceback (fd 1 may be closed: then it is opened anew)."""
-    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
 
 
 def _stop_loading(_signum: int, _frame: object) -> None:
@@ -76,18 +70,8 @@ def _stop_loading(_signum: int, _frame: object) -> None:
     """
     from ._status import interrupted_early
 
-    _last_word(f"dsh: {interrupted_early('SIGINT')}\n")
+    to_stderr(f"dsh: {interrupted_early('SIGINT')}\n")
     os._exit(130)
-
-
-def _last_word(line: str) -> None:
-    """``line`` on fd 2 from a signal handler that ends dsh, if fd 2 takes it: an error raised here
-    would unwind through whatever the signal interrupted (an import, a C extension's set-up) instead
-    of ending dsh with its status."""
-    try:  # noqa: SIM105 - not contextlib.suppress: the served path does not import contextlib
-        os.write(2, line.encode())
-    except OSError:
-        pass
 
 
 def _exiting(code: int, signals: Any) -> Callable[[int, FrameType | None], None]:
@@ -98,7 +82,7 @@ def _exiting(code: int, signals: Any) -> Callable[[int, FrameType | None], None]
 
     def handler(signum: int, _frame: FrameType | None) -> None:
         name = next((n for n in INTERRUPTS if getattr(signals, n, None) == signum), signum)
-        _last_word(f"dsh: {name} came as dsh was exiting; exit status {code} stands\n")
+        to_stderr(f"dsh: {name} came as dsh was exiting; exit status {code} stands\n")
         os._exit(code)
 
     return handler
@@ -160,11 +144,11 @@ def run() -> None:
         # The reader went away before the last of the output (`dsh env | head -1`, a served exec
         # piped into `true`): end quietly, with the status a shell tool killed by SIGPIPE has, not a
         # traceback or an "Exception ignored" line.
-        _quiet_stdout()
+        quiet_stdout()
         code = code or 141
     except OSError as exc:  # the last of a verb's output (a full disk): not a traceback either
         print(f"dsh: cannot write the output to stdout: {exc.strerror or exc}", file=sys.stderr)
-        _quiet_stdout()
+        quiet_stdout()
         code = code or 1
     # Everything the command built lives until exit: freezing it spares the interpreter's
     # final collection a walk over every object (about a fifth of a cold `dsh exec`, measured).

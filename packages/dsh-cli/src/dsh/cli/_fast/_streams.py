@@ -60,12 +60,7 @@ class Diagnostics:
             self._send(pending)
 
     def _send(self, text: str) -> None:
-        data = memoryview(text.encode(self.encoding, self.errors))
-        try:
-            while data:
-                data = data[os.write(2, data) :]
-        except OSError:
-            pass  # nowhere left to say it: the status tells (see the module's rules)
+        to_stderr(text, self.encoding, self.errors)
 
     def fileno(self) -> int:
         return 2
@@ -75,6 +70,26 @@ class Diagnostics:
 
     def writable(self) -> bool:
         return True
+
+
+def to_stderr(text: str, encoding: str = "utf-8", errors: str = "backslashreplace") -> None:
+    """``text`` on descriptor 2 at once, or nowhere when it cannot take it: nothing is left to say it
+    (see the module's rules). Safe in a signal handler that ends dsh: it never raises ``OSError``."""
+    data = memoryview(text.encode(encoding, errors))
+    try:
+        while data:
+            data = data[os.write(2, data) :]
+    except OSError:
+        pass
+
+
+def quiet_stdout() -> None:
+    """Point descriptor 1 at ``/dev/null`` once its output is lost or its reader gone, so the
+    interpreter's last flush of what ``sys.stdout`` still holds cannot fail again with an
+    "Exception ignored" traceback (descriptor 1, not ``sys.stdout``'s: that is None when it was closed)."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
 
 
 def claim_streams() -> None:
