@@ -201,3 +201,21 @@ def test_resume_reads_only_the_tail_and_continues_the_turn_numbers(tmp_path: Pat
     # The history is still there, read when asked for.
     assert [e.type for e in resumed.history].count("turn/start") == 3 and resumed.damage
     resumed.release()
+
+
+@pytest.mark.parametrize("count", [3, 70], ids=["point", "bulk"])
+def test_a_listing_reads_the_same_headers_below_and_above_the_bulk_line(tmp_path: Path, count: int) -> None:
+    """Fewer than 64 headers are read with the standard library, 64 or more with orjson (dsh.session's
+    codec): the sessions listed, their order and a damaged one's line do not depend on which."""
+    backend = JsonlPersistence(tmp_path)
+    written = [
+        SessionHeader(id=f"s{i:03d}", cwd=f"/w/{i % 4}", created_at=f"2026-01-01T00:00:{i % 60:02d}+00:00")
+        for i in range(count)
+    ]
+    for header in written:
+        backend.write(header, [])
+    broken = Path(session_path(str(tmp_path), "/w/0", "s000"))
+    broken.write_bytes(b'{"type":"session/header","header":{"id":"s000","cwd":"/w/0"},"jsonl":NaN}\n')
+    scan = backend.scan()
+    assert [h.id for h in scan.headers] == [h.id for h in sorted(written[1:], key=lambda h: (h.created_at, h.id))]
+    assert len(scan.damaged) == 1 and "line 1 is not a valid session header (it is not JSON)" in scan.damaged[0]

@@ -33,7 +33,7 @@ def recorded(result: ToolResult) -> dict[str, Any]:
 MAX_DEPTH = 200
 """Nesting kept in recorded data (the store's JSON encoder refuses past 255 levels)."""
 
-_LOWEST, _HIGHEST = -(2**63), 2**64  # the integers the store's JSON (orjson) holds
+_LOWEST, _HIGHEST = -(2**63), 2**64  # the integers the store's JSON holds (both its encoders, dsh.session.persistence)
 
 
 class _Irregular(Exception):

@@ -5,24 +5,33 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-import orjson
-
 from ._errors import PersistenceError, SessionFormatError
-from ._json import json_bytes
+from ._json import BULK_DOCUMENTS, bulk_loads, json_bytes, json_loads
 from ._model import SessionEvent
 
 
-def encode_event(session_id: str, event: SessionEvent, *, newline: bool = False) -> bytes:
-    """One event as the JSON object every backend stores (``type``, ``at``, ``data``).
+def encode_event(session_id: str, event: SessionEvent, *, newline: bool = False, bulk: bool = False) -> bytes:
+    """One event as the JSON object every backend stores (``type``, ``at``, ``data``); ``bulk`` when it
+    is one of a flush of :data:`BULK_DOCUMENTS` or more (see :func:`encode_events`).
 
     Raises :class:`PersistenceError` naming the session and the event when JSON cannot hold its data.
     """
     try:
-        return json_bytes({"type": event.type, "at": event.at, "data": event.data}, newline=newline)
-    except orjson.JSONEncodeError as exc:
+        return json_bytes({"type": event.type, "at": event.at, "data": event.data}, newline=newline, bulk=bulk)
+    except TypeError as exc:
         raise PersistenceError(
             f"event '{event.type}' of session {session_id} cannot be stored as JSON: {exc}", session_id=session_id
         ) from None
+
+
+def encode_events(session_id: str, events: Sequence[SessionEvent], *, newline: bool = False) -> list[bytes]:
+    """Each event of one flush as :func:`encode_event` writes it, with the encoder the flush's size calls
+    for: a flush of :data:`BULK_DOCUMENTS` events or more is bulk work (``dsh.session.persistence``'s codec).
+
+    The choice depends on the count alone, so the same events always encode to the same bytes.
+    """
+    bulk = len(events) >= BULK_DOCUMENTS
+    return [encode_event(session_id, e, newline=newline, bulk=bulk) for e in events]
 
 
 def encode_batch(session_id: str, events: Sequence[SessionEvent]) -> str:
@@ -33,14 +42,14 @@ def encode_batch(session_id: str, events: Sequence[SessionEvent]) -> str:
     the last turn without parsing the flush. Raises :class:`PersistenceError` naming the session
     and the first event JSON cannot hold.
     """
-    return "[\n" + ",\n".join([encode_event(session_id, e).decode() for e in events]) + "\n]"
+    return "[\n" + b",\n".join(encode_events(session_id, events)).decode() + "\n]"
 
 
 def decode_batch(text: str | bytes) -> list[SessionEvent]:
     """The events of one stored flush (see :func:`encode_batch`); raise :class:`SessionFormatError` when damaged."""
     try:
-        rows = orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
+        rows = bulk_loads()(text)
+    except ValueError as exc:
         raise SessionFormatError(f"a flush is not JSON ({exc})", field=None) from None
     if not isinstance(rows, list):
         raise SessionFormatError("a flush must be a JSON list of events", field=None)
@@ -72,8 +81,8 @@ def batch_last_turn(text: str) -> int | None:
     end = text.find("\n", at + 1)
     line = text[at + 1 : end if end >= 0 else len(text)].rstrip(",")
     try:
-        data = orjson.loads(line).get("data")
-    except (orjson.JSONDecodeError, AttributeError):
+        data = json_loads(line).get("data")
+    except (ValueError, AttributeError):
         raise SessionFormatError("the last 'turn/start' event of a flush is not a JSON object", field=None) from None
     return _number(data.get("turn_id") if isinstance(data, dict) else None)
 

@@ -10,9 +10,8 @@ from collections.abc import Mapping
 from datetime import datetime as _datetime
 from typing import Any
 
-import orjson
-
 from ._errors import InvalidSessionIdError, SessionFormatError
+from ._json import bulk_loads, json_loads
 
 FORMAT_VERSION = 1
 """Version of the header and event format this code writes and the newest it reads."""
@@ -167,10 +166,11 @@ def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{int((now - seconds) * 1e6):06d}+00:00"
 
 
-def decode_json(text: str | bytes, what: str) -> object:
+def decode_json(text: str | bytes, what: str, *, bulk: bool = False) -> object:
+    """The value of one stored JSON document; ``bulk`` when it is one of many read together (a listing)."""
     try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
+        return bulk_loads()(text) if bulk else json_loads(text)
+    except ValueError as exc:
         raise fail(None, f"the {what} is not JSON ({exc})") from None
 
 

@@ -14,7 +14,7 @@ from dsh.session import (
     SessionLocation,
     SessionNotFoundError,
 )
-from dsh.session.persistence import SessionScan, SessionTail, StoredSession
+from dsh.session.persistence import BULK_DOCUMENTS, SessionScan, SessionTail, StoredSession
 
 from ._files import append, check_regular, fsync_dir, open_nofollow, open_read, rfind
 from ._format import (
@@ -248,6 +248,7 @@ class JsonlPersistence:
         """Headers of every readable transcript under the root (oldest first), and one line per damaged one."""
         headers: list[SessionHeader] = []
         damaged: list[str] = []
+        found: list[tuple[str, str]] = []
         for directory in self._directories():
             if not directory.is_dir():
                 continue
@@ -257,21 +258,23 @@ class JsonlPersistence:
             except OSError as exc:
                 damaged.append(f"{directory.path}: cannot list it: {exc.strerror}")
                 continue
-            for name in names:
-                path = os.path.join(directory.path, name)
+            found += [(directory.path, name) for name in names]
+        bulk = len(found) >= BULK_DOCUMENTS  # the store's codec: orjson only for a big listing
+        for folder, name in found:
+            path = os.path.join(folder, name)
+            try:
+                fd = open_read(path)
                 try:
-                    fd = open_read(path)
-                    try:
-                        check_regular(fd, path)
-                        header, _, _ = read_header(fd, path, name[: -len(".jsonl")])
-                    finally:
-                        os.close(fd)
-                except FileNotFoundError:
-                    continue  # removed while we looked
-                except (PersistenceError, OSError) as exc:
-                    damaged.append(str(exc) if isinstance(exc, PersistenceError) else f"{path}: {exc.strerror}")
-                    continue
-                headers.append(header)
+                    check_regular(fd, path)
+                    header, _, _ = read_header(fd, path, name[: -len(".jsonl")], bulk=bulk)
+                finally:
+                    os.close(fd)
+            except FileNotFoundError:
+                continue  # removed while we looked
+            except (PersistenceError, OSError) as exc:
+                damaged.append(str(exc) if isinstance(exc, PersistenceError) else f"{path}: {exc.strerror}")
+                continue
+            headers.append(header)
         return SessionScan(tuple(sorted(headers, key=lambda h: (h.created_at, h.id))), tuple(damaged))
 
     def list(self) -> list[SessionHeader]:

@@ -20,11 +20,10 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Sequence
-
-import orjson
+from json import JSONDecodeError
 
 from dsh.session import PersistenceError, SessionEvent, SessionFormatError, SessionHeader
-from dsh.session.persistence import StoredSession, encode_event, json_bytes, turn_number
+from dsh.session.persistence import StoredSession, bulk_loads, encode_events, json_bytes, json_loads, turn_number
 
 from ._files import rfind
 
@@ -47,7 +46,7 @@ def event_lines(header: SessionHeader, events: Sequence[SessionEvent]) -> bytes:
                 f"event type '{event.type}' of session {header.id} is reserved by the JSONL layout",
                 session_id=header.id,
             )
-    return b"".join([encode_event(header.id, e, newline=True) for e in events])
+    return b"".join(encode_events(header.id, events, newline=True))
 
 
 def header_line(header: SessionHeader) -> bytes:
@@ -60,22 +59,23 @@ def marker(count: int | None) -> bytes:
 
 def _is_marker(raw: bytes) -> bool:
     try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError:
+        obj = json_loads(raw)
+    except ValueError:
         return False
     return isinstance(obj, dict) and obj.get("type") == FLUSH_TYPE
 
 
 @functools.lru_cache(maxsize=256)
-def parse_header(raw: bytes, path: str, session_id: str | None) -> tuple[SessionHeader, int]:
+def parse_header(raw: bytes, path: str, session_id: str | None, bulk: bool = False) -> tuple[SessionHeader, int]:
     """The header of line 1 and the file's layout version; raise naming the file when damaged.
 
-    ``session_id`` is the session the caller expects (named in the error). Cached: every append
-    re-reads line 1, which never changes, and checking it is most of an unsynced append's cost.
+    ``session_id`` is the session the caller expects (named in the error); ``bulk`` when the line is
+    one of many read together (a listing: the faster decoder). Cached: every append re-reads line 1,
+    which never changes, and checking it is most of an unsynced append's cost.
     """
     reason = None
     try:
-        first = orjson.loads(raw)
+        first = bulk_loads()(raw) if bulk else json_loads(raw)
         if not isinstance(first, dict) or first.get("type") != HEADER_TYPE:
             reason = "it is not a 'session/header' line"
         else:
@@ -89,7 +89,7 @@ def parse_header(raw: bytes, path: str, session_id: str | None) -> tuple[Session
                     f"(this one reads up to {LAYOUT}); upgrade",
                     session_id=session_id or header.id,
                 )
-    except orjson.JSONDecodeError:
+    except JSONDecodeError:
         reason = "it is not JSON"
     except SessionFormatError as exc:
         reason = exc.problem
@@ -101,8 +101,9 @@ def parse_header(raw: bytes, path: str, session_id: str | None) -> tuple[Session
     return header, layout
 
 
-def read_header(fd: int, path: str, session_id: str | None) -> tuple[SessionHeader, int, int]:
-    """Header, layout and end offset of line 1; raise when damaged or (with ``session_id``) of another session."""
+def read_header(fd: int, path: str, session_id: str | None, *, bulk: bool = False) -> tuple[SessionHeader, int, int]:
+    """Header, layout and end offset of line 1; raise when damaged or (with ``session_id``) of another
+    session. ``bulk``: one of many read together (see :func:`parse_header`)."""
     head = os.pread(fd, 4096, 0)
     newline = head.find(b"\n")
     if newline < 0 and len(head) == 4096:
@@ -112,7 +113,7 @@ def read_header(fd: int, path: str, session_id: str | None) -> tuple[SessionHead
         raise PersistenceError(
             f"{path}: line 1 is not a complete session header; the transcript is damaged", session_id=session_id
         )
-    header, layout = parse_header(head[:newline], path, session_id)
+    header, layout = parse_header(head[:newline], path, session_id, bulk)
     if session_id is not None and header.id != session_id:
         raise PersistenceError(
             f"{path}: its header names session {header.id}, not {session_id}; refusing it", session_id=session_id
@@ -165,7 +166,7 @@ def last_turn(fd: int, body: int, end: int) -> int | None:
     line = os.pread(fd, min(end - at - 1, MAX_HEADER), at + 1)
     newline = line.find(b"\n")
     try:
-        turn_id = orjson.loads(line[:newline] if newline >= 0 else line)["data"]["turn_id"]
+        turn_id = json_loads(line[:newline] if newline >= 0 else line)["data"]["turn_id"]
     except (ValueError, KeyError, TypeError):
         return None
     return turn_number(turn_id)
@@ -178,7 +179,7 @@ def parse_transcript(data: bytes, path: str, session_id: str | None) -> StoredSe
         raise PersistenceError(
             f"{path}: line 1 is not a complete session header; the transcript is damaged", session_id=session_id
         )
-    header, layout = parse_header(data[:newline], path, session_id)
+    header, layout = parse_header(data[:newline], path, session_id, True)
     if session_id is not None and header.id != session_id:
         raise PersistenceError(
             f"{path}: its header names session {header.id}, not {session_id}; refusing it", session_id=session_id
@@ -194,7 +195,7 @@ def parse_transcript(data: bytes, path: str, session_id: str | None) -> StoredSe
         )
     events = []
     in_flush = 0  # event lines since the last marker, corrupt ones included
-    loads, from_dict = orjson.loads, SessionEvent.from_dict
+    loads, from_dict = bulk_loads(), SessionEvent.from_dict
     for number, raw in enumerate(data[body:end].split(b"\n")[:-1], start=2):
         try:
             obj = loads(raw)

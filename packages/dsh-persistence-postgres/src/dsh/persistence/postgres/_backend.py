@@ -24,6 +24,7 @@ from dsh.session import (
     validate_session_id,
 )
 from dsh.session.persistence import (
+    BULK_DOCUMENTS,
     SessionScan,
     SessionTail,
     StoredSession,
@@ -373,10 +374,11 @@ class PostgresPersistence:
             ).fetchall()
 
         headers, damaged = [], []
-        from_json = SessionHeader.from_json
-        for session_id, text in self._db.retrying("listing sessions", False, work):
+        rows = self._db.retrying("listing sessions", False, work)
+        from_json, bulk = SessionHeader.from_json, len(rows) >= BULK_DOCUMENTS  # orjson only for a big listing
+        for session_id, text in rows:
             try:
-                headers.append(from_json(text))
+                headers.append(from_json(text, bulk=bulk))
             except SessionFormatError as exc:
                 damaged.append(f"{self.where}: the header of session {session_id} is damaged: {exc.problem}")
         return SessionScan(tuple(headers), tuple(damaged))

@@ -21,6 +21,7 @@ from dsh.session import (
     validate_session_id,
 )
 from dsh.session.persistence import (
+    BULK_DOCUMENTS,
     SessionScan,
     SessionTail,
     StoredSession,
@@ -308,10 +309,10 @@ class SqlitePersistence:
             except sqlite3.Error as exc:
                 raise self._error("listing sessions", exc) from None
         headers, damaged = [], []
-        from_json = SessionHeader.from_json
+        from_json, bulk = SessionHeader.from_json, len(rows) >= BULK_DOCUMENTS  # orjson only for a big listing
         for session_id, text in rows:
             try:
-                header = from_json(text)
+                header = from_json(text, bulk=bulk)
             except SessionFormatError as exc:
                 damaged.append(f"{self.where}: the header of session {session_id} is damaged: {exc.problem}")
                 continue
