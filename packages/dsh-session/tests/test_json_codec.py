@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from dsh.session import SessionEvent
+from dsh.session import PersistenceError, SessionEvent
 from dsh.session.persistence import (
     BULK_DOCUMENTS,
     bulk_loads,
@@ -224,3 +224,14 @@ def test_a_flush_encodes_to_the_same_bytes_every_time_on_either_side_of_the_bulk
     ]
     assert all(line.endswith(b"\n") and line.count(b"\n") == 1 for line in lines)
     assert lines == [json_bytes(json.loads(line), newline=True, bulk=count >= BULK_DOCUMENTS) for line in lines]
+
+
+@pytest.mark.parametrize("count", [3, BULK_DOCUMENTS + 6], ids=["point", "bulk"])
+def test_a_flush_escapes_an_odd_string_and_names_an_event_json_cannot_hold_on_either_side(count: int) -> None:
+    events = _events(count)
+    events[1] = SessionEvent(type="tool/result", data={"out": "caf\udce9"})
+    lines = encode_events("s", events)
+    assert json.loads(lines[1])["data"] == {"out": "caf\\udce9"} and len(lines) == count
+    events[2] = SessionEvent(type="odd/event", data={"set": {1}})
+    with pytest.raises(PersistenceError, match=r"event 'odd/event' of session s cannot be stored as JSON"):
+        encode_events("s", events)

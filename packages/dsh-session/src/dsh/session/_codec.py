@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 
 from ._errors import PersistenceError, SessionFormatError
-from ._json import BULK_DOCUMENTS, bulk_loads, json_bytes, json_loads
+from ._json import BULK_DOCUMENTS, bulk_encoder, bulk_loads, json_bytes, json_loads
 from ._model import SessionEvent
 
 
@@ -30,8 +30,13 @@ def encode_events(session_id: str, events: Sequence[SessionEvent], *, newline: b
 
     The choice depends on the count alone, so the same events always encode to the same bytes.
     """
-    bulk = len(events) >= BULK_DOCUMENTS
-    return [encode_event(session_id, e, newline=newline, bulk=bulk) for e in events]
+    if len(events) < BULK_DOCUMENTS:
+        return [encode_event(session_id, e, newline=newline) for e in events]
+    dumps = bulk_encoder(newline=newline)
+    try:
+        return [dumps({"type": e.type, "at": e.at, "data": e.data}) for e in events]
+    except TypeError:  # an odd string to escape, or the event to name: the one-by-one path says which
+        return [encode_event(session_id, e, newline=newline, bulk=True) for e in events]
 
 
 def encode_batch(session_id: str, events: Sequence[SessionEvent]) -> str:

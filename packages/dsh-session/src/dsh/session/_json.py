@@ -24,6 +24,7 @@ same events twice gives the same bytes (PostgreSQL's unconfirmed-flush check rel
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sys
@@ -141,6 +142,14 @@ def _orjson() -> Any:
     return orjson
 
 
+def bulk_encoder(*, newline: bool = False) -> Callable[[object], bytes]:
+    """The encoder of bulk work, for a loop over many documents: :func:`json_bytes` with ``bulk``,
+    minus its per-call set-up, and without its retry: a ``TypeError`` from it means "ask
+    :func:`json_bytes`", which escapes what UTF-8 cannot hold and otherwise refuses the same way."""
+    orjson = _orjson()
+    return functools.partial(orjson.dumps, default=_native, option=orjson.OPT_APPEND_NEWLINE if newline else 0)
+
+
 def json_bytes(obj: object, *, newline: bool = False, bulk: bool = False) -> bytes:
     """Compact UTF-8 JSON of ``obj`` (with a final newline when asked), by the rules of the module doc;
     strings UTF-8 cannot encode are written escaped (:func:`storable`).
@@ -173,6 +182,9 @@ def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")
 
 
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def json_loads(text: str | bytes) -> Any:
     """The value of one JSON document (point work: a header, one line read back) by the standard library.
 
@@ -182,7 +194,7 @@ def json_loads(text: str | bytes) -> Any:
     """
     try:
         # UTF-8 only, as orjson reads (`json.loads` of bytes would also take UTF-16 and UTF-32).
-        return json.loads(text.decode("utf-8") if isinstance(text, bytes) else text, parse_constant=_reject_constant)
+        return _DECODER.decode(text.decode("utf-8") if isinstance(text, bytes) else text)
     except json.JSONDecodeError:
         raise
     except (ValueError, RecursionError) as exc:
