@@ -80,6 +80,73 @@ class Plain:
 
 Pair = namedtuple("Pair", "left right")
 
+
+class Mode(enum.Enum):
+    ODD = "caf\udce9"
+
+
+@dataclasses.dataclass
+class Later:
+    name: str
+    result: int = dataclasses.field(init=False)
+
+
+@dataclasses.dataclass
+class Tagged:
+    name: str
+
+    def __post_init__(self) -> None:
+        self.slug = self.name.lower()  # not a field
+
+
+@dataclasses.dataclass
+class Couple(tuple[Any, ...]):
+    a: int = 1
+
+
+@dataclasses.dataclass(slots=True)
+class Slotted:
+    a: int
+    b: int = dataclasses.field(init=False)
+
+
+class Broken(datetime.tzinfo):
+    def utcoffset(self, dt: datetime.datetime | None) -> datetime.timedelta:
+        raise RuntimeError("no offset")
+
+
+class Unknown(datetime.tzinfo):
+    def utcoffset(self, dt: datetime.datetime | None) -> None:
+        return None
+
+
+class Keys(dict[str, Any]):
+    def items(self) -> Any:
+        return [("z", 9)]
+
+
+class Items(list[Any]):
+    def __iter__(self) -> Any:
+        return iter([9])
+
+
+def _records(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = Point(value)
+    return value
+
+
+def _lists_around_a_record(depth: int) -> Any:
+    value: Any = Point(1)
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+_loop: list[Any] = []
+_loop.append(_loop)
+
 UTC = datetime.UTC
 CORPUS: list[tuple[str, Any]] = [
     ("plain", {"a": [1, 2.5, "é", None, True, False], "b": {"c": ""}}),
@@ -117,6 +184,22 @@ CORPUS: list[tuple[str, Any]] = [
     ("set", {1}),
     ("object", object()),
     ("deep but allowed", [[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]),
+    ("a lone surrogate in an enum's value", {"m": Mode.ODD}),
+    ("a lone surrogate in a dataclass field", Plain(1, "caf\udce9")),
+    ("a dataclass field never set", Later("x")),
+    ("a dataclass's attribute that is not a field", Tagged("X")),
+    ("a dataclass that is a tuple", Couple()),
+    ("a slotted dataclass whose slot is unset", Slotted(1)),
+    ("an offset of seconds", datetime.datetime(1900, 1, 1, tzinfo=datetime.timezone(datetime.timedelta(seconds=1172)))),
+    ("a tzinfo that fails", datetime.datetime(2020, 1, 1, tzinfo=Broken())),
+    ("a tzinfo that does not know", datetime.datetime(2020, 1, 1, tzinfo=Unknown())),
+    ("a dict subclass overriding items", Keys(a=1)),
+    ("a list subclass overriding iter", Items([1])),
+    ("records nested 254", _records(254)),
+    ("records nested 255", _records(255)),
+    ("lists around a record, 253", _lists_around_a_record(253)),
+    ("lists around a record, 254", _lists_around_a_record(254)),
+    ("a list holding itself", _loop),
 ]
 
 
@@ -169,6 +252,21 @@ def test_a_lone_surrogate_is_stored_escaped_by_both(bulk: bool) -> None:
 
 
 DOCUMENTS = [
+    b'"\\ud800"',
+    b'"\\udc00"',
+    b'"\\ud800\\u0041"',
+    b'"\\ud83d\\ude00"',
+    b'"caf\\\\udce9"',
+    '"\ud800"',
+    b"1e400",
+    b"[1e309]",
+    b"-1e400",
+    b"18446744073709551615",
+    b"18446744073709551616",
+    b"-9223372036854775809",
+    b"1" * 30,
+    bytearray(b"{}"),
+    memoryview(b"[1]"),
     b'{"a":[1,2.5,"\xc3\xa9",null,true,false]}',
     '{"a":"\\u00e9\\n"}',
     b"  [1, 2 ]\n",
@@ -190,21 +288,23 @@ DOCUMENTS = [
 ]
 
 
-def _decode(text: str | bytes, bulk: bool) -> Any:
+def _decode(text: Any, bulk: bool) -> Any:
     try:
         return bulk_loads()(text) if bulk else json_loads(text)
     except json.JSONDecodeError:
         return json.JSONDecodeError
 
 
-@pytest.mark.parametrize("text", DOCUMENTS, ids=[repr(d)[:30] for d in DOCUMENTS])
-def test_the_point_and_the_bulk_decoder_read_the_same_or_both_refuse(text: str | bytes) -> None:
+@pytest.mark.parametrize(
+    "text", DOCUMENTS, ids=[repr(bytes(d) if isinstance(d, memoryview) else d)[:30] for d in DOCUMENTS]
+)
+def test_the_point_and_the_bulk_decoder_read_the_same_or_both_refuse(text: Any) -> None:
     point, bulk = _decode(text, False), _decode(text, True)
     assert point == bulk, f"point {point!r} against bulk {bulk!r}"
 
 
 def test_a_damaged_document_is_a_json_decode_error_for_the_point_decoder() -> None:
-    for text in (b"\xff", b"[" * 100000, b"9" * 10000, b"[NaN]"):
+    for text in (b"\xff", b"[" * 100000, b"9" * 10000, b"[NaN]", None, 1):
         with pytest.raises(json.JSONDecodeError):
             json_loads(text)
 
@@ -235,3 +335,10 @@ def test_a_flush_escapes_an_odd_string_and_names_an_event_json_cannot_hold_on_ei
     events[2] = SessionEvent(type="odd/event", data={"set": {1}})
     with pytest.raises(PersistenceError, match=r"event 'odd/event' of session s cannot be stored as JSON"):
         encode_events("s", events)
+
+
+def test_the_point_encoder_needs_one_frame_a_level_so_a_deep_caller_still_writes_the_deepest_document() -> None:
+    def called_from(depth: int, document: Any) -> bytes:
+        return called_from(depth - 1, document) if depth else json_bytes(document)
+
+    assert called_from(300, _nested(254)) == json_bytes(_nested(254), bulk=True)

@@ -12,14 +12,18 @@ because it imports ``dataclasses`` (with ``inspect``, ``ast`` and ``dis``) at it
   that many sessions) goes through orjson, imported the first time bulk work comes.
 
 Both write the same JSON: records as objects of their fields, other tuples as arrays, subclasses
-of ``str``, ``int``, ``dict`` and ``list`` as their base type, NaN and infinities as ``null``,
-``datetime``/``date``/``time`` in ISO 8601, a ``UUID`` as its canonical string, an ``Enum`` as its
-value, a dataclass as an object of its public fields; and both refuse the same values (an integer
-outside 64 bits, a key that is not a string, a float subclass, nesting deeper than 254, anything
-else JSON cannot hold) with a ``TypeError``. The spelling of some floats differs (``1e-05`` and
-``0.00001``), never their value. The choice depends on the count alone, so encoding the
-same events twice gives the same bytes (PostgreSQL's unconfirmed-flush check relies on it).
-``tests/test_json_codec.py`` holds the two to one corpus.
+of ``str``, ``int``, ``dict`` and ``list`` as their base type (their contents, not an overridden
+``items()``), NaN and infinities as ``null``, ``datetime``/``date``/``time`` by ``isoformat()``, a
+``UUID`` as its canonical string, an ``Enum`` as its value, a dataclass as an object of its public
+fields that are set; a string UTF-8 cannot encode, wherever it sits, escaped (:func:`storable`).
+Both refuse the same values with a ``TypeError``: an integer outside 64 bits, a key that is not
+exactly a ``str``, a float subclass, nesting deeper than orjson's 254 levels (counted as orjson
+counts them, see :func:`_plain`), anything else JSON cannot hold. The one difference is the
+spelling of some floats (``1e-05`` and ``0.00001``), never their value. The choice depends on the
+count alone, so encoding the same events twice gives the same bytes (PostgreSQL's
+unconfirmed-flush check relies on it). The point path recurses one frame a level, so it needs
+about 260 frames of headroom below the interpreter's limit. ``tests/test_json_codec.py`` holds
+the two encoders, and the two decoders (:func:`json_loads`, :func:`bulk_loads`), to one corpus.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 import sys
 from collections.abc import Callable
 from enum import Enum
@@ -79,8 +84,15 @@ def storable(data: Any) -> Any:
     return data
 
 
-def _plain(value: object, depth: int) -> object:
-    """``value`` with only the types the standard library's encoder writes as orjson does (see the module doc)."""
+def _plain(value: object, depth: int, defaults: int = 0, level: bool = True) -> object:
+    """``value`` with only the types the standard library's encoder writes as orjson does (see the module doc).
+
+    Depth is counted as orjson counts it: each ``dict`` and ``list`` is a level (254 at most), except
+    one that :func:`_native` made of a value, which stands where that value stood (``level`` False);
+    254 values inside one another may go through :func:`_native` (``defaults``). Loops, not
+    comprehensions: one frame a level. Subclasses of ``dict`` and ``list`` are read through
+    ``dict.items`` and ``list.__iter__``, their contents, as orjson reads them.
+    """
     cls = value.__class__
     if cls is str or cls is bool or value is None:
         return value
@@ -92,23 +104,38 @@ def _plain(value: object, depth: int) -> object:
         return value if math.isfinite(value) else None  # type: ignore[arg-type]
     if isinstance(value, str):
         return str.__str__(value)  # the string itself: a `(str, Enum)` member's str() is its name
-    if depth >= _DEPTH:
-        raise TypeError("Recursion limit reached")
-    depth += 1
     if isinstance(value, dict):
+        if level:
+            if depth >= _DEPTH:
+                raise TypeError("Recursion limit reached")
+            depth += 1
         plain = {}
-        for key, item in value.items():
+        for key, item in dict.items(value):
             if key.__class__ is not str:
                 raise TypeError("Dict key must be str")
-            plain[key] = _plain(item, depth)
+            plain[key] = _plain(item, depth, defaults)
         return plain
     if isinstance(value, list) or cls is tuple:
-        return [_plain(item, depth) for item in value]  # type: ignore[attr-defined]
-    return _plain(_native(value), depth)
+        if level:
+            if depth >= _DEPTH:
+                raise TypeError("Recursion limit reached")
+            depth += 1
+        items = []
+        for item in list.__iter__(value) if isinstance(value, list) else value:  # type: ignore[attr-defined]
+            items.append(_plain(item, depth, defaults))
+        return items
+    if defaults >= _DEPTH:
+        raise TypeError("default serializer exceeds recursion limit")
+    return _plain(_native(value), depth, defaults + 1, False)
+
+
+class _Missing:
+    pass
 
 
 def _native(value: object) -> Any:
-    """What orjson writes natively beyond JSON's own types, as plain values; else :func:`json_default`.
+    """What dsh writes for a value beyond JSON's own types, for both encoders (orjson hands it records,
+    dataclasses and datetimes); else :func:`json_default`. Every refusal is a ``TypeError``.
 
     ``datetime`` and ``uuid`` are looked up in ``sys.modules``, not imported: a value of theirs means
     its module is loaded already, and a cold command need not load them for the values it writes.
@@ -119,19 +146,23 @@ def _native(value: object) -> Any:
     if isinstance(value, Enum):
         return value.value
     clock = sys.modules.get("datetime")
-    if clock is not None and (cls is clock.datetime or cls is clock.date):
-        return value.isoformat()  # type: ignore[attr-defined]
-    if clock is not None and cls is clock.time:
-        if value.tzinfo is not None:  # type: ignore[attr-defined]
+    if clock is not None and (cls is clock.datetime or cls is clock.date or cls is clock.time):
+        if cls is clock.time and value.tzinfo is not None:  # type: ignore[attr-defined]
             raise TypeError("datetime.time must not have tzinfo set")
-        return value.isoformat()  # type: ignore[attr-defined]
+        try:
+            return value.isoformat()  # type: ignore[attr-defined]
+        except Exception as exc:  # a tzinfo of its own whose utcoffset() fails
+            raise TypeError(f"{cls.__name__} {value!r} cannot be written: {exc}") from None
     ids = sys.modules.get("uuid")
     if ids is not None and cls is ids.UUID:
         return str(value)
     if getattr(cls, "__dataclass_fields__", None) is not None and not isinstance(value, type):
         import dataclasses  # loaded already: the value's class is a dataclass
 
-        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value) if not f.name.startswith("_")}  # type: ignore[arg-type]
+        # Its public fields that are set (an `init=False` one may not be), in their declared order.
+        missing = _Missing()
+        fields = ((f.name, getattr(value, f.name, missing)) for f in dataclasses.fields(value))  # type: ignore[arg-type]
+        return {name: item for name, item in fields if item is not missing and not name.startswith("_")}
     return json_default(value)
 
 
@@ -142,12 +173,20 @@ def _orjson() -> Any:
     return orjson
 
 
+def _options(orjson: Any, newline: bool) -> int:
+    # Dataclasses and datetimes go to `_native`, as the standard library's path does: one rule for
+    # both (orjson's own would write `__dict__`, round a seconds offset and crash on a dataclass whose
+    # slot is unset).
+    passthrough = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+    return passthrough | (orjson.OPT_APPEND_NEWLINE if newline else 0)  # type: ignore[no-any-return]
+
+
 def bulk_encoder(*, newline: bool = False) -> Callable[[object], bytes]:
     """The encoder of bulk work, for a loop over many documents: :func:`json_bytes` with ``bulk``,
     minus its per-call set-up, and without its retry: a ``TypeError`` from it means "ask
     :func:`json_bytes`", which escapes what UTF-8 cannot hold and otherwise refuses the same way."""
     orjson = _orjson()
-    return functools.partial(orjson.dumps, default=_native, option=orjson.OPT_APPEND_NEWLINE if newline else 0)
+    return functools.partial(orjson.dumps, default=_native, option=_options(orjson, newline))
 
 
 def json_bytes(obj: object, *, newline: bool = False, bulk: bool = False) -> bytes:
@@ -159,42 +198,73 @@ def json_bytes(obj: object, *, newline: bool = False, bulk: bool = False) -> byt
     """
     if bulk:
         orjson = _orjson()
-        option = orjson.OPT_APPEND_NEWLINE if newline else 0
+        option = _options(orjson, newline)
         try:
             return orjson.dumps(obj, default=_native, option=option)  # type: ignore[no-any-return]
-        except orjson.JSONEncodeError as exc:
-            # A string UTF-8 cannot encode (a lone surrogate) must not cost the turn: escape it.
-            try:
-                escaped = storable(obj)
-            except RecursionError:  # nested deeper than JSON is written: the first refusal stands
-                raise exc from None
-            return orjson.dumps(escaped, default=_native, option=option)  # type: ignore[no-any-return]
-    text = _ENCODER.encode(_plain(obj, 0))
+        except orjson.JSONEncodeError:
+            # Refused: say why as the point path does, and if only a string UTF-8 cannot encode (a lone
+            # surrogate, even inside an enum's value) stood in the way, escape it rather than lose the turn.
+            escaped = storable(_plain(obj, 0))
+            return orjson.dumps(escaped, option=option)  # type: ignore[no-any-return]
+    plain = _plain(obj, 0)
+    text = _ENCODER.encode(plain)
     if newline:
         text += "\n"
     try:
         return text.encode("utf-8")
-    except UnicodeEncodeError:
-        return json_bytes(storable(obj), newline=newline)  # as the bulk path: the odd character escaped
+    except UnicodeEncodeError:  # as the bulk path: the odd character escaped
+        text = _ENCODER.encode(storable(plain))
+        return (text + "\n" if newline else text).encode("utf-8")
 
 
 def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")
 
 
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number is infinity when parsed as double: {text[:40]}")
+    return value
+
+
+def _integer(text: str) -> int | float:
+    value = int(text)
+    return value if _LOWEST <= value <= _HIGHEST else _finite(text)  # orjson reads a wider one as a float
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite, parse_int=_integer)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _surrogate_in(value: object) -> bool:
+    if isinstance(value, str):
+        return not value.isascii() and any("\ud800" <= c <= "\udfff" for c in value)
+    if isinstance(value, dict):
+        return any(_surrogate_in(k) or _surrogate_in(v) for k, v in value.items())
+    return isinstance(value, list) and any(_surrogate_in(v) for v in value)
 
 
 def json_loads(text: str | bytes) -> Any:
-    """The value of one JSON document (point work: a header, one line read back) by the standard library.
+    """The value of one JSON document (point work: a header, one line read back) by the standard library,
+    read as orjson reads it.
 
-    Refuses what orjson refuses that ``json`` alone would take (``NaN``, ``Infinity``), and raises
-    ``json.JSONDecodeError`` (what orjson's own error is) for every damaged document: invalid
-    UTF-8, nesting too deep for the interpreter, an integer too long to read.
+    UTF-8 only; ``NaN``, ``Infinity``, a number too large for a float and a lone surrogate (raw or
+    escaped) refused; an integer outside 64 bits read as a float. Every damaged document is a
+    ``json.JSONDecodeError`` (what orjson's own error is), invalid UTF-8 and nesting too deep for the
+    interpreter (about 1,000 levels, where orjson reads 1,024) included.
     """
     try:
-        # UTF-8 only, as orjson reads (`json.loads` of bytes would also take UTF-16 and UTF-32).
-        return _DECODER.decode(text.decode("utf-8") if isinstance(text, bytes) else text)
+        if isinstance(text, bytes | bytearray | memoryview):
+            text = bytes(text).decode("utf-8")  # `json.loads` of bytes would also take UTF-16 and UTF-32
+        elif not isinstance(text, str):
+            raise ValueError(f"Input must be bytes, bytearray, memoryview, or str, not {type(text).__name__}")
+        elif not text.isascii():
+            text.encode("utf-8")  # a lone surrogate in the text itself
+        value = _DECODER.decode(text)
+        if _SURROGATE_ESCAPE.search(text) and _surrogate_in(value):
+            raise ValueError("a lone surrogate in a string")
+        return value
     except json.JSONDecodeError:
         raise
     except (ValueError, RecursionError) as exc:
@@ -202,7 +272,8 @@ def json_loads(text: str | bytes) -> Any:
 
 
 def bulk_loads() -> Callable[[str | bytes], Any]:
-    """The decoder of bulk work (a whole transcript, every header of a listing): ``orjson.loads``.
+    """The decoder of bulk work: ``orjson.loads``, for a whole transcript or a listing of
+    :data:`BULK_DOCUMENTS` sessions or more.
 
     Imports orjson on first use. Its ``JSONDecodeError`` is a ``json.JSONDecodeError``.
     """

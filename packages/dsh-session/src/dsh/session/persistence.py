@@ -9,7 +9,7 @@ The codec has two encoders and two decoders behind one set of rules (``dsh.sessi
 point work (one document, a flush of fewer than :data:`BULK_DOCUMENTS` events, a line read back:
 :func:`json_bytes`, :func:`json_loads`) goes through the standard library, which costs a one-shot
 command nothing to import; bulk work (``bulk=True``, :func:`bulk_loads`: a big flush, a whole
-transcript, every header of a listing) through orjson, imported on first use.
+transcript, a listing of that many sessions) through orjson, imported on first use.
 """
 
 from collections.abc import Callable, Sequence
