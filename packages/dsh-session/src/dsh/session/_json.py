@@ -166,11 +166,18 @@ def _native(value: object) -> Any:
     return json_default(value)
 
 
-def _orjson() -> Any:
-    """orjson, imported the first time bulk work asks for it (see the module doc)."""
-    import orjson
+_orjson_module: Any = None
 
-    return orjson
+
+def _orjson() -> Any:
+    """orjson, imported the first time bulk work asks for it (see the module doc), then kept at hand:
+    a listing asks once a header."""
+    global _orjson_module
+    if _orjson_module is None:
+        import orjson
+
+        _orjson_module = orjson
+    return _orjson_module
 
 
 def _options(orjson: Any, newline: bool) -> int:

@@ -176,7 +176,7 @@ def now() -> str:
 def decode_json(text: str | bytes, what: str, *, bulk: bool = False) -> object:
     """The value of one stored JSON document; ``bulk`` when it is one of many read together (a listing)."""
     try:
-        return bulk_loads()(text) if bulk else json_loads(text)
+        return (bulk_loads() if bulk else json_loads)(text)
     except ValueError as exc:
         raise fail(None, f"the {what} is not JSON ({exc})") from None
 
