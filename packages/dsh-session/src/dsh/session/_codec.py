@@ -6,13 +6,13 @@ import re
 from collections.abc import Sequence
 
 from ._errors import PersistenceError, SessionFormatError
-from ._json import BULK_DOCUMENTS, bulk_encoder, bulk_loads, json_bytes, json_loads
+from ._json import bulk_encoder, bulk_loads, is_bulk, json_bytes, json_loads
 from ._model import SessionEvent
 
 
 def encode_event(session_id: str, event: SessionEvent, *, newline: bool = False, bulk: bool = False) -> bytes:
     """One event as the JSON object every backend stores (``type``, ``at``, ``data``); ``bulk`` when it
-    is one of a flush of :data:`BULK_DOCUMENTS` or more (see :func:`encode_events`).
+    is one of a flush of bulk work (see :func:`encode_events`).
 
     Raises :class:`PersistenceError` naming the session and the event when JSON cannot hold its data.
     """
@@ -26,11 +26,11 @@ def encode_event(session_id: str, event: SessionEvent, *, newline: bool = False,
 
 def encode_events(session_id: str, events: Sequence[SessionEvent], *, newline: bool = False) -> list[bytes]:
     """Each event of one flush as :func:`encode_event` writes it, with the encoder the flush's size calls
-    for: a flush of :data:`BULK_DOCUMENTS` events or more is bulk work (``dsh.session.persistence``'s codec).
+    for (:func:`~dsh.session.persistence.is_bulk`: 64 events or more, ``dsh.session.persistence``'s codec).
 
     The choice depends on the count alone, so the same events always encode to the same bytes.
     """
-    if len(events) < BULK_DOCUMENTS:
+    if not is_bulk(len(events)):
         return [encode_event(session_id, e, newline=newline) for e in events]
     dumps = bulk_encoder(newline=newline)
     try:

@@ -41,8 +41,15 @@ BULK_DOCUMENTS = 64
 """Bulk work from this many documents (the events of one flush, the headers of one listing): orjson's
 speed then pays for its import."""
 
+
+def is_bulk(documents: int) -> bool:
+    """Whether work on this many documents together (a flush's events, a listing's headers) is bulk work."""
+    return documents >= BULK_DOCUMENTS
+
+
 _LOWEST, _HIGHEST = -(2**63), 2**64 - 1  # the integers orjson writes
 _DEPTH = 254  # the nesting orjson writes
+_MISSING = object()  # a dataclass field with no value
 _ENCODER = json.JSONEncoder(ensure_ascii=False, check_circular=False, allow_nan=False, separators=(",", ":"))
 
 
@@ -129,10 +136,6 @@ def _plain(value: object, depth: int, defaults: int = 0, level: bool = True) -> 
     return _plain(_native(value), depth, defaults + 1, False)
 
 
-class _Missing:
-    pass
-
-
 def _native(value: object) -> Any:
     """What dsh writes for a value beyond JSON's own types, for both encoders (orjson hands it records,
     dataclasses and datetimes); else :func:`json_default`. Every refusal is a ``TypeError``.
@@ -160,9 +163,8 @@ def _native(value: object) -> Any:
         import dataclasses  # loaded already: the value's class is a dataclass
 
         # Its public fields that are set (an `init=False` one may not be), in their declared order.
-        missing = _Missing()
-        fields = ((f.name, getattr(value, f.name, missing)) for f in dataclasses.fields(value))  # type: ignore[arg-type]
-        return {name: item for name, item in fields if item is not missing and not name.startswith("_")}
+        fields = ((f.name, getattr(value, f.name, _MISSING)) for f in dataclasses.fields(value))  # type: ignore[arg-type]
+        return {name: item for name, item in fields if item is not _MISSING and not name.startswith("_")}
     return json_default(value)
 
 

@@ -18,7 +18,7 @@ from typing import NamedTuple, Protocol, runtime_checkable
 from dsh.core import ServiceKey
 
 from ._codec import batch_last_turn, decode_batch, encode_batch, encode_event, encode_events, turn_number
-from ._json import BULK_DOCUMENTS, bulk_loads, json_bytes, json_default, json_loads, storable
+from ._json import BULK_DOCUMENTS, bulk_loads, is_bulk, json_bytes, json_default, json_loads, storable
 from ._model import SessionEvent, SessionHeader, SessionLocation
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "encode_batch",
     "encode_event",
     "encode_events",
+    "is_bulk",
     "json_bytes",
     "json_default",
     "json_loads",

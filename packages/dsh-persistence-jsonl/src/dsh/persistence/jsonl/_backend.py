@@ -14,7 +14,7 @@ from dsh.session import (
     SessionLocation,
     SessionNotFoundError,
 )
-from dsh.session.persistence import BULK_DOCUMENTS, SessionScan, SessionTail, StoredSession
+from dsh.session.persistence import SessionScan, SessionTail, StoredSession, is_bulk
 
 from ._files import append, check_regular, fsync_dir, open_nofollow, open_read, rfind
 from ._format import (
@@ -259,7 +259,7 @@ class JsonlPersistence:
                 damaged.append(f"{directory.path}: cannot list it: {exc.strerror}")
                 continue
             found += [(directory.path, name) for name in names]
-        bulk = len(found) >= BULK_DOCUMENTS  # the store's codec: orjson only for a big listing
+        bulk = is_bulk(len(found))  # the store's codec: orjson only for a big listing
         for folder, name in found:
             path = os.path.join(folder, name)
             try:

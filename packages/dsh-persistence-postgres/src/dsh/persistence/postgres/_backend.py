@@ -24,13 +24,13 @@ from dsh.session import (
     validate_session_id,
 )
 from dsh.session.persistence import (
-    BULK_DOCUMENTS,
     SessionScan,
     SessionTail,
     StoredSession,
     batch_last_turn,
     decode_batch,
     encode_batch,
+    is_bulk,
 )
 
 from ._database import Database
@@ -375,7 +375,7 @@ class PostgresPersistence:
 
         headers, damaged = [], []
         rows = self._db.retrying("listing sessions", False, work)
-        from_json, bulk = SessionHeader.from_json, len(rows) >= BULK_DOCUMENTS  # orjson only for a big listing
+        from_json, bulk = SessionHeader.from_json, is_bulk(len(rows))  # orjson only for a big listing
         for session_id, text in rows:
             try:
                 headers.append(from_json(text, bulk=bulk))

@@ -21,13 +21,13 @@ from dsh.session import (
     validate_session_id,
 )
 from dsh.session.persistence import (
-    BULK_DOCUMENTS,
     SessionScan,
     SessionTail,
     StoredSession,
     batch_last_turn,
     decode_batch,
     encode_batch,
+    is_bulk,
 )
 
 from ._lock import lock_file
@@ -309,7 +309,7 @@ class SqlitePersistence:
             except sqlite3.Error as exc:
                 raise self._error("listing sessions", exc) from None
         headers, damaged = [], []
-        from_json, bulk = SessionHeader.from_json, len(rows) >= BULK_DOCUMENTS  # orjson only for a big listing
+        from_json, bulk = SessionHeader.from_json, is_bulk(len(rows))  # orjson only for a big listing
         for session_id, text in rows:
             try:
                 header = from_json(text, bulk=bulk)
