@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -189,7 +192,7 @@ def test_an_unreachable_host_is_one_line(host: TemporaryHost, tmp_path: Path) ->
     assert len(str(caught.value).splitlines()) == 1
 
 
-def test_sshd_killed_mid_command_fails_the_call_and_the_next_call_reconnects(
+def test_sshd_killed_mid_command_keeps_the_output_with_an_unknown_status_and_the_next_call_reconnects(
     host: TemporaryHost, tmp_path: Path
 ) -> None:
     executor = _executor(host, tmp_path)
@@ -198,13 +201,23 @@ def test_sshd_killed_mid_command_fails_the_call_and_the_next_call_reconnects(
         try:
             first = await executor.run(BashExecRequest("echo warm"))
             assert first.stdout == "warm\n" and executor.connections == 1
-            task = asyncio.ensure_future(executor.run(BashExecRequest("echo started; sleep 4244.5")))
+            task = asyncio.ensure_future(
+                executor.run(BashExecRequest("echo started; echo to-stderr >&2; sleep 4244.5"))
+            )
             deadline = time.monotonic() + 10
             while not host.pids("sleep\x004244.5") and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)
+            await asyncio.sleep(0.3)  # the two lines are on their way
             host.kill()
-            with pytest.raises(SshError, match=r"the connection to .* was lost while the command ran"):
-                await asyncio.wait_for(task, 30)
+            result = await asyncio.wait_for(task, 30)
+            # It ran (and had effects): never "nothing ran", never a status of its own, every byte kept.
+            assert (result.exit_code, result.status_known, result.timed_out) == (255, False, False)
+            assert result.stdout == "started\n"
+            assert result.as_data()["status_known"] is False
+            kept, note = result.stderr.splitlines()
+            assert kept == "to-stderr"
+            assert note.startswith(f"dsh: the connection to {host.user}@127.0.0.1:{host.port} was lost while the ")
+            assert "its exit status is unknown and it may still be running there, so dsh reports 255" in note
             # The remote side notices the lost session a moment after the client does.
             deadline = time.monotonic() + 10
             while host.pids("sleep\x004244.5") and time.monotonic() < deadline:
@@ -214,11 +227,91 @@ def test_sshd_killed_mid_command_fails_the_call_and_the_next_call_reconnects(
                 await executor.run(BashExecRequest("echo down"))
             host.start()
             again = await executor.run(BashExecRequest("echo back"))
-            assert again.stdout == "back\n" and again.exit_code == 0
+            assert again.stdout == "back\n" and again.exit_code == 0 and again.status_known
         finally:
             await executor.close()
 
     asyncio.run(main())
+
+
+def test_a_frozen_link_is_given_up_after_the_keepalive_bound_keeping_what_came(
+    host: TemporaryHost, tmp_path: Path
+) -> None:
+    tag = "4246.5"
+    executor = _executor(host, tmp_path, keepalive_interval=0.5, keepalive_count_max=2)
+    assert executor.silence_bound == 1.5
+    command = f"echo started; for i in 1 2 3; do echo tick $i; done; sleep {tag}"
+
+    async def main() -> tuple[object, float]:
+        try:
+            task = asyncio.ensure_future(executor.run(BashExecRequest(command, timeout=600)))
+            deadline = time.monotonic() + 10
+            while not host.pids(f"sleep\0{tag}") and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.3)
+            host.freeze()
+            frozen = time.monotonic()
+            result = await asyncio.wait_for(task, 30)
+            return result, time.monotonic() - frozen
+        finally:
+            host.thaw()
+            await executor.close()
+
+    try:
+        result, waited = asyncio.run(main())
+    finally:
+        for pid in host.pids(f"sleep\0{tag}"):
+            os.kill(pid, signal.SIGKILL)
+    assert 1.0 <= waited < 1.5 + 5, f"given up after {waited:.2f} s"
+    assert (result.exit_code, result.status_known) == (255, False)  # type: ignore[attr-defined]
+    assert result.stdout == "started\ntick 1\ntick 2\ntick 3\n"  # type: ignore[attr-defined]
+    assert result.stderr == (  # type: ignore[attr-defined]
+        f"dsh: the connection to {host.user}@127.0.0.1:{host.port} was lost while the command ran (no answer "
+        "to 2 keep-alives: the host sent nothing for 1.5 s (keepalive_interval, keepalive_count_max)); its exit "
+        "status is unknown and it may still be running there, so dsh reports 255 with the output received "
+        "until then (check the host; the next call reconnects)\n"
+    )
+
+
+def _key(tmp_path: Path, name: str, *, passphrase: str = "") -> Path:
+    key = tmp_path / name
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", passphrase, "-f", str(key)], check=True)
+    return key
+
+
+def _unusable_keys(tmp_path: Path) -> list[tuple[Path, str]]:
+    missing = tmp_path / "no-such-key"
+    locked = _key(tmp_path, "locked", passphrase="secret words")
+    text = tmp_path / "not-a-key"
+    text.write_text("hello\n")
+    text.chmod(0o600)
+    shared = _key(tmp_path, "shared")
+    shared.chmod(0o644)
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    return [
+        (missing, "it does not exist; set identity_file to your private key's path"),
+        (locked, "it is protected by a passphrase, which dsh cannot ask for (no ssh-agent is consulted); "
+         "use a key without one for this host"),
+        (text, "it is not a private key asyncssh can read ("),
+        (shared, f"its mode 0644 lets others read or change it; make it private (chmod 600 {shared})"),
+        (folder, "it is not a file; set identity_file to your private key's path"),
+    ]  # fmt: skip
+
+
+def test_an_unusable_identity_file_is_one_line_naming_the_file_the_field_and_why(
+    host: TemporaryHost, tmp_path: Path
+) -> None:
+    marker = host.home / "ran-with-a-bad-key"
+    for key, why in _unusable_keys(tmp_path):
+        with pytest.raises(SshError) as caught:
+            _run(_executor(host, tmp_path, identity_file=key), BashExecRequest(f"touch {marker}"))
+        message = str(caught.value)
+        assert message.startswith(
+            f"identity_file {key} of the bash-ssh config for {host.user}@127.0.0.1:{host.port} cannot be used: {why}"
+        ), message
+        assert len(message.splitlines()) == 1 and "sshd" not in message, message
+    assert not marker.exists()
 
 
 def test_the_world_is_the_host(host: TemporaryHost, tmp_path: Path) -> None:

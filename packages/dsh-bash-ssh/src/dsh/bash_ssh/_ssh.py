@@ -7,10 +7,12 @@ them over SSH (:mod:`._remote` says what is sent) and keeps a pool of connection
 
 import asyncio
 import contextlib
+import functools
 import math
 import os
 import secrets
 import signal
+import stat
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +22,7 @@ import asyncssh
 
 from dsh.bash import (
     SHELL_EXECUTOR,
+    UNKNOWN_STATUS,
     BashExecRequest,
     Capture,
     Ended,
@@ -48,18 +51,28 @@ EXIT_GRACE: Final = 0.5
 DRAIN_GRACE: Final = 2.0
 """Seconds to keep reading after killing the remote group, and the longest wait for the kill itself."""
 POLL: Final = 0.1
+KEEPALIVE_INTERVAL: Final = 15.0
+"""Seconds of silence from the host before a keep-alive is sent (OpenSSH's ``ServerAliveInterval``)."""
+KEEPALIVE_COUNT_MAX: Final = 3
+"""Keep-alives left unanswered before the connection is given up (OpenSSH's ``ServerAliveCountMax``)."""
 
 
 class SshError(ExecError):
-    """The host cannot be reached, refused us, or its key is not the one known: nothing ran.
+    """The host cannot be reached, refused us, its key is not the one known, or the identity file
+    cannot be used: nothing ran.
 
-    Also raised when the connection was lost while a command ran (its status is then unknown).
+    A connection lost once the command may have started is no error: the call's result has an
+    unknown status (255, ``status_known`` false) and keeps the output received until then.
     """
 
     def __init__(self, message: str, *, host: str) -> None:
         super().__init__(message)
         self.host = host
         """``host:port`` at fault."""
+
+
+class _MayHaveStarted(Exception):
+    """The connection was lost after the exec request may have reached the host: never retried."""
 
 
 class _Pooled:
@@ -91,6 +104,8 @@ class SshExecutor:
         shared: Sequence[str] = (),
         connect_timeout: float = 10.0,
         max_sessions: int = MAX_SESSIONS,
+        keepalive_interval: float = KEEPALIVE_INTERVAL,
+        keepalive_count_max: int = KEEPALIVE_COUNT_MAX,
         credential_pattern: str | None = _LOCAL.credential_pattern,
         **local: Any,
     ) -> None:
@@ -101,6 +116,8 @@ class SshExecutor:
         self.known_hosts = Path(os.path.expanduser(known_hosts))
         self.connect_timeout = connect_timeout
         self.max_sessions = max_sessions
+        self.keepalive_interval = keepalive_interval
+        self.keepalive_count_max = keepalive_count_max
         self.credential_pattern = credential_pattern
         # The recipe (argv, environment, output bounds, the result) is dsh-bash's: the remote
         # ambient is scrubbed on the host, so the local one contributes nothing here.
@@ -118,6 +135,11 @@ class SshExecutor:
         return f"{self.user + '@' if self.user else ''}{self.host}:{self.port}"
 
     @property
+    def silence_bound(self) -> float:
+        """Seconds a connection may stay silent before it is given up as lost (its keep-alives unanswered)."""
+        return self.keepalive_interval * (self.keepalive_count_max + 1)
+
+    @property
     def connections(self) -> int:
         """Open connections in the pool now."""
         return sum(not p.conn.is_closed() for p in self._pool)
@@ -126,8 +148,10 @@ class SshExecutor:
         """Run on the host to completion, timeout or cancellation; the last two kill its process group there.
 
         Statuses, timeouts (124, output kept), output bounds and spills are the local executor's.
-        A host that cannot be reached, or whose key is unknown or changed, raises :class:`SshError`
-        before anything ran.
+        A host that cannot be reached, whose key is unknown or changed, or an unusable identity file
+        raises :class:`SshError` before anything ran. A connection lost (or silent past the
+        keep-alives) once the command may have started is its result: status unknown (255), the
+        output received until then kept, and a line on stderr saying so.
         """
         spec = self._local.spec(request)
         marker = f"DSH-{secrets.token_hex(12)}"
@@ -135,8 +159,10 @@ class SshExecutor:
         out, err = self._local.captures()
         started = time.monotonic()
         try:
-            pooled, proc = await self._open(line)
-            Interrupts.command_started()
+            try:
+                pooled, proc = await self._open(line)
+            except _MayHaveStarted as exc:
+                return self._local.result(self._lost(str(exc), "as the command was being started"), out, err, started)
             try:
                 ended = await self._wait(pooled, proc, marker, spec.stdin, spec.timeout, spec.cwd, out, err)
             finally:
@@ -166,20 +192,29 @@ class SshExecutor:
     # -- connections -----------------------------------------------------------------------------
 
     async def _open(self, line: str) -> tuple[_Pooled, asyncssh.SSHClientProcess[bytes]]:
-        """A new channel running ``line``, on a pooled connection; one retry on a fresh one after a drop."""
+        """A new channel running ``line``, on a pooled connection; one retry on a fresh one after a drop.
+
+        Retried (and :class:`SshError`, nothing ran) only while the exec request cannot have reached
+        the host: before the channel opened, or when the host refused the request over a connection
+        that still stands. A connection lost after the request went out raises :class:`_MayHaveStarted`.
+        """
         for attempt in (1, 2):
             pooled = await self._acquire()
+            sent: list[asyncssh.SSHClientProcess[bytes]] = []
             try:
-                proc = await pooled.conn.create_process(line, encoding=None)
+                await pooled.conn.create_session(functools.partial(_session, sent), line, encoding=None)
             except (asyncssh.ChannelOpenError, asyncssh.ConnectionLost, asyncssh.DisconnectError, OSError) as exc:
                 pooled.sessions -= 1
+                lost = pooled.conn.is_closed()
                 self._drop(pooled)
+                if sent and lost:
+                    raise _MayHaveStarted(_reason(exc)) from None
                 if attempt == 2:
                     raise SshError(
                         f"cannot start the command on {self.address}: {_reason(exc)}", host=self.address
                     ) from None
                 continue
-            return pooled, proc
+            return pooled, sent[0]
         raise AssertionError("unreachable")
 
     async def _acquire(self) -> _Pooled:
@@ -210,7 +245,7 @@ class SshExecutor:
         if self.user is not None:
             given["username"] = self.user
         if self.identity_file is not None:
-            given["client_keys"] = [str(self.identity_file)]
+            given["client_keys"] = self._identity()
         try:
             return await asyncssh.connect(
                 self.host,
@@ -219,7 +254,8 @@ class SshExecutor:
                 agent_path=None,
                 config=[],
                 connect_timeout=self.connect_timeout,
-                keepalive_interval=15,
+                keepalive_interval=self.keepalive_interval,
+                keepalive_count_max=self.keepalive_count_max,
                 **given,
             )
         except asyncssh.HostKeyNotVerifiable as exc:
@@ -241,6 +277,44 @@ class SshExecutor:
                 host=self.address,
             ) from None
 
+    def _identity(self) -> list[asyncssh.SSHKeyPair]:
+        """The configured key (and its ``-cert.pub`` beside it, if any), loaded here so that a key that
+        cannot be used fails in one line naming the file and the field, never as the host's fault."""
+        path = self.identity_file
+        assert path is not None
+
+        def unusable(reason: str) -> SshError:
+            return SshError(
+                f"identity_file {path} of the bash-ssh config for {self.address} cannot be used: {reason}",
+                host=self.address,
+            )
+
+        try:
+            info = path.stat()
+        except FileNotFoundError:
+            raise unusable("it does not exist; set identity_file to your private key's path") from None
+        except OSError as exc:
+            raise unusable(f"{exc.strerror or exc}; set identity_file to a readable private key") from None
+        if not stat.S_ISREG(info.st_mode):
+            raise unusable("it is not a file; set identity_file to your private key's path")
+        if info.st_mode & 0o077:
+            # OpenSSH refuses such a key too ("UNPROTECTED PRIVATE KEY FILE"): others may have read it.
+            raise unusable(
+                f"its mode {stat.S_IMODE(info.st_mode):04o} lets others read or change it; "
+                f"make it private (chmod 600 {path})"
+            )
+        try:
+            return list(asyncssh.load_keypairs(str(path)))
+        except asyncssh.KeyImportError as exc:
+            if "passphrase" in str(exc).lower():
+                raise unusable(
+                    "it is protected by a passphrase, which dsh cannot ask for (no ssh-agent is consulted); "
+                    "use a key without one for this host"
+                ) from None
+            raise unusable(f"it is not a private key asyncssh can read ({_reason(exc)})") from None
+        except OSError as exc:
+            raise unusable(f"{exc.strerror or exc}; set identity_file to a readable private key") from None
+
     def _drop(self, pooled: _Pooled) -> None:
         if pooled in self._pool:
             self._pool.remove(pooled)
@@ -261,18 +335,21 @@ class SshExecutor:
     ) -> Ended:
         pid: list[int] = []
         nocwd: list[bool] = []
-        if stdin:
-            proc.stdin.write(stdin)
-        proc.stdin.write_eof()
+        lost: list[BaseException] = []
+        killed = True
+        with contextlib.suppress(asyncssh.ConnectionLost, asyncssh.DisconnectError, BrokenPipeError):
+            if stdin:
+                proc.stdin.write(stdin)
+            proc.stdin.write_eof()
         pumps = [
-            asyncio.ensure_future(_pump(proc.stdout, marker.encode(), out, None, None)),
-            asyncio.ensure_future(_pump(proc.stderr, marker.encode(), err, pid, nocwd)),
+            asyncio.ensure_future(_pump(proc.stdout, marker.encode(), out, None, None, lost)),
+            asyncio.ensure_future(_pump(proc.stderr, marker.encode(), err, pid, nocwd, lost)),
         ]
         try:
             deadline = None if timeout is None else time.monotonic() + timeout
             finished = await _read(proc, pumps, deadline)
             if not finished:
-                await self._kill(pooled, pid)
+                killed = await self._kill(pooled, pid)
                 await asyncio.wait(pumps, timeout=DRAIN_GRACE)
             elif _status(proc) is None:  # the output ended: the exit status comes next, or the connection is gone
                 left = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -280,7 +357,7 @@ class SshExecutor:
                     await asyncio.wait_for(proc.wait_closed(), left)
                 if _status(proc) is None and not pooled.conn.is_closed() and left is not None:
                     finished = False
-                    await self._kill(pooled, pid)
+                    killed = await self._kill(pooled, pid)
         except asyncio.CancelledError:
             with contextlib.suppress(BaseException):
                 await asyncio.shield(self._kill(pooled, pid))
@@ -297,23 +374,52 @@ class SshExecutor:
         if nocwd:
             raise ExecError(f"working directory {cwd} does not exist on {self.address}", path=cwd)
         if not finished:
-            return Ended(None, timed_out=True)
+            if killed:
+                return Ended(None, timed_out=True)
+            self._drop(pooled)
+            return self._lost("the kill could not reach the host", "after the command timed out")
         code = _status(proc)
         if code is None:
             self._drop(pooled)
-            raise SshError(
-                f"the connection to {self.address} was lost while the command ran; its exit status is unknown "
-                "and the transcript records the call as failed (check the host; the next call reconnects)",
-                host=self.address,
-            )
+            why = _reason(lost[0]) if lost else "it closed before the command's exit status came"
+            return self._lost(why, "while the command ran")
         return Ended(code, timed_out=False)
 
-    async def _kill(self, pooled: _Pooled, pid: list[int]) -> None:
-        """Kill the command's process group on the host (over the same connection), within ``DRAIN_GRACE``."""
-        if not pid or pooled.conn.is_closed():
-            return
-        with contextlib.suppress(Exception):
+    def _lost(self, why: str, when: str) -> Ended:
+        """How a command ended whose connection was lost ``when``: status unknown, with the line saying so."""
+        if "keepalive" in why:  # asyncssh's "Server not responding to keepalive"
+            why = (
+                f"no answer to {self.keepalive_count_max} keep-alives: the host sent nothing for "
+                f"{self.silence_bound:g} s (keepalive_interval, keepalive_count_max)"
+            )
+        return Ended(
+            UNKNOWN_STATUS,
+            timed_out=False,
+            why=f"dsh: the connection to {self.address} was lost {when} ({why}); its exit status is unknown "
+            "and it may still be running there, so dsh reports 255 with the output received until then "
+            "(check the host; the next call reconnects)",
+        )
+
+    async def _kill(self, pooled: _Pooled, pid: list[int]) -> bool:
+        """Kill the command's process group on the host (over the same connection), within ``DRAIN_GRACE``;
+        whether the host took the kill (False: the connection is gone or silent, the group may run on)."""
+        if not pid:
+            return True  # no pid came in the whole timeout over a live connection: the line never got that far
+        if pooled.conn.is_closed():
+            return False
+        try:
             await asyncio.wait_for(pooled.conn.run(f"kill -KILL -- -{pid[0]}", check=False), DRAIN_GRACE)
+        except Exception:
+            return False
+        return True
+
+
+def _session(sent: list[asyncssh.SSHClientProcess[bytes]]) -> asyncssh.SSHClientProcess[bytes]:
+    """The session of a new channel, made by asyncssh once the channel is open, just before it sends
+    the exec request: from here on the command may run on the host, whatever happens to the connection."""
+    Interrupts.command_started()
+    sent.append(asyncssh.SSHClientProcess())
+    return sent[0]
 
 
 async def _read(
@@ -340,11 +446,13 @@ async def _pump(
     sink: Capture,
     pid: list[int] | None,
     nocwd: list[bool] | None,
+    lost: list[BaseException],
 ) -> None:
-    """Feed ``stream`` into ``sink``, dropping what came before the marker line (a login profile's noise)."""
+    """Feed ``stream`` into ``sink``, dropping what came before the marker line (a login profile's noise);
+    a lost connection ends the stream, its error kept in ``lost``."""
     head = b""
     found = False
-    with contextlib.suppress(asyncssh.ConnectionLost, asyncssh.DisconnectError, BrokenPipeError):
+    try:
         while chunk := await stream.read(65536):
             if not found:
                 head += chunk
@@ -361,6 +469,8 @@ async def _pump(
                 chunk, head = head[end + 1 :], b""
             if chunk:
                 sink.feed(chunk)
+    except (asyncssh.ConnectionLost, asyncssh.DisconnectError, BrokenPipeError) as exc:
+        lost.append(exc)
 
 
 def _status(proc: asyncssh.SSHClientProcess[bytes]) -> int | None:
@@ -403,6 +513,11 @@ class _SshConfig(NamedTuple):
     """Harness paths mounted at the same path on the host (a shared sessions folder, say)."""
     connect_timeout: float = 10.0
     max_sessions: int = MAX_SESSIONS
+    keepalive_interval: float = KEEPALIVE_INTERVAL
+    """Seconds of silence from the host before a keep-alive is sent."""
+    keepalive_count_max: int = KEEPALIVE_COUNT_MAX
+    """Unanswered keep-alives before the connection is given up: a link silent for
+    ``keepalive_interval * (keepalive_count_max + 1)`` seconds is lost (a running command's status unknown)."""
 
 
 class SshConfig(_SshConfig):
@@ -432,6 +547,8 @@ class SshConfig(_SshConfig):
         shared: tuple[str, ...] = (),
         connect_timeout: float = 10.0,
         max_sessions: int = MAX_SESSIONS,
+        keepalive_interval: float = KEEPALIVE_INTERVAL,
+        keepalive_count_max: int = KEEPALIVE_COUNT_MAX,
     ) -> "SshConfig":
         if not host.strip():
             raise FieldError("host", "must name the host (a name or address)")
@@ -442,6 +559,10 @@ class SshConfig(_SshConfig):
             raise FieldError("connect_timeout", "must be a positive, finite number of seconds")
         if max_sessions < 1:
             raise FieldError("max_sessions", "must be at least 1")
+        if not 0 < keepalive_interval < math.inf:
+            raise FieldError("keepalive_interval", "must be a positive, finite number of seconds")
+        if keepalive_count_max < 1:
+            raise FieldError("keepalive_count_max", "must be at least 1")
         return super().__new__(
             cls,
             host,
@@ -458,6 +579,8 @@ class SshConfig(_SshConfig):
             shared,
             connect_timeout,
             max_sessions,
+            keepalive_interval,
+            keepalive_count_max,
         )
 
 
@@ -472,6 +595,8 @@ def _apply(ctx: Context, config: SshConfig) -> None:
         shared=config.shared,
         connect_timeout=config.connect_timeout,
         max_sessions=config.max_sessions,
+        keepalive_interval=config.keepalive_interval,
+        keepalive_count_max=config.keepalive_count_max,
         **executor_options(ctx, config),
     )
     ctx.provide(SHELL_EXECUTOR, executor)

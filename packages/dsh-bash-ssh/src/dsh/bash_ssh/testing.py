@@ -154,6 +154,39 @@ class TemporaryHost:
 
     stop = kill
 
+    def freeze(self) -> None:
+        """Stop (SIGSTOP) every sshd process of the host, the listener and each connection's, as a link
+        that hangs: the commands run on, and nothing reaches the client (nor answers its keep-alives)."""
+        for pid in self._sshd_pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """Continue (SIGCONT) what :meth:`freeze` stopped."""
+        for pid in self._sshd_pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+    def _sshd_pids(self) -> list[int]:
+        """The sshd processes under this host's bubblewrap (``sshd``, ``sshd-session``, ...), not its commands."""
+        if self._proc is None:
+            return []
+        parents: dict[int, int] = {}
+        names: dict[int, bytes] = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                with contextlib.suppress(OSError):
+                    stat = Path(f"/proc/{entry}/stat").read_bytes()
+                    name, _, rest = stat.partition(b"(")[2].rpartition(b")")
+                    names[int(entry)] = name
+                    parents[int(entry)] = int(rest.split()[1])
+        found, frontier = [], [self._proc.pid]
+        while frontier:
+            children = [pid for pid, parent in parents.items() if parent in frontier]
+            found += [pid for pid in children if names[pid].startswith(b"sshd")]
+            frontier = children
+        return found
+
     def pids(self, marker: str) -> list[int]:
         """Processes of the host's user whose command line contains ``marker``."""
         found = []

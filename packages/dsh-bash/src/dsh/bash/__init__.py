@@ -7,7 +7,7 @@ one-shot run imports no asyncio.
 from typing import TYPE_CHECKING
 
 from ._capture import Capture
-from ._child import Ended
+from ._child import UNKNOWN_STATUS, Ended
 from ._env import (
     DSH_ENV_PREFIX,
     EXPORTED_FUNCTION_PREFIX,
@@ -41,6 +41,7 @@ __all__ = [
     "LOCAL_WORLD",
     "SHELL_CODE_KEYS",
     "SHELL_EXECUTOR",
+    "UNKNOWN_STATUS",
     "Access",
     "BackgroundProcess",
     "BashExecRequest",

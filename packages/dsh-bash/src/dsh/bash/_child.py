@@ -99,13 +99,16 @@ def shell_status(returncode: int) -> int:
 class Ended:
     """How a child ended; its output is in the :class:`~._capture.Capture` objects it was read into."""
 
-    __slots__ = ("returncode", "timed_out")
+    __slots__ = ("returncode", "timed_out", "why")
 
-    def __init__(self, returncode: int | None, timed_out: bool) -> None:
+    def __init__(self, returncode: int | None, timed_out: bool, why: str | None = None) -> None:
         self.returncode = returncode
         """As ``subprocess`` reports it (negative for a signal); None when it could not be reaped;
-        :data:`UNKNOWN_STATUS` when another reaper took it."""
+        :data:`UNKNOWN_STATUS` when another reaper took it, or the status could not be learned at all."""
         self.timed_out = timed_out
+        self.why = why
+        """With :data:`UNKNOWN_STATUS`: the line saying why the status is unknown, when not another
+        reaper (an executor that lost its connection to the host, say); None for :data:`UNKNOWN_NOTE`."""
 
     @property
     def exit_code(self) -> int:
@@ -124,7 +127,7 @@ class Ended:
     @property
     def note(self) -> str | None:
         """A line for the command's stderr when its exit status is not its own, else None."""
-        return None if self.known else UNKNOWN_NOTE
+        return None if self.known else self.why or UNKNOWN_NOTE
 
 
 def spawn(spec: BashExecSpec) -> subprocess.Popen[bytes]:

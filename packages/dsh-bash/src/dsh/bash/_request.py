@@ -56,15 +56,17 @@ class ExecResult(NamedTuple):
     """When stdout was truncated to its tail, the file holding all of it."""
     stderr_spill: str | None = None
     status_known: bool = True
-    """False when another ``waitpid()`` in this process took the shell's status: ``exit_code`` is
-    then 255 and ``stderr`` ends with a line saying so (a hook's verdict cannot be read from it)."""
+    """False when the command's status could not be learned (another ``waitpid()`` in this process
+    took it, or the connection to the host running it was lost): ``exit_code`` is then 255 and
+    ``stderr`` ends with a line saying why (a hook's verdict cannot be read from it)."""
     sandbox: Mapping[str, Any] | None = None
     """Set by a sandboxing executor: its ``mode``, whether it ``confined`` the command, and ``denied``
     when the sandbox refused a write; None for an executor that has no sandbox."""
 
     def as_data(self) -> dict[str, Any]:
-        """The JSON-able record of this result a transcript keeps (``duration`` left out; ``sandbox`` when set)."""
-        data = {
+        """The JSON-able record of this result a transcript keeps (``duration`` left out; ``sandbox`` when
+        set; ``status_known`` only when false, so that a record says when its 255 is not the command's)."""
+        data: dict[str, Any] = {
             "exit_code": self.exit_code,
             "stdout": self.stdout,
             "stderr": self.stderr,
@@ -72,6 +74,8 @@ class ExecResult(NamedTuple):
             "stdout_spill": self.stdout_spill,
             "stderr_spill": self.stderr_spill,
         }
+        if not self.status_known:
+            data["status_known"] = False
         if self.sandbox is not None:
             data["sandbox"] = dict(self.sandbox)
         return data
