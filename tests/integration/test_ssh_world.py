@@ -152,3 +152,110 @@ def test_a_session_works_in_a_folder_only_the_host_has(host: TemporaryHost, tmp_
     assert made["exit_code"] == 0 and made["stdout"] == f"{REMOTE_ONLY}\n", made
     again = dsh("exec", "--json", "--deployment", deployment, "--session", made["session_id"], "--", "pwd", home=home)
     assert json.loads(again.stdout)["stdout"] == f"{REMOTE_ONLY}\n", again.stderr
+
+
+QUIET = {"PYTHONWARNINGS": "ignore"}
+"""cryptography's deprecation warnings on asyncssh's import are not this file's subject (fixed elsewhere)."""
+
+
+def _exec_until_running(tmp_path: Path, deployment: Path, tag: str, *flags: str) -> subprocess.Popen[str]:
+    """``dsh exec`` of a command that prints to both streams, then sleeps on the host; returned once it sleeps."""
+    proc = subprocess.Popen(
+        [
+            sys.executable, "-m", "dsh.cli", "exec", *flags, "--deployment", str(deployment),
+            "--", f"echo printed; echo complained >&2; sleep {tag}",
+        ],
+        env={**os.environ, **QUIET, "DSH_HOME": str(tmp_path / "h")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    return proc
+
+
+def _wait_for(host: TemporaryHost, tag: str) -> None:
+    deadline = time.monotonic() + 30
+    while not host.pids(f"sleep\0{tag}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert host.pids(f"sleep\0{tag}"), "the command never started"
+    time.sleep(0.3)  # what it printed is on its way
+
+
+def _recorded_result(path: str) -> dict[str, object]:
+    lines = [json.loads(line) for line in Path(path).read_text().splitlines()]
+    (result,) = [line["data"]["data"] for line in lines if line.get("type") == "tool/result"]
+    return result  # type: ignore[no-any-return]
+
+
+def test_a_host_killed_mid_command_keeps_what_ran_records_an_unknown_status_and_exits_255(
+    host: TemporaryHost, tmp_path: Path
+) -> None:
+    deployment = _deployment(tmp_path, host)
+    try:
+        proc = _exec_until_running(tmp_path, deployment, "4247.5", "--json")
+        _wait_for(host, "4247.5")
+        host.kill()
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 255, err  # it ran: never 125 ("nothing ran"), which a caller would retry
+        assert err == ""
+        document = json.loads(out)
+        assert (document["exit_code"], document["status_known"], document["error"]) == (255, False, None)
+        assert document["stdout"] == "printed\n"
+        kept, note = document["stderr"].splitlines()
+        assert kept == "complained"
+        assert note.startswith(f"dsh: the connection to {host.user}@127.0.0.1:{host.port} was lost while the ")
+        recorded = _recorded_result(document["location"]["path"])
+        assert recorded["status_known"] is False and recorded["exit_code"] == 255
+        assert recorded["stdout"] == "printed\n" and recorded["stderr"] == document["stderr"]
+        # Without --json: the output as it came, and the one line after the command's stderr.
+        host.start()
+        proc = _exec_until_running(tmp_path, deployment, "4248.5")
+        _wait_for(host, "4248.5")
+        host.kill()
+        out, err = proc.communicate(timeout=60)
+        assert (proc.returncode, out) == (255, "printed\n"), err
+        assert err.splitlines()[0] == "complained" and len(err.splitlines()) == 2, err
+        assert "its exit status is unknown" in err.splitlines()[1]
+    finally:
+        host.kill()
+        host.start()
+
+
+def test_a_frozen_link_ends_the_call_within_the_configured_keepalive_bound(
+    host: TemporaryHost, tmp_path: Path
+) -> None:
+    deployment = _deployment(tmp_path, host, "      keepalive_interval: 0.5\n      keepalive_count_max: 2\n")
+    tag = "4249.5"
+    proc = _exec_until_running(tmp_path, deployment, tag, "--json")
+    try:
+        _wait_for(host, tag)
+        host.freeze()
+        frozen = time.monotonic()
+        out, err = proc.communicate(timeout=60)
+        waited = time.monotonic() - frozen
+    finally:
+        host.thaw()
+        for pid in host.pids(f"sleep\0{tag}"):
+            os.kill(pid, signal.SIGKILL)
+    assert proc.returncode == 255, err
+    assert 1.0 <= waited < 1.5 + 8, f"gave up after {waited:.2f} s"
+    document = json.loads(out)
+    assert (document["stdout"], document["status_known"]) == ("printed\n", False)
+    assert "the host sent nothing for 1.5 s (keepalive_interval, keepalive_count_max)" in document["stderr"]
+
+
+def test_an_identity_file_with_a_passphrase_runs_nothing_and_names_the_file_and_field(
+    host: TemporaryHost, tmp_path: Path
+) -> None:
+    key = tmp_path / "locked"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "words", "-f", str(key)], check=True)
+    deployment = _deployment(tmp_path, host)
+    deployment.write_text(deployment.read_text().replace(str(host.identity_file), str(key)))
+    marker = host.home / "ran-with-a-locked-key"
+    done = dsh("exec", "--deployment", str(deployment), "--", f"touch {marker}", home=tmp_path / "h", env=QUIET)
+    assert done.returncode == 125 and not marker.exists()
+    assert done.stderr == (
+        f"dsh: identity_file {key} of the bash-ssh config for {host.user}@127.0.0.1:{host.port} cannot be used: "
+        "it is protected by a passphrase, which dsh cannot ask for (no ssh-agent is consulted); "
+        "use a key without one for this host\n"
+    )

@@ -37,6 +37,10 @@ class ExecOutcome(NamedTuple):
     transcript could not be saved (``dsh exec`` exits 125 either way)."""
     interrupted: str | None = None
     """The signal that interrupted the command (its group killed; ``exit_code`` is then 128+N)."""
+    status_known: bool = True
+    """False when the command ran but its status could not be learned (another ``waitpid()`` took it,
+    the connection to its SSH host was lost): ``exit_code`` is then 255, ``stderr`` ends with the line
+    saying why, and ``dsh exec`` exits 255."""
     notices: tuple[str, ...] = ()
     """Lines for dsh's own stderr (hooks' ``systemMessage``, hook failures); not in ``--json``."""
 
@@ -184,8 +188,10 @@ async def exec_command(
     warnings = result.data.get("warnings") if isinstance(result.data, Mapping) else None
     notices.extend(f"dsh: warning: {w}" for w in warnings or ())  # optional contributors that failed
     code: int | None
+    known = True
     if isinstance(ran, ExecResult):
         code, stdout, stderr, timed_out = ran.exit_code, ran.stdout, ran.stderr, ran.timed_out
+        known = ran.status_known
     elif result.blocked:  # a hook blocked it: its reason is the command's stderr, status 126
         code, stdout, stderr, timed_out = BLOCKED_EXIT, "", result.output + "\n", False
     else:
@@ -201,6 +207,7 @@ async def exec_command(
         timed_out=timed_out,
         timeout=allowed,
         error=error,
+        status_known=known,
         notices=tuple(notices),
     )
 

@@ -183,13 +183,13 @@ def _fail(args: ExecArgs | argparse.Namespace, message: str, status: int = FAILU
     """dsh's own failure of a served exec: one line, the ``--json`` document, ``status`` (125 unless told)."""
     print(f"dsh: {message}", file=sys.stderr)
     if args.json:
-        write_all(_document(message), sys.stdout, json=True)
+        write_all(_document(message, status_known=status != UNKNOWN_EXIT), sys.stdout, json=True)
     return status
 
 
-def _document(error: str) -> str:
+def _document(error: str, *, status_known: bool = True) -> str:
     """The ``--json`` failure document when the server sent none (compact: this client has no json module)."""
-    return dumps(failure_document(error)).decode("utf-8") + "\n"
+    return dumps(failure_document(error, status_known=status_known)).decode("utf-8") + "\n"
 
 
 def served_exec(args: ExecArgs | argparse.Namespace) -> int | None:

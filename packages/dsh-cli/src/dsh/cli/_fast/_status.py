@@ -74,8 +74,9 @@ def interrupted_late(signal_name: str) -> str:
     )
 
 
-def failure_document(error: str) -> dict[str, Any]:
-    """The ``dsh exec --json`` document when dsh failed before the command ran: every key, nothing ran.
+def failure_document(error: str, *, status_known: bool = True) -> dict[str, Any]:
+    """The ``dsh exec --json`` document when dsh failed before the command ran: every key, nothing ran;
+    or, with ``status_known`` false, when a served command may have run but its answer never came.
 
     The keys are ``ExecOutcome``'s (``dsh.cli._exec``; a test holds the two alike): this folder may
     not import that module.
@@ -90,4 +91,5 @@ def failure_document(error: str) -> dict[str, Any]:
         "timeout": None,
         "error": error,
         "interrupted": None,
+        "status_known": status_known,
     }
