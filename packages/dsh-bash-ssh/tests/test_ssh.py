@@ -273,6 +273,36 @@ def test_a_frozen_link_is_given_up_after_the_keepalive_bound_keeping_what_came(
     )
 
 
+def test_a_timeout_whose_kill_cannot_reach_a_frozen_host_is_an_unknown_status_not_124(
+    host: TemporaryHost, tmp_path: Path
+) -> None:
+    tag = "4250.5"
+    executor = _executor(host, tmp_path)  # keep-alives far off: the timeout comes first
+
+    async def main() -> object:
+        try:
+            task = asyncio.ensure_future(executor.run(BashExecRequest(f"echo started; sleep {tag}", timeout=2)))
+            deadline = time.monotonic() + 10
+            while not host.pids(f"sleep\0{tag}") and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.3)
+            host.freeze()
+            return await asyncio.wait_for(task, 30)
+        finally:
+            host.thaw()
+            await executor.close()
+
+    try:
+        result = asyncio.run(main())
+        assert host.pids(f"sleep\0{tag}"), "the kill never reached the host: the command runs on"
+    finally:
+        for pid in host.pids(f"sleep\0{tag}"):
+            os.kill(pid, signal.SIGKILL)
+    assert (result.exit_code, result.status_known, result.timed_out) == (255, False, False)  # type: ignore[attr-defined]
+    assert result.stdout == "started\n"  # type: ignore[attr-defined]
+    assert "was lost after the command timed out (the kill could not reach the host)" in result.stderr  # type: ignore[attr-defined]
+
+
 def _key(tmp_path: Path, name: str, *, passphrase: str = "") -> Path:
     key = tmp_path / name
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", passphrase, "-f", str(key)], check=True)
