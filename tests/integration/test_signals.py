@@ -435,15 +435,24 @@ def _command_started(proc: subprocess.Popen[str], pidfile: Path) -> int:
     return int(pidfile.read_text())
 
 
-def test_a_server_stopped_mid_command_lets_its_client_return_within_the_keepalive_bound(tmp_path: Path) -> None:
-    # No --timeout and no signal to the client: only the server's keep-alives bound its wait, and a
-    # stopped server sends none, so the client gives up after MISSED_KEEPALIVES of them.
+@pytest.mark.parametrize(
+    ("timeout", "sleep"),
+    [
+        ((), 300),  # no --timeout: only the server's keep-alives bound the wait
+        (("--timeout", "5"), 2),  # the command ends within its timeout, but the stopped server never says so
+    ],
+)
+def test_a_server_stopped_mid_command_lets_its_client_return_within_the_keepalive_bound(
+    tmp_path: Path, timeout: tuple[str, ...], sleep: int
+) -> None:
+    # No signal to the client: a stopped server sends no keep-alive, so the client gives up after
+    # MISSED_KEEPALIVES of them, long before a --timeout plus its grace would end the wait.
     home, pidfile = tmp_path / "home", tmp_path / "pid"
     server = ServeProcess(home, "--keepalive", str(KEEPALIVE))
     bound = MISSED_KEEPALIVES * KEEPALIVE
     pgid = None
     try:
-        proc = _client("exec", "--json", "--", f"echo $$ > {pidfile}; sleep 300", home=home)
+        proc = _client("exec", "--json", *timeout, "--", f"echo $$ > {pidfile}; sleep {sleep}", home=home)
         pgid = _command_started(proc, pidfile)
         os.kill(server.pid, signal.SIGSTOP)
         stopped = time.monotonic()
@@ -458,6 +467,7 @@ def test_a_server_stopped_mid_command_lets_its_client_return_within_the_keepaliv
         )
         document = json.loads(out)
         assert document["exit_code"] is None and "may still be running" in document["error"]
+        assert document["status_known"] is False
     finally:
         os.kill(server.pid, signal.SIGCONT)
         server.stop()
