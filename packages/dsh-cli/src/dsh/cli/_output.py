@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 from ._fast._streams import write_all
 
@@ -26,3 +26,28 @@ def say(*lines: str) -> None:
     nothing and reports nothing, so ``dsh sessions list >&-`` would exit 0 having said nothing.
     """
     write_all("".join(line + "\n" for line in lines), sys.stdout)
+
+
+_BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+"""Characters that reorder the text around them on screen, so a line reads other than it runs."""
+
+_ESCAPES = {
+    code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    for code in (*range(0x20), *range(0x7F, 0xA0), *_BIDI)
+    if code not in (0x09, 0x0A)  # a tab and a line break are layout, never a terminal command
+}
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every control character but tab and newline (C0, DEL, C1) and every bidirectional
+    control written as a visible escape (``\\x1b``, ``\\u202e``): what a recorded command or its output
+    holds is shown, never obeyed by the terminal (an OSC 52 clipboard write, a screen clear, a title)."""
+    return text.translate(_ESCAPES)
+
+
+def on_terminal(stream: TextIO | None) -> bool:
+    """Whether ``stream`` is a terminal (a closed or detached stream is not)."""
+    try:
+        return stream is not None and stream.isatty()
+    except ValueError:  # closed
+        return False

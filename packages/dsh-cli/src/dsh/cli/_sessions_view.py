@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from dsh.loader import Runtime
 from dsh.session import SESSIONS
 
 from ._exec import location_json
-from ._output import print_json, say
+from ._output import on_terminal, print_json, say, terminal_safe
 from ._runtime import open_runtime
 from ._show import render
 
@@ -43,11 +43,11 @@ def sessions_verb(args: argparse.Namespace) -> int:
             headers = scan.headers
             # One damaged transcript never hides the others: each is one line on stderr.
             for line in scan.damaged:
-                print(f"dsh: warning: skipped a damaged session: {line}", file=sys.stderr)
+                print(_for(sys.stderr, f"dsh: warning: skipped a damaged session: {line}"), file=sys.stderr)
             if args.json:
                 print_json({"sessions": [h.to_dict() for h in headers], "damaged": list(scan.damaged)})
             else:
-                say(*(f"{h.id}  {h.created_at}  {h.cwd}{_parent(h.parent_session)}" for h in headers))
+                say(*(_for(sys.stdout, f"{h.id}  {h.created_at}  {h.cwd}{_parent(h.parent_session)}") for h in headers))
             return 0
         session = store.resume(args.id, history=args.action != "locate")
         location = location_json(session)
@@ -78,10 +78,16 @@ def sessions_verb(args: argparse.Namespace) -> int:
             )
         else:
             path = location["path"] if location else None
-            say(*render(session.header, path, session.history))
+            say(*(_for(sys.stdout, line) for line in render(session.header, path, session.history)))
             for line in session.damage:
-                print(f"damage: {line}", file=sys.stderr)
+                print(_for(sys.stderr, f"damage: {line}"), file=sys.stderr)
         return 0
+
+
+def _for(stream: TextIO | None, line: str) -> str:
+    """``line`` as it may be written to ``stream``: a stored transcript's text is data from a command,
+    so on a terminal its control characters are shown escaped; a pipe or a file gets the bytes."""
+    return terminal_safe(line) if on_terminal(stream) else line
 
 
 def _parent(parent: str | None) -> str:
