@@ -391,3 +391,14 @@ def test_modules_that_define_records_evaluate_their_annotations() -> None:
             f"{source} defines the records {records} and defers its annotations: drop `from __future__ import "
             "annotations` and quote only the names that exist for type checkers or later in the module"
         )
+
+
+def test_the_readmes_shortcut_past_hatch_run_starts_the_workspace_dsh() -> None:
+    """`hatch run` costs ~0.4 s a command; the README's shortcut puts the environment's bin/ on PATH.
+    The suite runs in that environment (`hatch env find` names it): its `dsh` must be there and start."""
+    section = (REPO / "README.md").read_text().split("## The two commands", 1)[1].split("\n## ", 1)[0]
+    assert 'export PATH="$(.venv/bin/hatch env find)/bin:$PATH"' in section
+    script = Path(sys.prefix) / "bin" / "dsh"
+    assert script.is_file(), f"{script} is missing: the Hatch environment has no dsh script"
+    done = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0 and "dsh-cli 0.1.0" in done.stdout.splitlines(), done.stdout + done.stderr
