@@ -53,6 +53,7 @@ def test_a_missing_part_skips_naming_the_package_and_its_install_command(tmp_pat
 def test_under_ci_a_missing_part_fails_the_test(tmp_path: Path) -> None:
     done = _run_marked(tmp_path, ci="true")
     assert done.returncode == 1 and "skipped" not in done.stdout, done.stdout
+    assert "1 failed" in done.stdout and "error" not in done.stdout.lower(), done.stdout
     assert "CI=true: a missing system part fails the run" in done.stdout
     assert "the fixture ran" not in done.stdout
 

@@ -21,6 +21,10 @@ with nothing else installed. ``tests/test_workspace.py`` checks the two agree.
 """
 
 
+_FAILED_FOR_A_PART = pytest.StashKey[bool]()
+"""Set on a test whose set-up failed for a missing system part (CI=true)."""
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
@@ -33,7 +37,20 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Before any fixture starts a server that needs it: a missing system part skips (or, in CI, fails)."""
     for mark in item.iter_markers("system_parts"):
-        require_parts(*mark.args)
+        try:
+            require_parts(*mark.args)
+        except pytest.fail.Exception:
+            item.stash[_FAILED_FOR_A_PART] = True
+            raise
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A missing system part under CI=true is the test's failure (FAILED), not an error of its set-up."""
+    outcome = yield
+    if call.when == "setup" and item.stash.get(_FAILED_FOR_A_PART, False):
+        report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
+        report.when = "call"
 
 
 @pytest.fixture(autouse=True)
