@@ -53,16 +53,21 @@ def main() -> int:
     missing = missing_parts()
     if not missing:
         return 0
-    if os.geteuid() == 0 and shutil.which("apt-get"):
+    tried = os.geteuid() == 0 and shutil.which("apt-get") is not None
+    if tried:
         print(f"system parts: installing {' '.join(missing)} with apt-get", flush=True)
         install(missing)
         missing = missing_parts()
         if not missing:
             return 0
     consequence = "fail (CI=true)" if in_ci() else "skip, each naming what it needs"
+    fix = (
+        "apt-get did not make them usable here (see above)"
+        if tried
+        else f"install them with `sudo apt-get install {' '.join(missing)}` (or run this command as root, which does)"
+    )
     print(
-        f"system parts: not installed: {' '.join(missing)}; the tests that need them will {consequence}. "
-        f"Install them with `sudo apt-get install {' '.join(missing)}` (or run this command as root, which does)",
+        f"system parts: missing: {' '.join(missing)}; the tests that need them will {consequence}; {fix}",
         file=sys.stderr,
     )
     for package in missing:
