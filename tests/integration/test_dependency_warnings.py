@@ -71,7 +71,9 @@ def _only_dsh_lines(stderr: str) -> list[str]:
 def _run(world: dict[str, Path], *args: str, ssh: bool = True) -> subprocess.CompletedProcess[str]:
     deployment = ["--deployment", str(world["ssh"])] if ssh else []
     verb, *rest = args
-    words = [*verb.split(), *deployment, *rest]
+    words = [*verb.split(), *rest]
+    at = words.index("--") if "--" in words else len(words)  # options before the command
+    words[at:at] = deployment
     return dsh(*words, home=world["home"], cwd=world["cwd"], env={"PYTHONPATH": str(world["site"])})
 
 
@@ -107,6 +109,16 @@ def test_every_reading_verb_prints_no_library_warning(world: dict[str, Path], ve
     done = _run(world, verb)
     _only_dsh_lines(done.stderr)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    "verb",
+    ["sessions show", "sessions locate", "sessions verify --session", "sessions fork", "exec --no-server --session"],
+)
+def test_every_refusal_stays_one_dsh_line(world: dict[str, Path], verb: str) -> None:
+    done = _run(world, verb, "no-such-session", *(["--", "true"] if verb.startswith("exec") else []))
+    assert done.returncode in (1, 125)
+    assert len(_only_dsh_lines(done.stderr)) == 1, done.stderr
 
 
 def test_run_prints_no_library_warning(world: dict[str, Path]) -> None:
