@@ -21,6 +21,15 @@ def test_needs_bwrap(never_started):
 @pytest.fixture
 def never_started():
     raise RuntimeError("the fixture ran although bwrap is missing")
+
+@pytest.fixture(scope="session")
+def server():
+    from dsh.testing import require_parts
+    require_parts("bubblewrap")  # as postgres_server does for postgresql
+    raise RuntimeError("the server started although bwrap is missing")
+
+def test_needs_a_server(server):
+    pass
 """
 
 
@@ -44,18 +53,18 @@ def _run_marked(tmp_path: Path, ci: str | None) -> subprocess.CompletedProcess[s
 
 def test_a_missing_part_skips_naming_the_package_and_its_install_command(tmp_path: Path) -> None:
     done = _run_marked(tmp_path, ci=None)
-    assert done.returncode == 0 and "1 skipped" in done.stdout, done.stdout
+    assert done.returncode == 0 and "2 skipped" in done.stdout, done.stdout
     assert "needs the Debian package bubblewrap" in done.stdout
     assert "`sudo apt-get install bubblewrap`" in done.stdout
-    assert "the fixture ran" not in done.stdout
+    assert "the fixture ran" not in done.stdout and "the server started" not in done.stdout
 
 
 def test_under_ci_a_missing_part_fails_the_test(tmp_path: Path) -> None:
     done = _run_marked(tmp_path, ci="true")
     assert done.returncode == 1 and "skipped" not in done.stdout, done.stdout
-    assert "1 failed" in done.stdout and "error" not in done.stdout.lower(), done.stdout
+    assert "2 failed" in done.stdout and "error" not in done.stdout.lower(), done.stdout
     assert "CI=true: a missing system part fails the run" in done.stdout
-    assert "the fixture ran" not in done.stdout
+    assert "the fixture ran" not in done.stdout and "the server started" not in done.stdout
 
 
 def test_presence_follows_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

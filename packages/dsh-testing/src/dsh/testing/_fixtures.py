@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ._parts import require_parts
+from ._parts import CI_FAILS, require_parts
 
 _MANAGED_PREFIX = "DSH_"
 """The managed namespace (``dsh.bash.DSH_ENV_PREFIX``), matched in any letter case as dsh does.
@@ -19,10 +19,6 @@ _MANAGED_PREFIX = "DSH_"
 Spelled here because this utility depends on no dsh distribution: a test of ``dsh-paths`` must run
 with nothing else installed. ``tests/test_workspace.py`` checks the two agree.
 """
-
-
-_FAILED_FOR_A_PART = pytest.StashKey[bool]()
-"""Set on a test whose set-up failed for a missing system part (CI=true)."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -37,18 +33,18 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Before any fixture starts a server that needs it: a missing system part skips (or, in CI, fails)."""
     for mark in item.iter_markers("system_parts"):
-        try:
-            require_parts(*mark.args)
-        except pytest.fail.Exception:
-            item.stash[_FAILED_FOR_A_PART] = True
-            raise
+        require_parts(*mark.args)
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    """A missing system part under CI=true is the test's failure (FAILED), not an error of its set-up."""
+    """A missing system part under CI=true is the test's failure (FAILED), not an error of its set-up
+    (the marker's check, or a fixture such as ``postgres_server`` that needs the part)."""
     outcome = yield
-    if call.when == "setup" and item.stash.get(_FAILED_FOR_A_PART, False):
+    failed = call.excinfo
+    if call.when != "setup" or failed is None or not failed.errisinstance(pytest.fail.Exception):
+        return
+    if str(failed.value).endswith(CI_FAILS):
         report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
         report.when = "call"
 

@@ -58,6 +58,10 @@ SYSTEM_PARTS: dict[str, SystemPart] = {
 """Every system part the tests use, by Debian package name."""
 
 
+CI_FAILS = "(CI=true: a missing system part fails the run)"
+"""Ends the failure message of a test whose part is missing under CI (the plugin reports it as FAILED)."""
+
+
 def in_ci() -> bool:
     """Whether this run is CI's (``CI=true``), where a missing part fails instead of skipping."""
     return os.environ.get("CI", "").lower() in ("true", "1", "yes")
@@ -88,5 +92,5 @@ def require_parts(*packages: str) -> None:
         return
     reason = missing_reason(missing)
     if in_ci():
-        pytest.fail(f"{reason} (CI=true: a missing system part fails the run)", pytrace=False)
+        pytest.fail(f"{reason} {CI_FAILS}", pytrace=False)
     pytest.skip(reason)
