@@ -68,3 +68,15 @@ def test_every_install_of_the_project_takes_the_lock() -> None:
     assert config["env-vars"]["PIP_CONSTRAINT"] == "{root}/constraints.txt"
     for script in ("test_isolated.py", "build_wheels.py"):
         assert "chosen_lock()" in (REPO / "scripts" / script).read_text(), script
+
+
+def test_newest_reports_each_pin_that_moved_appeared_or_went(tmp_path: Path) -> None:
+    """What ``hatch run newest`` prints beside the suite's outcome (and ``hatch run lock`` after writing)."""
+    old, new = tmp_path / "old.txt", tmp_path / "new.txt"
+    old.write_text("uv==0.13.9\n    # via -r x\nattrs==26.1.0\ncolorama==0.4.6 ; sys_platform == 'win32'\n")
+    new.write_text("uv==0.13.10\nattrs==26.1.0\nidna==3.11\n")
+    assert lock.changes(lock.pins(old), lock.pins(new)) == [
+        "  colorama (sys_platform == 'win32'): 0.4.6 -> (none)",
+        "  idna: (none) -> 3.11",
+        "  uv: 0.13.9 -> 0.13.10",
+    ]
