@@ -3,7 +3,8 @@
     python3 scripts/build_wheels.py [OUT] [--no-deps]
 
 OUT defaults to ``dist/wheels``. Unless ``--no-deps`` is given, the wheels of every third-party
-dependency are put there too, so that
+dependency are put there too, at the versions of the project's lock (``constraints.txt``, see
+``scripts/lock.py``: the versions its own runs test), so that
 
     python3 -m venv VENV && VENV/bin/pip install --no-index --find-links OUT dsh-cli dsh-persistence-sqlite
 
@@ -21,6 +22,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from lock import chosen_lock  # scripts/lock.py, beside this file
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -34,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     packages = sorted(str(p) for p in (REPO / "packages").iterdir() if (p / "pyproject.toml").is_file())
     command = [sys.executable, "-m", "pip", "wheel", "--disable-pip-version-check", "--wheel-dir", str(out)]
+    command += ["--constraint", str(chosen_lock())]
     if args.no_deps:
         command.append("--no-deps")
     backend = [] if args.no_deps else ["hatchling"]  # for building contributors from the folder alone

@@ -8,14 +8,16 @@ For each distribution in ``packages/`` (or those named), a virtual environment u
 - that distribution and the transitive closure of its declared ``dsh-*`` dependencies, as wheels
   built from their workspace folders and installed with ``--no-deps`` (never from an index: the
   ``dsh-*`` names are not ours there);
-- the third-party requirements those distributions declare, from their own specifiers;
+- the third-party requirements those distributions declare, from their own specifiers, at the
+  versions of the lock (``constraints.txt``, see ``scripts/lock.py``; ``$PIP_CONSTRAINT`` names
+  another, as ``hatch run newest`` does, and then the environments live in a folder of their own);
 - ``dsh-testing`` (the test utility: pytest, hypothesis and the shared fixtures);
 
 then ``packages/<dist>/tests`` runs in it. A test that imports something its distribution does not
 declare fails here, where the full workspace environment would hide it.
 
-An environment is reused while its inputs are unchanged: the interpreter, this script, and the
-``pyproject.toml`` of every distribution installed into it; any change there rebuilds it from
+An environment is reused while its inputs are unchanged: the interpreter, this script, the lock, and
+the ``pyproject.toml`` of every distribution installed into it; any change there rebuilds it from
 scratch (``--fresh`` rebuilds all). The ``dsh-*`` wheels are built anew on every run (with hatchling
 when the running interpreter has it, a fraction of a second each) and reinstalled into an
 environment whenever one of its wheels differs from what it holds, so an environment never runs
@@ -39,9 +41,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from lock import LOCK, chosen_lock  # scripts/lock.py, beside this file
+
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = REPO / "packages"
-VENVS = REPO / ".venvs" / "isolated"
 WHEELS = REPO / ".venvs" / "wheels"
 TEST_UTILITY = "dsh-testing"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -99,20 +102,19 @@ def closure(name: str, dists: dict[str, Dist]) -> list[Dist]:
     return sorted(seen.values(), key=lambda d: d.name)
 
 
-def _pins() -> list[str]:
-    """The test tools' versions pinned in ``hatch.toml``: the isolated runs use the same ones."""
-    config = tomllib.loads((REPO / "hatch.toml").read_text())
-    wanted = {"pytest", "hypothesis"}
-    return [d for d in config["envs"]["default"]["dependencies"] if _requirement_name(d) in wanted]
+def venvs(lock: Path) -> Path:
+    """Where the environments live: one folder per lock, so a run on another lock leaves these as they are."""
+    if lock == LOCK:  # the repository's own
+        return REPO / ".venvs" / "isolated"
+    return REPO / ".venvs" / f"isolated-{hashlib.sha256(str(lock).encode()).hexdigest()[:8]}"
 
 
-def _key(installed: list[Dist], pins: list[str]) -> str:
+def _key(installed: list[Dist], lock: Path) -> str:
     digest = hashlib.sha256()
     digest.update(sys.version.encode())
     digest.update(str(REPO).encode())
     digest.update(Path(__file__).read_bytes())
-    for pin in pins:
-        digest.update(pin.encode())
+    digest.update(lock.read_bytes())
     for dist in installed:
         digest.update(dist.name.encode())
         digest.update((dist.path / "pyproject.toml").read_bytes())
@@ -150,13 +152,12 @@ def build_wheels(dists: list[Dist]) -> dict[str, Path]:
     return built
 
 
-def prepare(dist: Dist, dists: dict[str, Dist], wheels: dict[str, Path], fresh: bool) -> tuple[Path, bool]:
+def prepare(dist: Dist, dists: dict[str, Dist], wheels: dict[str, Path], fresh: bool, lock: Path) -> tuple[Path, bool]:
     """The environment for ``dist``'s tests, built unless a current one exists; (python, reused)."""
     installed = [*closure(dist.name, dists), *(d for d in closure(TEST_UTILITY, dists) if d.name != dist.name)]
     installed = sorted({d.name: d for d in installed}.values(), key=lambda d: d.name)
-    pins = _pins()
-    key = _key(installed, pins)
-    home = VENVS / dist.name
+    key = _key(installed, lock)
+    home = venvs(lock) / dist.name
     python = home / "bin" / "python"
     stamp = home / ".dsh-inputs"
     log = home / "install.log"
@@ -166,9 +167,7 @@ def prepare(dist: Dist, dists: dict[str, Dist], wheels: dict[str, Path], fresh: 
         shutil.rmtree(home, ignore_errors=True)
         venv.EnvBuilder(with_pip=False, clear=True).create(home)
         third_party = sorted({r for d in installed for r in d.third_party})
-        constraints = home / "constraints.txt"
-        constraints.write_text("\n".join(pins) + "\n")
-        _run([*pip, "install", "-c", str(constraints), *third_party], log)
+        _run([*pip, "install", "-c", str(lock), *third_party], log)
         stamp.write_text(key)
     ours = [wheels[d.name] for d in installed]
     ours_key = hashlib.sha256(b"".join(w.read_bytes() for w in ours)).hexdigest()
@@ -179,15 +178,15 @@ def prepare(dist: Dist, dists: dict[str, Dist], wheels: dict[str, Path], fresh: 
     return python, reused
 
 
-def run_one(dist: Dist, dists: dict[str, Dist], wheels: dict[str, Path], fresh: bool) -> tuple[bool, str]:
+def run_one(dist: Dist, dists: dict[str, Dist], wheels: dict[str, Path], fresh: bool, lock: Path) -> tuple[bool, str]:
     """Prepare and run one distribution's tests; (passed, the line to print)."""
     started = time.monotonic()
     try:
-        python, reused = prepare(dist, dists, wheels, fresh)
+        python, reused = prepare(dist, dists, wheels, fresh, lock)
     except RuntimeError as exc:
         return False, f"{dist.name:<26} FAILED  environment: {exc}"
     ready = time.monotonic()
-    report = VENVS / dist.name / "pytest.log"
+    report = venvs(lock) / dist.name / "pytest.log"
     # The root's pythonpath (for its `tests.*` helpers) is dropped: a distribution's tests see only what is installed.
     command = [str(python), "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", str(REPO / "pytest.ini")]
     command += ["-o", "pythonpath="]
@@ -224,12 +223,13 @@ def main(argv: list[str] | None = None) -> int:
     chosen = (
         [dists[n] for n in args.dists] if args.dists else [d for d in dists.values() if (d.path / "tests").is_dir()]
     )
-    VENVS.mkdir(parents=True, exist_ok=True)
+    lock = chosen_lock()
+    venvs(lock).mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     wheels = build_wheels(list(dists.values()))
     failed = 0
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for ok, line in pool.map(lambda d: run_one(d, dists, wheels, args.fresh), chosen):
+        for ok, line in pool.map(lambda d: run_one(d, dists, wheels, args.fresh, lock), chosen):
             failed += not ok
             print(line, flush=True)
     print(

@@ -135,7 +135,7 @@ def test_huge_nul_and_non_mapping_values_are_errors(registry: BashEnvRegistry) -
     answers["value"] = {"DSH_ODD": "a\0b"}
     with pytest.raises(CollectionError, match="contributor 'odd' returned a NUL character in key 'DSH_ODD'"):
         registry.collect(CALL)
-    for value, kind in ((None, "NoneType"), (["DSH_ODD"], "list"), ("DSH_ODD=x", "str")):
+    for value, kind in ((None, "None"), (["DSH_ODD"], "a list"), ("DSH_ODD=x", "a str")):
         answers["value"] = value
         with pytest.raises(CollectionError) as caught:
             registry.collect(CALL)

@@ -88,7 +88,7 @@ def _expected(name: str) -> str:
         "huge": f"{who} returned 10000000 bytes for key 'DSH_HUGE'; the maximum is 32768 bytes",
         "raising": f"{who} raised RuntimeError while resolving: backend down",
         "exiting": f"{who} raised SystemExit while resolving: 0",
-        "empty": f"{who} returned NoneType from resolve(), not a mapping of keys to strings",
+        "empty": f"{who} returned None from resolve(), not a mapping of keys to strings",
     }[name]
 
 

@@ -565,6 +565,7 @@ def test_stop_blocks_are_capped_at_eight_in_a_row_as_claude_code_caps_them(tmp_p
     assert "8 times in a row" in cap and "not done yet" in cap
 
 
+@pytest.mark.system_parts("jq")  # the PostToolUse hook formats with jq
 def test_a_hooks_stderr_is_recorded_and_bash_results_carry_claude_codes_keys(tmp_path: Path) -> None:
     seen = tmp_path / "response.json"
     post = f"jq -c .tool_response > {shlex.quote(str(seen))}; echo 'formatted 3 files' >&2"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -87,7 +86,7 @@ def _run_script(tmp_path: Path, script: dict[str, Any]) -> Path:
     return path
 
 
-@pytest.mark.skipif(shutil.which("jq") is None, reason="the peers' example validator needs jq on PATH")
+@pytest.mark.system_parts("jq")  # the peers' example validator reads its payload with jq
 def test_jq_validator_exit_2_blocks_rm_rf_and_lets_the_rest_through(tmp_path: Path) -> None:
     validator = _script(tmp_path, "validate.sh", JQ_VALIDATOR)
     home = _home(tmp_path, claude={"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [_hook(str(validator))]}]}})

@@ -226,7 +226,7 @@ VIEW_LOG = (
 )
 
 
-@pytest.mark.skipif(shutil.which("jq") is None, reason="the loop plugin's Stop hook reads the transcript with jq")
+@pytest.mark.system_parts("jq")  # the loop plugin's Stop hook reads the transcript with jq
 def test_a_loop_plugin_reads_the_last_assistant_message_from_a_claude_code_transcript(tmp_path: Path) -> None:
     plugin = _plugin(tmp_path, "plugin-loop")
     log = tmp_path / "view.log"

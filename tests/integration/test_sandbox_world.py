@@ -21,7 +21,7 @@ from dsh.core import FiberState
 from dsh.loader import root as loader_root
 from tests.helpers import dsh
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.system_parts("bubblewrap")]
 
 
 @pytest.fixture

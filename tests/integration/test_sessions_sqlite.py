@@ -25,7 +25,7 @@ def test_verify_by_session_id_asks_the_deployment(tmp_path: Path) -> None:
     found = dsh("sessions", "verify", "--session", out["session_id"], home=home)
     assert found.returncode == 0 and found.stdout.startswith(f"ok: {out['location']['path']}")
     unknown = dsh("sessions", "verify", "--session", "no-such-session", home=home)
-    assert unknown.returncode == 1 and unknown.stdout == "no stored session no-such-session\n"
+    assert (unknown.returncode, unknown.stdout, unknown.stderr) == (1, "", "dsh: no stored session no-such-session\n")
 
     deployment = tmp_path / "sqlite.yaml"
     deployment.write_text("persistence: {backend: sqlite}\n")
@@ -43,3 +43,6 @@ def test_verify_by_session_id_asks_the_deployment(tmp_path: Path) -> None:
         ).stdout
     )
     assert verdict["status"] == "consistent" and verdict["path"] is None
+    said = dsh("sessions", "verify", "--session", stored["session_id"], "--deployment", str(deployment), home=home)
+    assert (said.returncode, said.stderr) == (0, "")
+    assert said.stdout == f"ok: stored session {stored['session_id']} is consistent\n"  # not "X belongs to X"

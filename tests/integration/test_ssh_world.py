@@ -16,7 +16,11 @@ import pytest
 from dsh.bash_ssh.testing import REMOTE_ONLY, TemporaryHost
 from tests.helpers import dsh
 
-pytestmark = pytest.mark.integration
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.system_parts("openssh-server", "bubblewrap"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="the test sshd runs as a privileged daemon: needs root"),
+]
 
 
 @pytest.fixture(scope="module")

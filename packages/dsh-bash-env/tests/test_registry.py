@@ -121,8 +121,9 @@ def test_omitted_key_is_absent(registry: BashEnvRegistry) -> None:
     ("values", "message"),
     [
         ({"DSH_UNDECLARED": "x"}, "contributor 'bad' returned undeclared key 'DSH_UNDECLARED'"),
-        ({"DSH_OK": 3}, "contributor 'bad' returned a int for key 'DSH_OK', not a string"),
-        ({"DSH_OK": None}, "returned a NoneType for key 'DSH_OK'"),
+        ({"DSH_OK": 3}, "contributor 'bad' returned an int for key 'DSH_OK', not a string"),
+        ({"DSH_OK": None}, "contributor 'bad' returned None for key 'DSH_OK', not a string"),
+        ({"DSH_OK": ["x"]}, "contributor 'bad' returned a list for key 'DSH_OK', not a string"),
     ],
 )
 def test_bad_output_fails_collection_naming_contributor_and_key(
@@ -283,3 +284,26 @@ def test_the_longest_resolve_timeout_still_waits() -> None:
     longest.register(_contributor("x", {"DSH_X": "x"}, {"DSH_X": "1"}))
     assert longest.collect(BARE_CALL)["DSH_X"] == "1"
     assert asyncio.run(longest.collect_async(BARE_CALL))["DSH_X"] == "1"
+
+
+def test_reach_reports_a_contributor_s_last_failure_until_it_succeeds(registry: BashEnvRegistry) -> None:
+    """``dsh env``'s "here:" line: a contributor that failed its last call is not passed, and says why."""
+    down = [True]
+
+    def resolve(execution: ToolExecution) -> Mapping[str, str]:
+        if down[0]:
+            raise RuntimeError("backend down")
+        return {"DSH_FLAKY": "up"}
+
+    registry.register(FunctionContributor("flaky", {"DSH_FLAKY": "a fact from a backend"}, resolve))
+    assert registry.reach()["DSH_FLAKY"].passes is True  # no call yet: what it would do
+    with pytest.raises(CollectionError):
+        registry.collect(AGENT_CALL)
+    reach = registry.reach()["DSH_FLAKY"]
+    assert reach == (
+        False,
+        "its last call failed: contributor 'flaky' raised RuntimeError while resolving: backend down",
+    )
+    down[0] = False
+    assert registry.collect(AGENT_CALL)["DSH_FLAKY"] == "up"
+    assert registry.reach()["DSH_FLAKY"].passes is True

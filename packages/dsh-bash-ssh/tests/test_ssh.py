@@ -16,6 +16,11 @@ from dsh.bash import BashExecRequest, ExecError
 from dsh.bash_ssh import SshError, SshExecutor
 from dsh.bash_ssh.testing import TemporaryHost
 
+pytestmark = [
+    pytest.mark.system_parts("openssh-server", "bubblewrap"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="the test sshd runs as a privileged daemon: needs root"),
+]
+
 STALE = "DSH_SESSION_ID=stale\nDSH_HOME=/stale\nFOO_TOKEN=leak\nHOST_GREETING=hello\nCODEX_THREAD_ID=host-thread\n"
 
 

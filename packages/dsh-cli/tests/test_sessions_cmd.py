@@ -108,15 +108,16 @@ def test_verify_finds_a_recorded_call_and_reports_each_problem_on_its_own_line(t
     shutil.copy(other["location"]["path"], copy)
     os.chmod(copy, 0o666)
     bad = dsh("sessions", "verify", home=home, env={**env, "DSH_SESSION_JSONL": str(copy)})
-    assert bad.returncode == 1
-    assert bad.stdout.splitlines() == [
-        f"{copy} is writable by group and others (mode 0666); dsh writes transcripts 0600",
-        f"{copy}: the header's session id is {other['session_id']}, not {out['session_id']}",
+    assert bad.returncode == 1 and bad.stdout == ""
+    assert bad.stderr.splitlines() == [
+        f"dsh: {copy} is writable by group and others (mode 0666); dsh writes transcripts 0600",
+        f"dsh: {copy}: the header's session id is {other['session_id']}, not {out['session_id']}",
     ]
     never = dsh("sessions", "verify", "--call", home=home, env={**env, "DSH_TOOL_CALL_ID": "call-never"})
     assert never.returncode == 1
-    assert never.stdout == (
-        f"call call-never is not recorded in {out['location']['path']}, and its turn {env['DSH_TURN_ID']} has ended\n"
+    assert never.stderr == (
+        f"dsh: call call-never is not recorded in {out['location']['path']}, and its turn {env['DSH_TURN_ID']} "
+        "has ended\n"
     )
     as_json = json.loads(
         dsh("sessions", "verify", "--json", home=home, env={**env, "DSH_SESSION_JSONL": str(copy)}).stdout
@@ -132,10 +133,10 @@ def test_verify_refuses_symlinks_and_a_vanished_transcript(tmp_path: Path) -> No
     link.symlink_to(out["location"]["path"])
     linked = dsh("sessions", "verify", "--call", "--path", str(link), home=home, env=env)
     assert linked.returncode == 1
-    assert linked.stdout == f"{link} is a symbolic link; dsh never writes a transcript through one\n"
+    assert linked.stderr == f"dsh: {link} is a symbolic link; dsh never writes a transcript through one\n"
     # Absent during turn 2: the first turn was flushed, so the file should be there.
     later = {**env, "DSH_SESSION_JSONL": str(tmp_path / "gone.jsonl"), "DSH_TURN_ID": f"{out['session_id']}:turn-2"}
     gone = dsh("sessions", "verify", home=home, env=later)
-    assert gone.returncode == 1 and gone.stdout == f"{tmp_path / 'gone.jsonl'} does not exist\n"
+    assert gone.returncode == 1 and gone.stderr == f"dsh: {tmp_path / 'gone.jsonl'} does not exist\n"
     nothing = dsh("sessions", "verify", home=home)
     assert nothing.returncode == 1 and "pass --session ID" in nothing.stderr and nothing.stderr.count("\n") == 1

@@ -63,3 +63,51 @@ def test_adopting_outside_the_command_changes_nothing() -> None:
         "from dsh.paths.log import adopt; adopt('lib'); logging.getLogger('lib').warning('as before')"
     )
     assert done.stderr == "as before\n"
+
+
+WARN = "import warnings; warnings.warn('a library is deprecated', UserWarning)"
+
+
+@pytest.mark.parametrize(("debug", "shown"), [(False, False), (True, True)])
+def test_captured_warnings_are_the_log_s_even_when_raised_before_the_command_is_configured(
+    debug: bool, shown: bool
+) -> None:
+    done = _run(
+        "from dsh.paths.log import capture_warnings, configure_command; capture_warnings(); "
+        f"{WARN}; configure_command(debug={debug}); {WARN.replace('a library', 'another library')}"
+    )
+    if shown:
+        lines = [line for line in done.stderr.splitlines() if line.startswith("dsh: py.warnings: ")]
+        assert len(lines) == 2 and "a library is deprecated" in lines[0] and "another library" in lines[1]
+    else:
+        assert done.stderr == ""
+
+
+def test_silent_warnings_never_import_logging() -> None:
+    done = _run(
+        "import sys; from dsh.paths.log import capture_warnings, configure_command; capture_warnings(); "
+        f"configure_command(debug=False); {WARN}; print('logging' in sys.modules)"
+    )
+    assert (done.stdout, done.stderr) == ("False\n", "")
+
+
+def test_the_warnings_filters_stay_python_s() -> None:
+    """``-W error`` still turns a warning into an exception: only where a shown warning goes changes."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-W",
+            "error",
+            "-c",
+            f"from dsh.paths.log import capture_warnings; capture_warnings(); {WARN}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1 and "UserWarning: a library is deprecated" in done.stderr
+
+
+def test_without_the_command_warnings_go_where_python_sends_them() -> None:
+    assert "UserWarning: a library is deprecated" in _run(f"import dsh.paths.log; {WARN}").stderr

@@ -288,7 +288,8 @@ class BashEnvRegistry(Service):
 
         ``execution`` (a session's) makes the answer exact for that session; without it a fact that
         depends on the session says so. A contributor says it for its own keys with an optional
-        ``explain(execution, world) -> Mapping[str, Reach]``; one without passes what it resolves.
+        ``explain(execution, world) -> Mapping[str, Reach]``; one without passes what it resolves. A
+        contributor whose last resolve in this process failed does not pass, and the failure is the why.
         """
         world = self.world()
         session = None if execution is None else execution.session
@@ -303,6 +304,11 @@ class BashEnvRegistry(Service):
         for key in BUILTIN_DESCRIPTIONS:
             out.setdefault(key, Reach(True, "an identity fact: true in every world"))
         for entry in self._state.ordered:
+            if entry.last_failure is not None:  # what it says of itself matters less than how its last call went
+                out.update(
+                    {key: Reach(False, f"its last call failed: {entry.last_failure}") for key in entry.descriptions}
+                )
+                continue
             explain = getattr(entry.contributor, "explain", None)
             if callable(explain):
                 try:

@@ -51,6 +51,7 @@ class Entry:
         "contributor",
         "descriptions",
         "keys",
+        "last_failure",
         "name",
         "origin",
         "resolve",
@@ -75,6 +76,8 @@ class Entry:
         self._lock = threading.Lock()
         self._pool: DaemonPool | None = None
         self._running: list[float] = []  # the call deadline of each resolve running now
+        self.last_failure: str | None = None
+        """Why this contributor's last resolve taken into a call failed; None once one succeeds (``dsh env``)."""
 
     def who(self) -> str:
         """The contributor as errors name it: its name and, when it came from one, its distribution."""
@@ -187,13 +190,13 @@ class Call:
         for entry in entries:
             stuck = 0 if entry.builtin else entry.stuck(now)
             if stuck >= THREADS_PER_CONTRIBUTOR:  # before anything starts: the call fails anyway
-                self._failed(
-                    CollectionError(
-                        f"contributor {entry.who()} is still running {stuck} resolve() calls that passed their "
-                        f"{timeout:g} s deadline; this call fails without starting another",
-                        contributor=entry.name,
-                    )
+                error = CollectionError(
+                    f"contributor {entry.who()} is still running {stuck} resolve() calls that passed their "
+                    f"{timeout:g} s deadline; this call fails without starting another",
+                    contributor=entry.name,
                 )
+                entry.last_failure = str(error)
+                self._failed(error)
                 continue  # an optional one: its keys are absent, the call goes on
             started.append(entry)
         entries = started
@@ -234,8 +237,10 @@ class Call:
                     outcome = _settled(entry, future)
             self._at += 1
             if isinstance(outcome, CollectionError):
+                entry.last_failure = str(outcome)
                 self._failed(outcome)
             else:
+                entry.last_failure = None
                 self.out.update(outcome)
         return []
 
@@ -302,12 +307,19 @@ def sealed(out: dict[str, str], warnings: Sequence[str] = ()) -> Snapshot:
     return Snapshot(out, tuple(warnings))
 
 
+def _a(value: object) -> str:
+    """What a contributor returned, as a sentence says it: ``None``, ``an int``, ``a list``."""
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
 def check(entry: Entry, values: object, out: dict[str, str]) -> None:
     """Copy ``values`` into ``out``, refusing a non-mapping, an undeclared key or a bad value."""
     if type(values) is not dict and not isinstance(values, Mapping):
         raise CollectionError(
-            f"contributor {entry.who()} returned {type(values).__name__} from resolve(), "
-            "not a mapping of keys to strings",
+            f"contributor {entry.who()} returned {_a(values)} from resolve(), not a mapping of keys to strings",
             contributor=entry.name,
         )
     keys = entry.keys
@@ -318,7 +330,7 @@ def check(entry: Entry, values: object, out: dict[str, str]) -> None:
             )
         if type(value) is not str:
             raise CollectionError(
-                f"contributor {entry.who()} returned a {type(value).__name__} for key '{key}', not a string",
+                f"contributor {entry.who()} returned {_a(value)} for key '{key}', not a string",
                 contributor=entry.name,
                 key=key,
             )

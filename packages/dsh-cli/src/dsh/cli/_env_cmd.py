@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
-from dsh.bash_env import BASH_ENV, TOOL_CALL_ID_KEY, TURN_ID_KEY
+from dsh.bash_env import BASH_ENV, TOOL_CALL_ID_KEY, TURN_ID_KEY, CollectionError
 from dsh.core import Fiber
 from dsh.loader import Runtime
 from dsh.session import SESSIONS, AgentRef, ToolExecution
@@ -21,14 +22,23 @@ def env_verb(args: argparse.Namespace) -> int:
     with open_runtime(choice=args.choice) as runtime:
         registry = runtime.ctx.require(BASH_ENV)
         values: dict[str, str] = {}
-        execution = None
+        store = runtime.ctx.require(SESSIONS)
+        # Every contributor resolves once, for the session's next call (--session) or a new session's
+        # first call here (never stored): "here: passed" is then what a call gets now, and a failing
+        # contributor shows its failure (`reach`), never a claim of its own.
         if args.session is not None:
-            header = runtime.ctx.require(SESSIONS).resume(args.session, history=False).header
-            execution = ToolExecution("bash", "dsh-env", agent=AgentRef("main", header))
-            values = dict(registry.collect(execution))
-            # No call or turn is running: their ids have no value to show.
-            for key in (TOOL_CALL_ID_KEY, TURN_ID_KEY):
-                values.pop(key, None)
+            header = store.resume(args.session, history=False).header
+        else:
+            header = store.create(os.getcwd()).header
+        probe = ToolExecution("bash", "dsh-env", agent=AgentRef("main", header))
+        try:
+            values = dict(registry.collect(probe))
+        except CollectionError:
+            values = {}  # the failing contributor's keys say why
+        # No call or turn is running: their ids have no value to show.
+        for key in (TOOL_CALL_ID_KEY, TURN_ID_KEY):
+            values.pop(key, None)
+        execution = probe if args.session is not None else None
         world = registry.world()
         reach = registry.reach(execution)
         rows = []

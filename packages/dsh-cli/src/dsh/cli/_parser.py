@@ -174,6 +174,7 @@ def _build(
         made: argparse.ArgumentParser = getattr(parent, "add_parser")(  # noqa: B009
             name, help=short, description=summary, epilog=_examples(*examples), formatter_class=raw
         )
+        made.set_defaults(usage_parser=made)  # an unknown option is reported with this verb's usage (`parse`)
         return made
 
     def common(p: argparse.ArgumentParser, session: str | None = None, json: bool = True) -> None:
@@ -191,6 +192,7 @@ def _build(
         epilog=EXEC_EPILOG,
         formatter_class=_Formatter,
     )
+    p.set_defaults(usage_parser=p)
     common(p, session="run as the next turn of this stored session instead of a new one")
     p.add_argument("--cwd", metavar="DIR", help="working directory of a new session")
     p.add_argument(
@@ -289,7 +291,8 @@ def _build(
     common(s)
     s = verb(
         "locate",
-        "Where the session's transcript file is\n(nothing for backends without one, such as SQLite).",
+        "Where the session's transcript file is. For a backend without one (SQLite, PostgreSQL) stdout\n"
+        'stays empty, one line on stderr says so, and the exit status is 1 (--json: "location": null, status 0).',
         "dsh sessions locate ID",
         'tail -f "$(dsh sessions locate ID)"',
         parent=sessions,
@@ -392,7 +395,11 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
             raise SystemExit(1) from None
     else:
         parser, exec_parser = _build()
-    args = parser.parse_args(words)
+    args, unknown = parser.parse_known_args(words)
+    # argparse reports a verb's unknown option from the top parser, with dsh's usage: the verb's is the useful one.
+    owner: argparse.ArgumentParser = vars(args).pop("usage_parser", parser)
+    if unknown:
+        owner.error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.verb == "exec":
         if not command_line(args.command).strip():
             exec_parser.error("a command is needed after --, for example: dsh exec -- 'echo $DSH_SESSION_ID'")

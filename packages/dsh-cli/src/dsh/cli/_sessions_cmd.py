@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import stat
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -220,13 +221,16 @@ def verify(args: argparse.Namespace) -> int:
     if args.json:
         print_json(verdict.as_json())
     else:
-        for problem in verdict.problems:
-            say(problem)
         for note in verdict.notes:
             say(f"note: {note}")
+        # Each problem is a refusal of the transcript: one `dsh:` line on stderr, as every refusal.
+        for problem in verdict.problems:
+            print(f"dsh: {problem}", file=sys.stderr)
         if not verdict.problems:
-            what = verdict.path or f"session {verdict.session_id}"
-            line = f"ok: {what} belongs to session {verdict.session_id}"
+            if verdict.path is not None:
+                line = f"ok: {verdict.path} belongs to session {verdict.session_id}"
+            else:  # a backend without a file (SQLite, PostgreSQL): the stored session was read and checked
+                line = f"ok: stored session {verdict.session_id} is consistent"
             if verdict.status == "unflushed":
                 line = f"ok: session {verdict.session_id} is not flushed yet"
             if verdict.call is not None:

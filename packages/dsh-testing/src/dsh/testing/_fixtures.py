@@ -11,12 +11,42 @@ from typing import Any
 
 import pytest
 
+from ._parts import CI_FAILS, require_parts
+
 _MANAGED_PREFIX = "DSH_"
 """The managed namespace (``dsh.bash.DSH_ENV_PREFIX``), matched in any letter case as dsh does.
 
 Spelled here because this utility depends on no dsh distribution: a test of ``dsh-paths`` must run
 with nothing else installed. ``tests/test_workspace.py`` checks the two agree.
 """
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "system_parts(*packages): the Debian packages the test needs (dsh.testing.SYSTEM_PARTS); a missing one "
+        "skips it naming the package and its install command, or fails it under CI=true",
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before any fixture starts a server that needs it: a missing system part skips (or, in CI, fails)."""
+    for mark in item.iter_markers("system_parts"):
+        require_parts(*mark.args)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A missing system part under CI=true is the test's failure (FAILED), not an error of its set-up
+    (the marker's check, or a fixture such as ``postgres_server`` that needs the part)."""
+    outcome = yield
+    failed = call.excinfo
+    if call.when != "setup" or failed is None or not failed.errisinstance(pytest.fail.Exception):
+        return
+    if str(failed.value).endswith(CI_FAILS):
+        report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
+        report.when = "call"
 
 
 @pytest.fixture(autouse=True)
@@ -65,6 +95,7 @@ def postgres_server() -> Iterator[Any]:
         from dsh.persistence.postgres.testing import ServerUnavailable, TemporaryServer
     except ImportError as exc:  # pragma: no cover - the distribution or psycopg is not installed
         pytest.skip(f"PostgreSQL backend not installed: {exc}")
+    require_parts("postgresql")
     server = TemporaryServer()
     try:
         server.setup()

@@ -14,10 +14,17 @@ def run() -> None:
     Off before the fenced modules load, not after: a collection during those first imports walks
     every object the interpreter holds (about a millisecond of a served ``dsh exec``, measured), and a
     one-shot command makes little cyclic garbage (see :func:`._client.run`).
+
+    Warnings are sent to the library log first of all, before any dependency is imported: a library's
+    deprecation notice (``import asyncssh`` under a newer cryptography) never reaches the command's
+    stderr, served or not; ``--debug`` shows them (``dsh.paths.log.capture_warnings``).
     """
     import gc
 
     gc.disable()
+    from dsh.paths.log import capture_warnings
+
+    capture_warnings()
     from ._client import run as start
 
     start()
