@@ -243,3 +243,38 @@ def test_check_model_names_every_missing_member() -> None:
         "subagent(); its step() is not a coroutine function (declare it `async def step`) (see dsh.agent.Model)"
     )
     assert check_model(ScriptedModel([]), "scripted") is not None
+
+
+def test_a_turn_at_its_step_cap_fails_with_the_reason_in_turn_end(world: Any) -> None:
+    ctx, memory, _ = world
+    session = _session(ctx)
+    steps = [ModelStep(text=f"step {n}", tool_calls=[_echo(str(n))]) for n in range(5)]
+    result = asyncio.run(Agent(ctx, session, ScriptedModel([steps]), max_steps=2).run_turn("go"))
+    assert result.failed is not None and result.failed.startswith("the turn reached max_steps (2)")
+    assert result.text == "step 1" and len(result.tool_results) == 2
+    (end,) = [e.data for e in memory.events[session.id] if e.type == "turn/end"]
+    assert end["failed"] == result.failed
+    assert [e.data["message"] for e in memory.events[session.id] if e.type == "error"] == [result.failed]
+
+
+def test_the_calls_of_one_answer_run_at_most_max_parallel_tools_at_once_all_in_order(world: Any) -> None:
+    ctx, _, echo = world
+    steps = [ModelStep(tool_calls=[_echo(str(n), wait=0.01) for n in range(40)]), ModelStep(text="all")]
+    result = asyncio.run(Agent(ctx, _session(ctx), ScriptedModel([steps]), max_parallel_tools=3).run_turn("go"))
+    assert echo.most == 3
+    assert [r.output.split()[0] for _, r in result.tool_results] == [str(n) for n in range(40)]
+
+
+def test_the_limits_come_from_the_deployment_and_a_subagent_keeps_its_parents() -> None:
+    from dsh.loader import LOOP_LIMITS, LoopLimits
+
+    ctx = root()
+    for plugin in BUILTINS:
+        ctx.plugin(plugin)
+    ctx.provide(LOOP_LIMITS, LoopLimits(max_steps=7, max_parallel_tools=2))
+    session = ctx.require(SESSIONS).create("/work")
+    parent = Agent(ctx, session, ScriptedModel([]), max_steps=3)
+    assert parent.limits == LoopLimits(3, 2)
+    assert Agent(ctx, session, ScriptedModel([]), parent=parent).limits == LoopLimits(3, 2)
+    assert Agent(ctx, session, ScriptedModel([])).limits == LoopLimits(7, 2)
+    ctx.fiber.dispose()
