@@ -408,6 +408,11 @@ class Agent(HookPoints):
             env=env,
             ambient=self.ambient,
         )
+        try:
+            # The write-ahead record: durable before the command starts, so a kill leaves that it began.
+            self.session.begin(call_id, name=call.name, arguments=dict(arguments), turn_id=turn_id)
+        except (PersistenceError, OSError) as exc:
+            return ToolResult(f"tool '{call.name}' did not run: its start could not be recorded: {exc}", is_error=True)
         token = current_agent.set(self)
         try:
             return await tool(arguments, execution)
