@@ -179,8 +179,9 @@ def _began(
     verdict: Verdict, events: Sequence[SessionEvent] | None, records: Sequence[SessionEvent], running: bool
 ) -> None:
     """Report commands whose outcome is unknown: ``records`` are write-ahead records no flush settled
-    (a problem, unless their writer is ``running`` still), ``tool/began`` events of ``events`` ones
-    a later flush folded in (a note: the transcript says so itself)."""
+    (a problem, unless their writer is ``running`` still: then only ``--json`` lists them, marked
+    running), ``tool/began`` events of ``events`` ones a later flush folded in (a note: the
+    transcript says so itself)."""
     folded = [e for e in events or () if e.type == BEGAN_EVENT]
     for event, stored in [*((e, True) for e in folded), *((e, False) for e in records)]:
         data = event.data
@@ -191,9 +192,7 @@ def _began(
         what = f"call {data.get('call_id')} ({data.get('name')}: {command!s}) began at {when}"
         if stored:
             verdict.notes.append(f"{what}; its outcome is unknown (dsh was stopped while it ran)")
-        elif running:
-            verdict.notes.append(f"{what} and is still running (its turn is open)")
-        else:
+        elif not running:  # a running call (the caller's own, often) is no news: --json lists it
             verdict.problems.append(
                 f"{what} and its outcome is unknown: dsh was stopped before recording it; the session's "
                 f"next turn (dsh exec --session {verdict.session_id} ...) records it so"
