@@ -107,3 +107,59 @@ def test_150_calls_of_one_answer_all_run_at_most_n_at_once_in_the_models_order(
     assert marks.count("+") == marks.count("-") == 150
     cap = limit or 16
     assert 2 <= peak <= cap
+
+
+def _chat(message: dict[str, object], finish: str) -> dict[str, object]:
+    """One Chat Completions answer, as the loopback server sends it."""
+    choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+    return {"json": {"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [choice]}}
+
+
+def _tool_calls(step: int, width: int) -> dict[str, object]:
+    calls = [
+        {
+            "id": f"call_{step}_{n}",
+            "type": "function",
+            "function": {"name": "bash", "arguments": json.dumps({"command": f"sleep 0.0{n % 3}; echo {step}.{n}"})},
+        }
+        for n in range(width)
+    ]
+    return _chat({"role": "assistant", "content": f"step {step}", "tool_calls": calls}, "tool_calls")
+
+
+@pytest.mark.parametrize("where", ["flag", "deployment"])
+def test_a_provider_model_that_never_stops_fails_at_its_cap_with_the_stop_hook_run_and_order_kept(
+    tmp_path: Path, where: str
+) -> None:
+    from dsh.testing import Endpoint
+
+    home = tmp_path / "home"
+    stopped = tmp_path / "stop.jsonl"
+    record_hook(home, "Stop", stopped)
+    args = ["run", "--model", "openai", "--json", "--prompt", "go"]
+    if where == "flag":
+        args += ["--max-steps", "2"]
+    else:
+        deployment = tmp_path / "dep.yaml"
+        deployment.write_text("loop: {max_steps: 2, max_parallel_tools: 3}\n")
+        args += ["--deployment", str(deployment)]
+    with Endpoint() as endpoint:
+        endpoint.queue(*(_tool_calls(step, 7) for step in range(5)))
+        env = {"OPENAI_BASE_URL": f"{endpoint.url}/v1", "OPENAI_API_KEY": "sk-cap-test", "OPENAI_MODEL": "m"}
+        proc = dsh(*args, home=home, cwd=tmp_path, env=env)
+        asked = len(endpoint.seen)
+    assert proc.returncode == 1, proc.stderr
+    assert asked == 2, "no step past the cap"
+    reason = (
+        "the turn reached max_steps (2): the model was still working after 2 steps; "
+        "raise loop.max_steps in the deployment (dsh run: --max-steps N)"
+    )
+    (turn,) = json.loads(proc.stdout)["turns"]
+    assert turn["failed"] == reason
+    assert [c["output"].split("\n")[0] for c in turn["tool_calls"]] == [f"{s}.{n}" for s in range(2) for n in range(7)]
+    assert f"dsh: turn {turn['turn_id']} failed: {reason}" in proc.stderr.splitlines()
+    events = _transcript(json.loads(proc.stdout)["location"]["path"])
+    (end,) = [e for e in events if e["type"] == "turn/end"]
+    assert end["data"]["failed"] == reason
+    (stop,) = [json.loads(line) for line in stopped.read_text().splitlines() if line.strip()]
+    assert stop["hook_event_name"] == "Stop" and stop["last_assistant_message"] == "step 1"
