@@ -140,7 +140,9 @@ def test_a_sigkill_while_the_command_runs_leaves_it_recorded_as_begun_with_its_o
     assert [s["id"] for s in json.loads(listed.stdout)["sessions"]] == [session_id], listed.stderr
     shown = dsh("sessions", "show", *deployment, session_id, home=home)
     assert shown.returncode == 0, shown.stderr
-    assert f"[{call_id}]" in shown.stdout and "outcome unknown (dsh was stopped before recording it)" in shown.stdout
+    assert (
+        f"[{call_id}]" in shown.stdout and "outcome unknown: not recorded (dsh was stopped while it ran" in shown.stdout
+    )
     events = json.loads(dsh("sessions", "show", *deployment, session_id, "--json", home=home).stdout)["events"]
     assert [e["type"] for e in events] == ["tool/began"] and events[0]["data"]["call_id"] == call_id
 

@@ -347,3 +347,18 @@ def test_a_command_of_a_killed_run_is_told_to_the_model_on_resume() -> None:
     assert items == [Said(unknown_outcome(began), "dsh"), Said("hi", None)]
     told = items[0].text
     assert "outcome is unknown" in told and "rm -rf build" in told and "c9" in told
+
+
+def test_a_subagent_at_its_step_cap_is_a_failed_call_for_its_parent(world: Any) -> None:
+    ctx, _, _ = world
+    spawn = ToolCall(name="spawn_agent", arguments={"agent_type": "helper", "prompt": "look"})
+    model = ScriptedModel(
+        [[ModelStep(tool_calls=[spawn]), ModelStep(text="parent done")]],
+        {"helper": [ModelStep(text=f"child {n}", tool_calls=[_echo(str(n))]) for n in range(5)]},
+    )
+    result = asyncio.run(Agent(ctx, _session(ctx), model, max_steps=2).run_turn("go"))
+    assert result.failed is None and result.text == "parent done"
+    ((_, answer),) = result.tool_results
+    assert answer.is_error
+    assert answer.output.startswith("the subagent's turn failed: the turn reached max_steps (2)")
+    assert answer.output.endswith("\nchild 1")

@@ -102,11 +102,12 @@ def _event(kind: str, data: Mapping[str, Any], at: float) -> Iterable[str]:
         return [f"  {_command(str(data.get('name', '?')), data.get('arguments') or {})}   [{data.get('call_id')}]"]
     if kind == "tool/result":
         return list(_tool_result(data))
-    if kind == "tool/began":  # written ahead; here only when dsh was killed before the turn was stored
+    if kind == "tool/began":  # written ahead: here when its turn was never stored (or is still running)
         turn = f" in turn {data['turn_id']}" if data.get("turn_id") else ""
         return [
             f"  {_command(str(data.get('name', '?')), data.get('arguments') or {})}   [{data.get('call_id')}]",
-            f"{_INDENT}-> began at {_when(at)}{turn}; outcome unknown (dsh was stopped before recording it)",
+            f"{_INDENT}-> began at {_when(at)}{turn}; outcome unknown: not recorded "
+            "(dsh was stopped while it ran, or its turn is still running)",
         ]
     if kind == "hook/result":
         return list(_hooks(data))

@@ -202,7 +202,7 @@ class SqlitePersistence:
                 raise self._error(f"writing session {header.id}", exc, header.id) from None
 
     def begin(self, header: SessionHeader, event: SessionEvent) -> None:
-        """Commit ``event`` as the session's ``began`` row for its call (synchronous FULL: durable)."""
+        """Commit ``event`` as the session's ``began`` row for its call (as durable as a flush, per ``synchronous``)."""
         sid = header.id
         with self._lock:
             conn = self._connect(create=True, session_id=sid)
