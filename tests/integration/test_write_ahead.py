@@ -197,3 +197,15 @@ def test_a_command_that_ends_leaves_no_record_beside_the_transcript(tmp_path: Pa
         "sessions", "verify", "--path", str(path), "--session", json.loads(ran.stdout)["session_id"], home=home
     )
     assert verified.returncode == 0, verified.stderr
+
+
+def test_a_record_file_replaced_by_a_symlink_is_never_written_through_and_nothing_runs(tmp_path: Path) -> None:
+    home, ran, elsewhere = tmp_path / "home", tmp_path / "ran", tmp_path / "elsewhere"
+    first = dsh("exec", "--no-server", "--json", "--", "true", home=home, cwd=tmp_path)
+    out = json.loads(first.stdout)
+    began = Path(f"{out['location']['path']}.began")
+    began.symlink_to(elsewhere)
+    proc = dsh("exec", "--no-server", "--session", out["session_id"], "--", f"touch {ran}", home=home, cwd=tmp_path)
+    assert proc.returncode == 125
+    assert proc.stderr == f"dsh: {began} is a symbolic link; move it aside\n"
+    assert not ran.exists() and not elsewhere.exists()
