@@ -209,3 +209,23 @@ def test_a_record_file_replaced_by_a_symlink_is_never_written_through_and_nothin
     assert proc.returncode == 125
     assert proc.stderr == f"dsh: {began} is a symbolic link; move it aside\n"
     assert not ran.exists() and not elsewhere.exists()
+
+
+def test_a_record_that_cannot_be_stored_means_the_command_does_not_run(tmp_path: Path) -> None:
+    import sqlite3
+
+    home, ran = tmp_path / "home", tmp_path / "ran"
+    deployment = tmp_path / "d.yaml"
+    deployment.write_text("persistence: {backend: sqlite}\n")
+    first = dsh("exec", "--no-server", "--json", "--deployment", str(deployment), "--", "true", home=home)
+    session_id = json.loads(first.stdout)["session_id"]
+    with sqlite3.connect(home / "sessions.sqlite3") as db:  # the database refuses the record, as a full disk would
+        db.execute("CREATE TRIGGER refuse BEFORE INSERT ON began BEGIN SELECT RAISE(ABORT, 'no room'); END")
+    proc = dsh(
+        "exec", "--no-server", "--deployment", str(deployment), "--session", session_id, "--", f"touch {ran}", home=home
+    )
+    assert proc.returncode == 125, proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("dsh: tool 'bash' did not run: its start could not be recorded: ")
+    assert f"recording that a command of session {session_id} began" in line and "no room" in line
+    assert not ran.exists()
