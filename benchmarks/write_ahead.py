@@ -59,7 +59,8 @@ def _measure(backend: SessionPersistence, tmp: Path, rounds: int) -> dict[str, f
     request = BashExecRequest("true", cwd=str(tmp))
     local = LocalExecutor(spill_dir=tmp / "spill")
     local.run_sync(request)  # warm: the first spawn pays for imports and caches
-    ours, floor = [], []
+    ours: list[float] = []
+    floor: list[float] = []
     n = 0
 
     def record() -> None:

@@ -12,7 +12,7 @@ command nothing to import; bulk work (``bulk=True``, :func:`bulk_loads`: a big f
 transcript, a listing of that many sessions) through orjson, imported on first use.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple, Protocol, runtime_checkable
 
 from dsh.core import ServiceKey
@@ -36,6 +36,7 @@ __all__ = [
     "batch_last_turn",
     "bulk_loads",
     "decode_batch",
+    "decode_records",
     "encode_batch",
     "encode_event",
     "encode_events",
@@ -43,6 +44,7 @@ __all__ = [
     "json_bytes",
     "json_default",
     "json_loads",
+    "not_settled",
     "storable",
     "turn_number",
     "unsettled",
@@ -172,6 +174,20 @@ class WriteAheadPersistence(Protocol):
         Free of side effects, like :meth:`SessionPersistence.load`; a torn last record is left out.
         """
         ...
+
+
+def not_settled(records: Iterable[SessionEvent], events: Iterable[SessionEvent]) -> list[SessionEvent]:
+    """The write-ahead ``records`` whose call ``events`` do not hold (as a ``tool/call``, or a
+    :data:`BEGAN_EVENT` folded in before): what a flush of ``events`` must fold in, in order."""
+    held = {str(e.data.get("call_id")) for e in events if e.type in ("tool/call", BEGAN_EVENT)}
+    return [e for e in records if str(e.data.get("call_id")) not in held]
+
+
+def decode_records(rows: Sequence[tuple[str, str]]) -> StoredSession:
+    """A database backend's write-ahead rows (header JSON, one-event batch), oldest first, as one
+    :class:`StoredSession`; raises :class:`SessionFormatError` when one cannot be read."""
+    header = SessionHeader.from_json(rows[0][0])
+    return StoredSession(header, tuple(event for _, batch in rows for event in decode_batch(batch)))
 
 
 def unsettled(backend: SessionPersistence, session_id: str) -> StoredSession | None:

@@ -14,7 +14,7 @@ from dsh.session import (
     SessionLocation,
     SessionNotFoundError,
 )
-from dsh.session.persistence import BEGAN_EVENT, SessionScan, SessionTail, StoredSession, is_bulk
+from dsh.session.persistence import SessionScan, SessionTail, StoredSession, is_bulk, not_settled
 
 from ._files import append, check_regular, fsync_dir, open_nofollow, open_read, rfind
 from ._format import (
@@ -35,11 +35,6 @@ KIND = "jsonl"
 
 BEGAN_SUFFIX = ".began"
 """The write-ahead file beside a transcript: ``<id>.jsonl.began`` (see :meth:`JsonlPersistence.begin`)."""
-
-
-def _call_ids(events: Sequence[SessionEvent]) -> set[str]:
-    """The calls ``events`` record (a ``tool/call``, or a ``tool/began`` folded in before)."""
-    return {str(e.data.get("call_id")) for e in events if e.type in ("tool/call", BEGAN_EVENT)}
 
 
 class JsonlPersistence:
@@ -257,8 +252,7 @@ class JsonlPersistence:
         records = self._read_began(began, header.id)
         if records is None:
             return None
-        settled = _call_ids(events)
-        left = [e for e in records.events if str(e.data.get("call_id")) not in settled]
+        left = not_settled(records.events, events)
         if left:
             left = self._unstored(self.locate(header).path, header.id, left)
         return left
@@ -272,8 +266,7 @@ class JsonlPersistence:
             if os.path.lexists(path):
                 raise
             return records
-        known = _call_ids(stored.events)
-        return [e for e in records if str(e.data.get("call_id")) not in known]
+        return not_settled(records, stored.events)
 
     def unsettled(self, session_id: str) -> StoredSession | None:
         """The ``.began`` records of ``session_id`` its transcript does not hold yet, with their header."""

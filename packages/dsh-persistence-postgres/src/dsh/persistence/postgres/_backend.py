@@ -24,14 +24,15 @@ from dsh.session import (
     validate_session_id,
 )
 from dsh.session.persistence import (
-    BEGAN_EVENT,
     SessionScan,
     SessionTail,
     StoredSession,
     batch_last_turn,
     decode_batch,
+    decode_records,
     encode_batch,
     is_bulk,
+    not_settled,
 )
 
 from ._database import Database
@@ -336,11 +337,9 @@ class PostgresPersistence:
         if not rows:
             return None
         try:
-            header = SessionHeader.from_json(rows[0][0])
-            events = tuple(event for _, batch in rows for event in decode_batch(batch))
+            return decode_records(rows)
         except SessionFormatError as exc:
             raise self._damaged(session_id, exc) from None
-        return StoredSession(header, events)
 
     def _folded(
         self, conn: psycopg.Connection[Any], session_id: str, events: Sequence[SessionEvent]
@@ -353,12 +352,11 @@ class PostgresPersistence:
         ).fetchall()
         if not rows:
             return [], None
-        settled = {str(e.data.get("call_id")) for e in events if e.type in ("tool/call", BEGAN_EVENT)}
         try:
             records = [e for _, batch in rows for e in decode_batch(batch)]
         except SessionFormatError as exc:
             raise self._damaged(session_id, exc) from None
-        left = [e for e in records if str(e.data.get("call_id")) not in settled]
+        left = not_settled(records, events)
         return [n for n, _ in rows], encode_batch(session_id, [*left, *events]) if left else None
 
     # -- reading --------------------------------------------------------------------------------

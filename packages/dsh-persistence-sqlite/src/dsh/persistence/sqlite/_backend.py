@@ -21,14 +21,15 @@ from dsh.session import (
     validate_session_id,
 )
 from dsh.session.persistence import (
-    BEGAN_EVENT,
     SessionScan,
     SessionTail,
     StoredSession,
     batch_last_turn,
     decode_batch,
+    decode_records,
     encode_batch,
     is_bulk,
+    not_settled,
 )
 
 from ._lock import lock_file
@@ -239,11 +240,9 @@ class SqlitePersistence:
         if not rows:
             return None
         try:
-            header = SessionHeader.from_json(rows[0][0])
-            events = tuple(event for _, batch in rows for event in decode_batch(batch))
+            return decode_records(rows)
         except SessionFormatError as exc:
             raise self._damaged(session_id, exc) from None
-        return StoredSession(header, events)
 
     def _folded(self, conn: sqlite3.Connection, header: SessionHeader, events: Sequence[SessionEvent]) -> str | None:
         """The flush re-encoded with the ``began`` rows it does not settle first; None when it needs none.
@@ -254,12 +253,11 @@ class SqlitePersistence:
         if not rows:
             return None
         conn.execute("DELETE FROM began WHERE session_id = ?", (header.id,))
-        settled = {str(e.data.get("call_id")) for e in events if e.type in ("tool/call", BEGAN_EVENT)}
         try:
             records = [e for (batch,) in rows for e in decode_batch(batch)]
         except SessionFormatError as exc:
             raise self._damaged(header.id, exc) from None
-        left = [e for e in records if str(e.data.get("call_id")) not in settled]
+        left = not_settled(records, events)
         return encode_batch(header.id, [*left, *events]) if left else None
 
     def _append(
