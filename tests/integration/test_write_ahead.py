@@ -229,3 +229,39 @@ def test_a_record_that_cannot_be_stored_means_the_command_does_not_run(tmp_path:
     assert line.startswith("dsh: tool 'bash' did not run: its start could not be recorded: ")
     assert f"recording that a command of session {session_id} began" in line and "no room" in line
     assert not ran.exists()
+
+
+def test_a_served_call_whose_server_is_killed_is_recorded_as_begun(tmp_path: Path) -> None:
+    from tests.integration.serve_support import ServeProcess
+
+    home, facts = tmp_path / "home", tmp_path / "facts"
+    server = ServeProcess(home)
+    command = f'echo "$$ $DSH_SESSION_ID $DSH_TOOL_CALL_ID" > {facts}.tmp; mv {facts}.tmp {facts}; sleep 30'
+    client = subprocess.Popen(
+        [sys.executable, "-m", "dsh.cli", "exec", "--", command],
+        env=clean_env(home),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not facts.exists():
+            assert client.poll() is None, client.communicate()
+            assert time.monotonic() < deadline, "the served command never started"
+            time.sleep(0.02)
+        _, session_id, call_id = facts.read_text().split()
+        server.stop(signal.SIGKILL)
+        _, err = client.communicate(timeout=60)
+        assert client.returncode != 0, err
+    finally:
+        if client.poll() is None:
+            client.kill()
+        server.stop(signal.SIGKILL)
+        if facts.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(int(facts.read_text().split()[0]), signal.SIGKILL)
+    verdict = json.loads(dsh("sessions", "verify", "--session", session_id, "--json", home=home).stdout)
+    assert [(u["call_id"], u["folded"], u["running"]) for u in verdict["unknown_outcomes"]] == [(call_id, False, False)]
+    assert verdict["status"] == "inconsistent" and "its outcome is unknown" in verdict["problems"][0]
