@@ -1,7 +1,5 @@
 """A live session: its header, the events known so far and those not yet flushed, and its turn lock."""
 
-from __future__ import annotations
-
 import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -75,7 +73,7 @@ class Session:
 
     def __init__(
         self,
-        store: SessionStore,
+        store: "SessionStore",
         header: SessionHeader,
         history: Iterable[SessionEvent] | None = (),
         pending: Iterable[SessionEvent] = (),
@@ -177,7 +175,7 @@ class Session:
             release()
 
     @contextlib.contextmanager
-    def holding(self) -> Iterator[Session]:
+    def holding(self) -> Iterator["Session"]:
         """Keep the write lock across several flushes (one ``dsh exec``: its turn, then SessionEnd's)."""
         self.acquire()
         self._holds += 1
