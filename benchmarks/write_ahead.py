@@ -3,9 +3,10 @@ committed) against the executor's own spawn of ``true``, per backend, in one run
 
     python benchmarks/write_ahead.py [--rounds N] [--postgres]    # or as part of `hatch run bench`
 
-Each round times one record and one ``LocalExecutor`` run of ``true`` (no event loop for either),
-taking turns; every 16 records the turn is flushed (untimed), as a turn of 16 calls would be, so
-the JSONL ``.began`` file and the ``began`` tables stay the size a real turn leaves them.
+Each round times one record, one ``LocalExecutor`` run of ``true`` (no event loop for either) and,
+to read the figure by, one bare 200-byte append + ``fsync`` on the same disk, taking turns. Every
+16 records the turn is flushed (untimed), as a turn of 16 calls would be, so the JSONL ``.began``
+file and the ``began`` tables stay the size a real turn leaves them.
 PostgreSQL runs on a throw-away local server (fsync on) when ``--postgres`` (full runs) is given.
 """
 
@@ -61,7 +62,13 @@ def _measure(backend: SessionPersistence, tmp: Path, rounds: int) -> dict[str, f
     local.run_sync(request)  # warm: the first spawn pays for imports and caches
     ours: list[float] = []
     floor: list[float] = []
+    flushed: list[float] = []
     n = 0
+    scratch = os.open(tmp / "fsync-floor", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+
+    def disk() -> None:
+        os.write(scratch, b"x" * 200)
+        os.fsync(scratch)
 
     def record() -> None:
         nonlocal n
@@ -72,6 +79,7 @@ def _measure(backend: SessionPersistence, tmp: Path, rounds: int) -> dict[str, f
     steps: tuple[tuple[list[float], Callable[[], object]], ...] = (
         (ours, record),
         (floor, lambda: local.run_sync(request)),
+        (flushed, disk),
     )
     for round_ in range(rounds):
         for taken, step in steps if round_ % 2 else reversed(steps):
@@ -82,8 +90,16 @@ def _measure(backend: SessionPersistence, tmp: Path, rounds: int) -> dict[str, f
             session.flush()  # settles the turn's records (untimed), as the turn's checkpoint does
             session.acquire()
     session.flush()
-    o, f = statistics.median(ours), statistics.median(floor)
-    return {"median_ms": o * 1000, "spawn_median_ms": f * 1000, "ratio": o / f, "rounds": rounds}
+    os.close(scratch)
+    o, f, d = statistics.median(ours), statistics.median(floor), statistics.median(flushed)
+    return {
+        "median_ms": o * 1000,
+        "spawn_median_ms": f * 1000,
+        "ratio": o / f,
+        "fsync_median_ms": d * 1000,
+        "over_one_fsync": o / d,
+        "rounds": rounds,
+    }
 
 
 def bench_write_ahead(tmp: Path, rounds: int, *, postgres: bool = False) -> dict[str, Any]:
