@@ -219,3 +219,27 @@ def test_a_listing_reads_the_same_headers_below_and_above_the_bulk_line(tmp_path
     scan = backend.scan()
     assert [h.id for h in scan.headers] == [h.id for h in sorted(written[1:], key=lambda h: (h.created_at, h.id))]
     assert len(scan.damaged) == 1 and "line 1 is not a valid session header (it is not JSON)" in scan.damaged[0]
+
+
+def test_a_record_torn_by_a_kill_is_left_out_and_cut_before_the_next_one(tmp_path: Path) -> None:
+    from dsh.session import SessionEvent
+
+    backend, store = _store(tmp_path / "root")
+    session = store.create(str(tmp_path), lock=True)
+
+    def began(call_id: str) -> SessionEvent:
+        return SessionEvent(type="tool/began", data={"call_id": call_id, "name": "bash", "arguments": {}})
+
+    backend.begin(session.header, began("c1"))
+    path = Path(backend.locate(session.header).path + ".began")  # type: ignore[union-attr]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    whole = path.read_bytes()
+    with path.open("ab") as torn:  # a second record cut short by SIGKILL: no flush marker
+        torn.write(b'{"type": "tool/began", "at": 1.0, "data": {"call_id": "c2"')
+    found = backend.unsettled(session.id)
+    assert found is not None and [e.data["call_id"] for e in found.events] == ["c1"]
+    backend.begin(session.header, began("c3"))
+    assert path.read_bytes().startswith(whole) and b'"c2"' not in path.read_bytes()
+    found = backend.unsettled(session.id)
+    assert found is not None and [e.data["call_id"] for e in found.events] == ["c1", "c3"]
+    session.release()
