@@ -243,3 +243,23 @@ def test_a_record_torn_by_a_kill_is_left_out_and_cut_before_the_next_one(tmp_pat
     found = backend.unsettled(session.id)
     assert found is not None and [e.data["call_id"] for e in found.events] == ["c1", "c3"]
     session.release()
+
+
+def test_a_kill_between_the_fold_and_the_removal_never_folds_a_record_twice(tmp_path: Path) -> None:
+    from dsh.session import SessionEvent
+
+    backend, store = _store(tmp_path / "root")
+    session = store.create(str(tmp_path), lock=True)
+    record = SessionEvent(type="tool/began", data={"call_id": "c1", "name": "bash", "arguments": {}})
+    backend.begin(session.header, record)
+    began = Path(backend.locate(session.header).path + ".began")  # type: ignore[union-attr]
+    left = began.read_bytes()
+    backend.write(session.header, [SessionEvent(type="turn/start")])  # folds c1 in, then removes the file
+    assert not began.exists()
+    began.write_bytes(left)  # as a kill after the fold's fsync, before the removal, leaves it
+    began.chmod(0o600)
+    assert backend.unsettled(session.id) is None
+    backend.write(session.header, [SessionEvent(type="turn/end")])
+    assert [e.type for e in backend.load(session.id).events] == ["tool/began", "turn/start", "turn/end"]
+    assert not began.exists()
+    session.release()
