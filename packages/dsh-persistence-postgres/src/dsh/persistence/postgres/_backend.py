@@ -118,7 +118,7 @@ class PostgresPersistence:
         key = lock_key(f"dsh session {self.schema} {session_id}")
         doing = f"locking session {session_id}"
         pool, conn, row = try_lock(self._db, doing, key, session_id)
-        got, standby, read_only, may_insert = row
+        got, standby, read_only, may_insert, may_record = row
         problem = None
         if not got:
             who = holder(conn, key)
@@ -133,6 +133,11 @@ class PostgresPersistence:
             problem = "the server is read-only (a standby, or default_transaction_read_only is on)"
         elif not may_insert:
             problem = f"this user may not insert into {self.schema}.flushes"
+        elif not may_record:
+            problem = (
+                f"this user may not insert into and delete from {self.schema}.began (each command's record "
+                "that it began); grant both"
+            )
         if problem:
             unlock(conn, key)
             pool.putconn(conn)
@@ -258,9 +263,9 @@ class PostgresPersistence:
         if began:
             # The write-ahead rows this flush settles go in the same statement: both or neither.
             ctes.append(
-                sql.SQL("settled AS (DELETE FROM {s}.began WHERE session_id = %(id)s AND n = ANY(%(began)s))").format(
-                    s=self._ident
-                )
+                sql.SQL(
+                    "settled AS (DELETE FROM {s}.began WHERE session_id = %(id)s AND call_id = ANY(%(began)s))"
+                ).format(s=self._ident)
             )
             params["began"] = began
         if ctes:
@@ -327,9 +332,9 @@ class PostgresPersistence:
             if conn is None:
                 return []
             return conn.execute(
-                sql.SQL("SELECT header::text, event::text FROM {}.began WHERE session_id = %s ORDER BY n").format(
-                    self._ident
-                ),
+                sql.SQL(
+                    "SELECT header::text, event::text FROM {}.began WHERE session_id = %s ORDER BY at, call_id"
+                ).format(self._ident),
                 (session_id,),
             ).fetchall()
 
@@ -343,11 +348,13 @@ class PostgresPersistence:
 
     def _folded(
         self, conn: psycopg.Connection[Any], session_id: str, events: Sequence[SessionEvent]
-    ) -> tuple[list[int], str | None]:
+    ) -> tuple[list[str], str | None]:
         """The session's ``began`` rows a flush of ``events`` settles, and the flush re-encoded with
         those it does not hold first (None when it holds them all)."""
         rows = conn.execute(
-            sql.SQL("SELECT n, event::text FROM {}.began WHERE session_id = %s ORDER BY n").format(self._ident),
+            sql.SQL("SELECT call_id, event::text FROM {}.began WHERE session_id = %s ORDER BY at, call_id").format(
+                self._ident
+            ),
             (session_id,),
         ).fetchall()
         if not rows:
@@ -357,7 +364,7 @@ class PostgresPersistence:
         except SessionFormatError as exc:
             raise self._damaged(session_id, exc) from None
         left = not_settled(records, events)
-        return [n for n, _ in rows], encode_batch(session_id, [*left, *events]) if left else None
+        return [call_id for call_id, _ in rows], encode_batch(session_id, [*left, *events]) if left else None
 
     # -- reading --------------------------------------------------------------------------------
 

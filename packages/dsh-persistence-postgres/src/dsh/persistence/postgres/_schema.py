@@ -39,12 +39,12 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         "began: write-ahead records of commands whose turn is not flushed yet",
         """
         CREATE TABLE IF NOT EXISTS {schema}.began (
-            n bigserial,
             session_id text NOT NULL,
             call_id text NOT NULL,
             created_at text NOT NULL,
             header jsonb NOT NULL,
             event json NOT NULL,
+            at timestamptz NOT NULL DEFAULT clock_timestamp(),
             PRIMARY KEY (session_id, call_id)
         );
         """,
