@@ -42,6 +42,7 @@ from curves import (
 from gen_dists import generate
 from installed import bench_installed
 from worlds import bench_worlds
+from write_ahead import bench_write_ahead
 
 from dsh.agent import BUILTINS
 from dsh.bash_env import BASH_ENV, FunctionContributor
@@ -579,6 +580,7 @@ FULL: dict[str, Any] = {
     "contributors": [1, 50],
     "serve_execs": 1_000,
     "world_rounds": 41,
+    "began_rounds": 401,
 }
 QUICK: dict[str, Any] = {
     "collect_batch": 50,
@@ -604,6 +606,7 @@ QUICK: dict[str, Any] = {
     "contributors": [1, 2],
     "serve_execs": 2,
     "world_rounds": 3,
+    "began_rounds": 4,
 }
 
 
@@ -667,6 +670,9 @@ def main() -> int:
         # by the suite's --quick smoke run.
         if wanted(bench_worlds) and not args.quick:
             results.update(bench_worlds(tmp, size["world_rounds"]))
+        # The write-ahead record against the executor's spawn; PostgreSQL's server in full runs only.
+        if wanted(bench_write_ahead):
+            results.update(bench_write_ahead(tmp / "began", size["began_rounds"], postgres=not args.quick))
         # An installed dsh builds every wheel first (a minute): full runs only, as the worlds.
         if wanted(bench_installed) and not args.quick:
             results.update(bench_installed(tmp, size["cold_rounds"]))

@@ -13,7 +13,7 @@ from dsh.testing import dsh, make_dist, remove_dist, touch_dir
 if TYPE_CHECKING:
     from dsh.loader import Runtime
 
-__all__ = ["BAD_CONTRIBUTOR_PLUGINS", "dsh", "harness", "make_dist", "remove_dist", "touch_dir"]
+__all__ = ["BAD_CONTRIBUTOR_PLUGINS", "dsh", "harness", "make_dist", "record_hook", "remove_dist", "touch_dir"]
 
 
 BAD_CONTRIBUTOR_PLUGINS: list[dict[str, object]] = [
@@ -44,3 +44,16 @@ def harness(tmp_path: Path, backend: str = "jsonl", plugins: list[dict[str, obje
         }
     )
     return boot(deployment, source="test deployment", builtins=BUILTINS)
+
+
+def record_hook(home: Path, event: str, record: Path) -> None:
+    """A Claude-format hooks file under ``home`` whose ``event`` hook appends each input it gets to ``record``."""
+    import json
+    import shlex
+
+    hooks = home / "hooks"
+    hooks.mkdir(parents=True, mode=0o700, exist_ok=True)
+    command = f"cat >> {shlex.quote(str(record))}; echo >> {shlex.quote(str(record))}"
+    (hooks / "claude.json").write_text(
+        json.dumps({"hooks": {event: [{"hooks": [{"type": "command", "command": command}]}]}})
+    )

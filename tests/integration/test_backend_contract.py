@@ -17,7 +17,7 @@ from dsh.session import (
     SessionNotFoundError,
     SessionStore,
 )
-from dsh.session.persistence import SessionPersistence, SessionTail, TailingPersistence
+from dsh.session.persistence import SessionPersistence, SessionTail, TailingPersistence, WriteAheadPersistence
 
 
 @pytest.fixture(params=["jsonl", "sqlite", "postgres"])
@@ -280,4 +280,83 @@ def test_holding_keeps_the_lock_across_flushes(
     assert [e.data["turn_id"] for e in store.resume(session.id).history] == [
         f"{session.id}:turn-1",
         f"{session.id}:turn-2",
+    ]
+
+
+# -- the write-ahead record (begin) -------------------------------------------------------------
+
+
+def _began(session_id: str, call_id: str, command: str) -> dict[str, object]:
+    return {
+        "call_id": call_id,
+        "name": "bash",
+        "arguments": {"command": command},
+        "turn_id": f"{session_id}:turn-1",
+    }
+
+
+def test_a_command_that_began_is_stored_before_any_flush_and_read_back_with_its_outcome_unknown(
+    backend: SessionPersistence, store: SessionStore, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    assert isinstance(backend, WriteAheadPersistence)
+    session = store.create(tmp_path, lock=True)
+    turn_id = session.new_turn_id()
+    session.record("turn/start", turn_id=turn_id)
+    session.record("tool/call", call_id="c1", name="bash", arguments={"command": "touch x"})
+    session.begin("c1", name="bash", arguments={"command": "touch x"}, turn_id=turn_id)
+    location = session.locate()
+    if location is not None:  # the transcript stays lazy: the record sits beside it
+        assert not os.path.lexists(location.path)
+        assert os.path.isfile(location.path + ".began")
+    session.release()  # the writer is killed here: its turn is never flushed
+    other = _second(backend, tmp_path, request)
+    try:
+        found = other.unsettled(session.id)  # type: ignore[attr-defined]
+        assert found is not None and found.header == session.header
+        assert [(e.type, e.data) for e in found.events] == [("tool/began", _began(session.id, "c1", "touch x"))]
+        with pytest.raises(SessionNotFoundError):
+            other.load(session.id)
+        other_store = SessionStore(lambda: other)
+        assert [h.id for h in other_store.list()] == [session.id], "a session killed in its first turn is listed"
+        resumed = other_store.resume(session.id, lock=True)
+        assert [e.type for e in resumed.history] == ["tool/began"]
+        assert resumed.new_turn_id() == f"{session.id}:turn-2", "the killed turn's number is not reused"
+        resumed.record("turn/start", turn_id=resumed.new_turn_id())
+        resumed.flush()  # the next checkpoint folds the record in, before its own events
+        assert other.unsettled(session.id) is None  # type: ignore[attr-defined]
+    finally:
+        other.close()
+    if location is not None:
+        assert not os.path.lexists(location.path + ".began")
+    stored = [(e.type, e.data) for e in backend.load(session.id).events]
+    assert stored == [
+        ("tool/began", _began(session.id, "c1", "touch x")),
+        ("turn/start", {"turn_id": f"{session.id}:turn-2"}),
+    ]
+    assert [e.type for e in store.resume(session.id).history] == ["tool/began", "turn/start"]
+
+
+def test_a_flush_that_holds_the_call_settles_its_record_and_keeps_the_others(
+    backend: SessionPersistence, store: SessionStore, tmp_path: Path
+) -> None:
+    session = store.create(tmp_path, lock=True)
+    turn_id = session.new_turn_id()
+    session.record("turn/start", turn_id=turn_id)
+    session.flush()
+    session.acquire()
+    session.record("tool/call", call_id="c2", name="bash", arguments={"command": "true"})
+    session.begin("c2", name="bash", arguments={"command": "true"}, turn_id=turn_id)
+    session.record("tool/result", call_id="c2", name="bash", output="", is_error=False, data={})
+    session.flush()
+    assert backend.unsettled(session.id) is None  # type: ignore[attr-defined]
+    assert "tool/began" not in [e.type for e in backend.load(session.id).events]
+    # A stored session, then a kill in its next turn: resume and show read the record after the history.
+    session.acquire()
+    session.begin("c3", name="bash", arguments={"command": "sleep 9"}, turn_id=turn_id)
+    session.release()
+    assert [e.type for e in store.resume(session.id).history] == [
+        "turn/start",
+        "tool/call",
+        "tool/result",
+        "tool/began",
     ]

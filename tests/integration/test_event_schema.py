@@ -144,6 +144,16 @@ def test_every_recorded_event_is_listed_in_the_table(tmp_path: Path) -> None:
     finally:
         runtime.close()
 
+    # A command that began in a run killed before its turn was stored: its write-ahead record.
+    runtime = harness(tmp_path)
+    try:
+        killed = runtime.ctx.require(SESSIONS).create(str(tmp_path), lock=True)
+        killed.begin("call-killed", name="bash", arguments={"command": "sleep 30"}, turn_id=killed.new_turn_id())
+        killed.release()  # no flush: as SIGKILL leaves it
+        ids.append(killed.id)
+    finally:
+        runtime.close()
+
     # An outside loop: a call id that breaks the session-id rule is replaced and kept as supplied.
     with Harness(deployment={"dsh_home": str(tmp_path / "home")}) as outside, outside.session(cwd=tmp_path) as s:
         with s.turn("by hand") as t:

@@ -23,6 +23,7 @@ from dsh.loader import BootError, ModelChoice, Runtime
 from dsh.models.openai import OpenAIConfig, OpenAIModel, drop_nulls, function_tools, strict_schema
 from dsh.session import SESSIONS, TOOLS, Session
 from dsh.testing import Endpoint, load_exchanges
+from tests.helpers import record_hook
 
 FIXTURES = Path(__file__).parents[1] / "data" / "models" / "openai"
 KEY = "sk-test-secret"
@@ -254,3 +255,27 @@ def test_the_entry_point_loads_with_the_sdk_environment_defaults_and_refuses_unk
         assert endpoint.seen[0].body["model"] == "local-model"
     with runtime(tmp_path) as rt, pytest.raises(BootError, match=r"field 'config.base' is not a known field"):
         load_model(rt, ModelChoice(provider="openai", config={"base": "x"}))
+
+
+@pytest.mark.parametrize("offset", [0, 150, 285, 294, 299, 320])
+def test_a_key_the_server_names_at_any_offset_reaches_no_line_record_or_hook_even_in_part(
+    tmp_path: Path, offset: int
+) -> None:
+    # The key is blanked before the server's message is cut to 300 characters: cut first, its first
+    # characters stayed (offset 285 left "sk-test-secr" on stderr and twice in the transcript).
+    hooked = tmp_path / "stop-failure.jsonl"
+    record_hook(tmp_path / "home", "StopFailure", hooked)
+    said = f"{'x' * offset}{KEY} is not a key this server knows; {'y' * 40}"
+    refused = {"status": 400, "json": {"error": {"message": said, "type": "invalid_request_error"}}}
+    with Endpoint() as endpoint, runtime(tmp_path) as rt:
+        endpoint.queue(refused)
+        session = rt.ctx.require(SESSIONS).create(str(tmp_path))
+        with pytest.raises(ModelError) as caught:
+            turn(rt, session, model(endpoint), "hello")
+        path = session.locate().path  # type: ignore[union-attr]
+    message = str(caught.value)
+    assert "the request was refused (400: " in message
+    assert ("***" in message) == (offset + len("***") <= 300)  # blanked, then cut to 300 characters
+    for text in (message, Path(path).read_text(), hooked.read_text()):
+        assert KEY[:6] not in text
+    assert json.loads(hooked.read_text().splitlines()[0])["hook_event_name"] == "StopFailure"

@@ -244,3 +244,18 @@ def test_a_prompt_that_is_not_text_is_one_line_and_stdin_closed_is_no_prompt(tmp
         closed = subprocess.run([sys.executable, "-c", code, *run], capture_output=True, text=True, env=env)
         assert (closed.returncode, closed.stdout) == (0, ""), closed.stderr
         assert endpoint.seen == [], "no prompt, no request"
+
+
+def test_a_key_the_server_names_past_the_cut_leaves_no_prefix_on_stderr_or_in_the_json(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    said = f"{'x' * 285}{KEY} is not a key this server knows"
+    with Endpoint() as endpoint:
+        endpoint.queue({"status": 400, "json": {"error": {"message": said, "type": "invalid_request_error"}}})
+        failed = dsh("run", "--model", "openai", "--json", "--prompt", "hi", home=home, env=_env(endpoint))
+    assert failed.returncode == 1
+    (line,) = [x for x in failed.stderr.splitlines() if "refused" in x]
+    assert "x*** is not" in line
+    document = json.loads(failed.stdout)
+    transcript = Path(document["location"]["path"]).read_text()
+    for text in (failed.stderr, failed.stdout, transcript):
+        assert KEY[:6] not in text

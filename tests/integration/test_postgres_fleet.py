@@ -159,7 +159,9 @@ def test_sessions_migrate_on_sqlite_and_on_a_backend_without_schema(tmp_path: Pa
     home = tmp_path / "h"
     first = dsh("sessions", "migrate", "--deployment", str(deployment), home=home)
     assert first.returncode == 0, first.stderr
-    assert first.stdout == f"session database {home / 'sessions.sqlite3'}: schema version 1 (was 0)\n"
+    from dsh.persistence.sqlite import SCHEMA_VERSION as SQLITE_VERSION
+
+    assert first.stdout == f"session database {home / 'sessions.sqlite3'}: schema version {SQLITE_VERSION} (was 0)\n"
     assert dsh("sessions", "migrate", "--deployment", str(deployment), home=home).stdout.endswith("(up to date)\n")
     jsonl = dsh("sessions", "migrate", home=home)
     assert jsonl.returncode == 0 and jsonl.stdout == "the jsonl backend keeps no schema: nothing to migrate\n"

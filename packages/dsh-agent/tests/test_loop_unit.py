@@ -20,6 +20,7 @@ from dsh.loader import root
 from dsh.session import (
     SESSIONS,
     TOOLS,
+    PersistenceError,
     Session,
     SessionEvent,
     SessionHeader,
@@ -243,3 +244,121 @@ def test_check_model_names_every_missing_member() -> None:
         "subagent(); its step() is not a coroutine function (declare it `async def step`) (see dsh.agent.Model)"
     )
     assert check_model(ScriptedModel([]), "scripted") is not None
+
+
+def test_a_turn_at_its_step_cap_fails_with_the_reason_in_turn_end(world: Any) -> None:
+    ctx, memory, _ = world
+    session = _session(ctx)
+    steps = [ModelStep(text=f"step {n}", tool_calls=[_echo(str(n))]) for n in range(5)]
+    result = asyncio.run(Agent(ctx, session, ScriptedModel([steps]), max_steps=2).run_turn("go"))
+    assert result.failed is not None and result.failed.startswith("the turn reached max_steps (2)")
+    assert result.text == "step 1" and len(result.tool_results) == 2
+    (end,) = [e.data for e in memory.events[session.id] if e.type == "turn/end"]
+    assert end["failed"] == result.failed
+    assert [e.data["message"] for e in memory.events[session.id] if e.type == "error"] == [result.failed]
+
+
+def test_the_calls_of_one_answer_run_at_most_max_parallel_tools_at_once_all_in_order(world: Any) -> None:
+    ctx, _, echo = world
+    steps = [ModelStep(tool_calls=[_echo(str(n), wait=0.01) for n in range(40)]), ModelStep(text="all")]
+    result = asyncio.run(Agent(ctx, _session(ctx), ScriptedModel([steps]), max_parallel_tools=3).run_turn("go"))
+    assert echo.most == 3
+    assert [r.output.split()[0] for _, r in result.tool_results] == [str(n) for n in range(40)]
+
+
+def test_the_limits_come_from_the_deployment_and_a_subagent_keeps_its_parents() -> None:
+    from dsh.loader import LOOP_LIMITS, LoopLimits
+
+    ctx = root()
+    for plugin in BUILTINS:
+        ctx.plugin(plugin)
+    ctx.provide(LOOP_LIMITS, LoopLimits(max_steps=7, max_parallel_tools=2))
+    session = ctx.require(SESSIONS).create("/work")
+    parent = Agent(ctx, session, ScriptedModel([]), max_steps=3)
+    assert parent.limits == LoopLimits(3, 2)
+    assert Agent(ctx, session, ScriptedModel([]), parent=parent).limits == LoopLimits(3, 2)
+    assert Agent(ctx, session, ScriptedModel([])).limits == LoopLimits(7, 2)
+    ctx.fiber.dispose()
+
+
+class _Ahead(_Memory):
+    """A store that keeps write-ahead records (``begin``), or refuses them when ``refuse`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.began: list[SessionEvent] = []
+        self.refuse = False
+
+    def begin(self, header: SessionHeader, event: SessionEvent) -> None:
+        if self.refuse:
+            raise PersistenceError("the store is full")
+        self.began.append(event)
+
+
+def _ahead_world() -> tuple[Context, _Ahead, list[list[str]]]:
+    memory, seen = _Ahead(), []
+
+    class _Look(_Echo):
+        async def __call__(self, arguments: Mapping[str, Any], execution: ToolExecution) -> ToolResult:
+            seen.append([str(e.data["call_id"]) for e in memory.began])  # what was durable when it ran
+            return await super().__call__(arguments, execution)
+
+    ctx = root()
+    ctx.plugin(Plugin(name="memory", apply=lambda c, _: c.provide(SESSION_PERSISTENCE, memory)))
+    for plugin in BUILTINS:
+        ctx.plugin(plugin)
+    ctx.require(TOOLS).register(_Look())
+    return ctx, memory, seen
+
+
+def test_each_call_is_recorded_as_begun_before_its_tool_runs() -> None:
+    ctx, memory, seen = _ahead_world()
+    session = _session(ctx)
+    model = ScriptedModel([[ModelStep(tool_calls=[_echo("a", "c1"), _echo("b", "c2")]), ModelStep(text="done")]])
+    result = asyncio.run(Agent(ctx, session, model, max_parallel_tools=1).run_turn("go"))
+    assert result.text == "done"
+    assert seen == [["c1"], ["c1", "c2"]]
+    turn_id = f"{session.id}:turn-1"
+    assert [e.data for e in memory.began] == [
+        {"call_id": "c1", "name": "echo", "arguments": {"text": "a"}, "turn_id": turn_id},
+        {"call_id": "c2", "name": "echo", "arguments": {"text": "b"}, "turn_id": turn_id},
+    ]
+    ctx.fiber.dispose()
+
+
+def test_a_call_whose_start_cannot_be_recorded_does_not_run() -> None:
+    ctx, memory, seen = _ahead_world()
+    memory.refuse = True
+    model = ScriptedModel([[ModelStep(tool_calls=[_echo("a", "c1")]), ModelStep(text="done")]])
+    result = asyncio.run(Agent(ctx, _session(ctx), model).run_turn("go"))
+    ((_, answer),) = result.tool_results
+    assert seen == [] and answer.is_error
+    assert answer.output == "tool 'echo' did not run: its start could not be recorded: the store is full"
+    ctx.fiber.dispose()
+
+
+def test_a_command_of_a_killed_run_is_told_to_the_model_on_resume() -> None:
+    from dsh.agent import Said, conversation, unknown_outcome
+
+    began = {"call_id": "c9", "name": "bash", "arguments": {"command": "rm -rf build"}, "turn_id": "s:turn-1"}
+    items = conversation(
+        [SessionEvent(type="tool/began", data=began), SessionEvent(type="message/user", data={"text": "hi"})]
+    )
+    assert items == [Said(unknown_outcome(began), "dsh"), Said("hi", None)]
+    told = items[0].text
+    assert "outcome is unknown" in told and "rm -rf build" in told and "c9" in told
+
+
+def test_a_subagent_at_its_step_cap_is_a_failed_call_for_its_parent(world: Any) -> None:
+    ctx, _, _ = world
+    spawn = ToolCall(name="spawn_agent", arguments={"agent_type": "helper", "prompt": "look"})
+    model = ScriptedModel(
+        [[ModelStep(tool_calls=[spawn]), ModelStep(text="parent done")]],
+        {"helper": [ModelStep(text=f"child {n}", tool_calls=[_echo(str(n))]) for n in range(5)]},
+    )
+    result = asyncio.run(Agent(ctx, _session(ctx), model, max_steps=2).run_turn("go"))
+    assert result.failed is None and result.text == "parent done"
+    ((_, answer),) = result.tool_results
+    assert answer.is_error
+    assert answer.output.startswith("the subagent's turn failed: the turn reached max_steps (2)")
+    assert answer.output.endswith("\nchild 1")

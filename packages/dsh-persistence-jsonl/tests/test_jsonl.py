@@ -219,3 +219,47 @@ def test_a_listing_reads_the_same_headers_below_and_above_the_bulk_line(tmp_path
     scan = backend.scan()
     assert [h.id for h in scan.headers] == [h.id for h in sorted(written[1:], key=lambda h: (h.created_at, h.id))]
     assert len(scan.damaged) == 1 and "line 1 is not a valid session header (it is not JSON)" in scan.damaged[0]
+
+
+def test_a_record_torn_by_a_kill_is_left_out_and_cut_before_the_next_one(tmp_path: Path) -> None:
+    from dsh.session import SessionEvent
+
+    backend, store = _store(tmp_path / "root")
+    session = store.create(str(tmp_path), lock=True)
+
+    def began(call_id: str) -> SessionEvent:
+        return SessionEvent(type="tool/began", data={"call_id": call_id, "name": "bash", "arguments": {}})
+
+    backend.begin(session.header, began("c1"))
+    path = Path(backend.locate(session.header).path + ".began")  # type: ignore[union-attr]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    whole = path.read_bytes()
+    with path.open("ab") as torn:  # a second record cut short by SIGKILL: no flush marker
+        torn.write(b'{"type": "tool/began", "at": 1.0, "data": {"call_id": "c2"')
+    found = backend.unsettled(session.id)
+    assert found is not None and [e.data["call_id"] for e in found.events] == ["c1"]
+    backend.begin(session.header, began("c3"))
+    assert path.read_bytes().startswith(whole) and b'"c2"' not in path.read_bytes()
+    found = backend.unsettled(session.id)
+    assert found is not None and [e.data["call_id"] for e in found.events] == ["c1", "c3"]
+    session.release()
+
+
+def test_a_kill_between_the_fold_and_the_removal_never_folds_a_record_twice(tmp_path: Path) -> None:
+    from dsh.session import SessionEvent
+
+    backend, store = _store(tmp_path / "root")
+    session = store.create(str(tmp_path), lock=True)
+    record = SessionEvent(type="tool/began", data={"call_id": "c1", "name": "bash", "arguments": {}})
+    backend.begin(session.header, record)
+    began = Path(backend.locate(session.header).path + ".began")  # type: ignore[union-attr]
+    left = began.read_bytes()
+    backend.write(session.header, [SessionEvent(type="turn/start")])  # folds c1 in, then removes the file
+    assert not began.exists()
+    began.write_bytes(left)  # as a kill after the fold's fsync, before the removal, leaves it
+    began.chmod(0o600)
+    assert backend.unsettled(session.id) is None
+    backend.write(session.header, [SessionEvent(type="turn/end")])
+    assert [e.type for e in backend.load(session.id).events] == ["tool/began", "turn/start", "turn/end"]
+    assert not began.exists()
+    session.release()

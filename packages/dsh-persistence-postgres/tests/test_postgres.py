@@ -451,3 +451,23 @@ def test_a_pool_whose_minimum_exceeds_its_maximum_is_refused_naming_the_field() 
     with pytest.raises(FieldError, match=r"^field 'pool_min_size' must not exceed pool_max_size \(2\)$") as err:
         PostgresConfig(pool_min_size=5, pool_max_size=2)
     assert err.value.field == "pool_min_size"
+
+
+def test_acquire_refuses_a_user_who_may_write_flushes_but_not_the_records_of_commands(
+    backend: PostgresPersistence, postgres_server: Any, pg_schema: str
+) -> None:
+    backend.migrate()
+    role = f"flusher_{pg_schema}"
+    _sql(postgres_server, f"CREATE ROLE {role} LOGIN PASSWORD 'flusher-pw'")
+    _sql(postgres_server, f"GRANT USAGE ON SCHEMA {pg_schema} TO {role}")
+    _sql(postgres_server, f"GRANT SELECT, INSERT ON ALL TABLES IN SCHEMA {pg_schema} TO {role}")
+    _sql(postgres_server, f"REVOKE INSERT ON {pg_schema}.began FROM {role}")
+    flusher = PostgresPersistence(
+        postgres_server.dsn_without_password().replace("user=dsh", f"user={role}") + " password=flusher-pw",
+        schema=pg_schema,
+    )
+    try:
+        with pytest.raises(PersistenceError, match=f"may not insert into and delete from {pg_schema}.began"):
+            flusher.acquire(_header())  # refused before any command could run unrecorded
+    finally:
+        flusher.close()

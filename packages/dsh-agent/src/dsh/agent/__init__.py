@@ -14,7 +14,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._builtins import BUILTINS
-from ._conversation import MISSING_RESULT, Answered, Outcome, Said, conversation
+from ._conversation import MISSING_RESULT, Answered, Outcome, Said, conversation, unknown_outcome
 from ._errors import ModelError, ScriptError, TranscriptNotSaved, TurnError, unsaved_message
 from ._loop import Agent, needs_event_loop
 from ._model import MODEL, Model, ScriptedModel, ToolCall, check_model, load_model
@@ -68,6 +68,7 @@ __all__ = [
     "server_message",
     "spawn_plugin",
     "status_reason",
+    "unknown_outcome",
     "unsaved_message",
 ]
 

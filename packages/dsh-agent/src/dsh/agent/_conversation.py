@@ -6,20 +6,35 @@ wire format (``dsh.models.openai.chat_messages``, ``dsh.models.anthropic.message
 the events alone, it gives a resumed or forked session exactly the messages the live one had.
 """
 
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from dsh.session import SessionEvent
+from dsh.session.persistence import BEGAN_EVENT
 
 MISSING_RESULT = "no result: the turn ended before this call finished"
 """The answer a tool call gets when its turn ended (failed, interrupted) before its result was recorded."""
+
+
+def unknown_outcome(began: Mapping[str, Any]) -> str:
+    """What the model is told of a command that began in a run killed before its outcome was recorded."""
+    arguments = began.get("arguments")
+    command = arguments.get("command") if isinstance(arguments, Mapping) else None
+    what = command if isinstance(command, str) else json.dumps(arguments, ensure_ascii=False, default=str)
+    return (
+        f"[dsh: a {began.get('name')} call of an earlier run of this session began and its outcome is unknown: "
+        f"dsh was stopped before recording it (call {began.get('call_id')}). It ran: {what}\n"
+        "Its effects may or may not have happened; check before running it again.]"
+    )
 
 
 class Said(NamedTuple):
     """Text the model reads as the user's: a prompt, a Stop hook's steering, or hook context.
 
     ``source`` is None for the user's own prompt, ``"stop_hook"`` for a blocking Stop hook's
-    reason, ``"hook"`` for ``message/context`` a hook added.
+    reason, ``"hook"`` for ``message/context`` a hook added, ``"dsh"`` for a command whose outcome
+    is unknown (:func:`unknown_outcome`).
     """
 
     text: str
@@ -62,6 +77,9 @@ def conversation(events: Iterable[SessionEvent]) -> list[Item]:
       was interrupted first, gets :data:`MISSING_RESULT` as an error), so every call has its answer;
     - context a hook added while a step's calls ran follows that step's answers (providers need
       the answers right after the calls);
+    - ``tool/began`` (a command that began in a run killed before its turn was stored) with no
+      ``tool/result`` is :class:`Said` (source ``"dsh"``, :func:`unknown_outcome`): the model learns
+      that it may have run;
     - an assistant step with neither text nor calls (an empty final answer) is left out; every
       other event (``turn/*``, ``model/request``, ``hook/result``, ``error``, ``subagent/*``) says
       nothing to the model: a subagent's answer is its ``spawn_agent`` call's result.
@@ -77,11 +95,14 @@ def conversation(events: Iterable[SessionEvent]) -> list[Item]:
     open_calls = False
     for index, event in enumerate(events):
         data = event.data
-        if event.type in ("message/user", "message/assistant"):
+        if event.type in ("message/user", "message/assistant", BEGAN_EVENT):
             items.extend(held)
             held.clear()
             open_calls = False
-        if event.type == "message/user":
+        if event.type == BEGAN_EVENT:
+            if str(data.get("call_id")) not in results:
+                items.append(Said(unknown_outcome(data), "dsh"))
+        elif event.type == "message/user":
             items.append(Said(str(data.get("text", "")), data.get("source")))
         elif event.type == "message/context":
             said = Said(str(data.get("text", "")), str(data.get("source") or "hook"))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from dsh.bash import Interrupts, interrupted_result, interruption
 from dsh.core import Context
 from dsh.hooks import HOOKS
-from dsh.loader import TURN_REFRESH
+from dsh.loader import LOOP_LIMITS, TURN_REFRESH, LoopLimits
 from dsh.session import (
     TOOLS,
     AgentRef,
@@ -108,7 +108,8 @@ class Agent(HookPoints):
         *,
         name: str = "main",
         agent_type: str = "main",
-        max_steps: int = 64,
+        max_steps: int | None = None,
+        max_parallel_tools: int | None = None,
         parent: Agent | None = None,
         parent_turn_id: str | None = None,
         notify: Callable[[Notice], None] | None = None,
@@ -119,7 +120,13 @@ class Agent(HookPoints):
         self.model = model
         self.name = name
         self.agent_type = agent_type
-        self.max_steps = max_steps
+        # The limits: given here, else a subagent's parent's, else the deployment's (``loop`` in it).
+        limits: LoopLimits = parent.limits if parent is not None else ctx.get(LOOP_LIMITS) or LoopLimits()
+        self.limits: LoopLimits = LoopLimits(
+            limits.max_steps if max_steps is None else max_steps,
+            limits.max_parallel_tools if max_parallel_tools is None else max_parallel_tools,
+        )
+        """Model steps per turn, and tool calls of one answer at once (:class:`dsh.loader.LoopLimits`)."""
         self.parent = parent
         self.parent_turn_id = parent_turn_id
         self.notify = notify or (parent.notify if parent is not None else None)
@@ -217,7 +224,8 @@ class Agent(HookPoints):
             stop_hook_active = False
             stop_blocks = 0
             offered: dict[str, Any] | None = None
-            for _ in range(self.max_steps):
+            last_text = ""
+            for _ in range(self.limits.max_steps):
                 await self._background_hooks()
                 specs = self._tool_specs()
                 request = request_data(self.model.name, specs)
@@ -242,10 +250,9 @@ class Agent(HookPoints):
                     tool_calls=[c.to_json() for c in calls],
                     **said,
                 )
+                last_text = step.text
                 if calls:
-                    import asyncio  # the model-driven loop runs under asyncio: its calls overlap
-
-                    results = await asyncio.gather(*(self.call_tool(c, turn_id) for c in calls))
+                    results = await self._call_tools(calls, turn_id)
                     result = result._replace(tool_results=(*result.tool_results, *zip(calls, results, strict=True)))
                     if hooks is not None:
                         await self._post_tool_batch(calls, results, turn_id)
@@ -274,6 +281,12 @@ class Agent(HookPoints):
                     session.record("message/user", text=stop.reason, source="stop_hook")
                     continue
                 break
+            else:
+                failed = self._step_cap()
+                session.record("error", message=failed)
+                result = result._replace(text=last_text, failed=failed)
+                if hooks is not None:
+                    result = await self._stop_at_cap(turn_id, last_text, result)
             return result
         except BaseException as exc:
             interrupted = interruption(exc)
@@ -286,9 +299,50 @@ class Agent(HookPoints):
             raise
         finally:
             extra: dict[str, Any] = {"interrupted": interrupted} if interrupted else {}
-            if failed is not None:
-                extra["failed"] = failed
+            if failed is not None or result.failed is not None:
+                extra["failed"] = failed or result.failed
             self._close_turn(turn_id, result, blocked=result.blocked, **extra)
+
+    def _step_cap(self) -> str:
+        """Why a turn that used every step failed: the cap, its value and where to raise it."""
+        cap = self.limits.max_steps
+        return (
+            f"the turn reached max_steps ({cap}): the model was still working after {cap} steps; "
+            "raise loop.max_steps in the deployment (dsh run: --max-steps N)"
+        )
+
+    async def _stop_at_cap(self, turn_id: str, last_text: str, result: TurnResult) -> TurnResult:
+        """The Stop (or SubagentStop) hooks of a turn ended by its step cap: they run, and cannot send it on."""
+        hooks = self._hooks()
+        assert hooks is not None
+        event = "Stop" if self.parent is None else "SubagentStop"
+        stop = self._settle(
+            event, await hooks.stop(self._scope(turn_id), stop_hook_active=False, last_message=last_text or None)
+        )
+        if stop.stop:
+            return result._replace(stopped=stop.stop_reason)
+        if stop.blocked:
+            from dsh.hooks import HookOutcome
+
+            notice = (
+                f"{event} hooks blocked the stop, but the turn reached max_steps; it ends. Reason given: {stop.reason}"
+            )
+            self._settle(event, HookOutcome(warnings=(notice,)))
+        return result
+
+    async def _call_tools(self, calls: list[ToolCall], turn_id: str) -> list[ToolResult]:
+        """Run one answer's calls, at most ``max_parallel_tools`` at once; results in the model's order."""
+        import asyncio  # the model-driven loop runs under asyncio: its calls overlap
+
+        if len(calls) == 1:
+            return [await self.call_tool(calls[0], turn_id)]
+        slots = asyncio.Semaphore(self.limits.max_parallel_tools)
+
+        async def bounded(call: ToolCall) -> ToolResult:
+            async with slots:
+                return await self.call_tool(call, turn_id)
+
+        return list(await asyncio.gather(*(bounded(c) for c in calls)))
 
     async def run_tool_turn(self, call: ToolCall, source: str = "exec") -> ToolResult:
         """One turn made of a single tool call, as ``dsh exec`` runs it; flushed at its end.
@@ -354,6 +408,11 @@ class Agent(HookPoints):
             env=env,
             ambient=self.ambient,
         )
+        try:
+            # The write-ahead record: durable before the command starts, so a kill leaves that it began.
+            self.session.begin(call_id, name=call.name, arguments=dict(arguments), turn_id=turn_id)
+        except (PersistenceError, OSError) as exc:
+            return ToolResult(f"tool '{call.name}' did not run: its start could not be recorded: {exc}", is_error=True)
         token = current_agent.set(self)
         try:
             return await tool(arguments, execution)

@@ -73,8 +73,11 @@ class SpawnTool:
         # The child's own turn fires SubagentStop (in the parent's name) when it finishes.
         turn = await child.run_turn(prompt)
         parent.session.record("subagent/end", session_id=child_session.id, text=turn.text)
+        # A child that failed without an exception (its step cap) is a failed call, not an answer.
+        failed = None if turn.failed is None else f"the subagent's turn failed: {turn.failed}"
         return ToolResult(
-            turn.text,
+            turn.text if failed is None else "\n".join(t for t in (failed, turn.text) if t),
+            is_error=failed is not None,
             data={
                 "session_id": child_session.id,
                 "location": None if location is None else location.to_dict(),

@@ -38,3 +38,5 @@ class TurnResult(NamedTuple):
     """Why a UserPromptSubmit hook blocked the turn, if it did."""
     stopped: str | None = None
     """Why a hook ended the turn early (``continue: false`` and its ``stopReason``), if one did."""
+    failed: str | None = None
+    """Why the turn failed without an exception (it reached ``max_steps``), if it did; ``turn/end`` says the same."""

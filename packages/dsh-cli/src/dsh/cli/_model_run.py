@@ -188,7 +188,7 @@ async def model_run(args: argparse.Namespace) -> int:
 
         print(f"dsh: session {session.id}", file=sys.stderr, flush=True)
         try:
-            agent = _Reporting(runtime.ctx, session, model, notify=notify)
+            agent = _Reporting(runtime.ctx, session, model, notify=notify, max_steps=args.max_steps)
             stopped = await agent.start(source)
         except BaseException:
             session.release()
@@ -202,11 +202,14 @@ async def model_run(args: argparse.Namespace) -> int:
             except ModelError as exc:
                 failed = True
                 print(f"dsh: {exc}", file=sys.stderr, flush=True)
-                turns.append({"prompt": prompt, "error": str(exc), "text": "", "tool_calls": []})
+                turns.append({"prompt": prompt, "error": str(exc), "failed": str(exc), "text": "", "tool_calls": []})
                 continue
             if result is None:
                 turns.append({"prompt": prompt, "error": None, "interrupted": "SIGINT", "text": "", "tool_calls": []})
                 continue
+            if result.failed is not None:
+                failed = True
+                print(f"dsh: turn {result.turn_id} failed: {result.failed}", file=sys.stderr, flush=True)
             turns.append(
                 {
                     "turn_id": result.turn_id,
@@ -214,7 +217,8 @@ async def model_run(args: argparse.Namespace) -> int:
                     "text": result.text,
                     "blocked": result.blocked,
                     "stopped": result.stopped,
-                    "error": None,
+                    "error": result.failed,
+                    "failed": result.failed,
                     "tool_calls": [
                         {
                             "id": c.id,

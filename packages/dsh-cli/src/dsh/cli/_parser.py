@@ -65,6 +65,17 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def step_count(text: str) -> int:
+    """``dsh run --max-steps``: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of model steps, at least 1, not {text!r}")
+    return value
+
+
 def keepalive_seconds(text: str) -> float:
     """``dsh serve --keepalive``: seconds within :data:`KEEPALIVE_RANGE` (what a client accepts)."""
     low, high = KEEPALIVE_RANGE
@@ -228,6 +239,12 @@ def _build(
     p.add_argument("--script", metavar="FILE", help="YAML (or .json) script of turns for the scripted model")
     p.add_argument("--model", metavar="PROVIDER", help="the dsh.models provider (openai, anthropic ...)")
     p.add_argument("--prompt", metavar="TEXT", help="the one turn's prompt (default: stdin, or a terminal loop)")
+    p.add_argument(
+        "--max-steps",
+        type=step_count,
+        metavar="N",
+        help="model steps a turn may take before it fails (default: the deployment's loop.max_steps, 64)",
+    )
 
     p = verb(
         "env",

@@ -27,7 +27,11 @@ def _open_session(store: SessionStore, session_id: str | None, cwd: str | None) 
 
 
 async def run_verb(args: argparse.Namespace) -> int:
-    """``dsh run``: with ``--script FILE`` the scripted model's turns, else real turns with a provider."""
+    """``dsh run``: with ``--script FILE`` the scripted model's turns, else real turns with a provider.
+
+    Exit 0, or 1 when a turn failed (it reached ``max_steps``, or its provider failed): each failed
+    turn is one ``dsh:`` line on stderr and its ``failed`` reason in ``--json``.
+    """
     if args.script is None:
         from ._model_run import model_run
 
@@ -55,20 +59,27 @@ async def run_verb(args: argparse.Namespace) -> int:
         if not args.json:
             say(f"session {session.id}")
         try:
-            agent = Agent(runtime.ctx, session, ScriptedModel.from_script(script), notify=notify)
+            agent = Agent(
+                runtime.ctx, session, ScriptedModel.from_script(script), notify=notify, max_steps=args.max_steps
+            )
             stopped = await agent.start(source)
         except BaseException:
             session.release()
             raise
         turns: list[dict[str, Any]] = []
+        failed = False
         for scripted in [] if stopped is not None else script.turns:
             result = await agent.run_turn(scripted.user)
+            if result.failed is not None:
+                failed = True
+                print(f"dsh: turn {result.turn_id} failed: {result.failed}", file=sys.stderr, flush=True)
             turns.append(
                 {
                     "turn_id": result.turn_id,
                     "text": result.text,
                     "blocked": result.blocked,
                     "stopped": result.stopped,
+                    "failed": result.failed,
                     "tool_calls": [
                         {"name": c.name, "arguments": c.arguments, "output": r.output, "is_error": r.is_error}
                         for c, r in result.tool_results
@@ -94,7 +105,7 @@ async def run_verb(args: argparse.Namespace) -> int:
         else:
             if stopped is not None:
                 say(f"[stopped by a SessionStart hook: {stopped}]")
-        return 0
+        return 1 if failed else 0
 
 
 def _print_turn(turn: dict[str, Any]) -> None:

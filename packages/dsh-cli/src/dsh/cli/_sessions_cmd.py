@@ -6,12 +6,22 @@ import argparse
 import os
 import stat
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dsh.bash_env import SESSION_ID_KEY, SESSION_JSONL_KEY, TOOL_CALL_ID_KEY, TURN_ID_KEY
 from dsh.persistence.jsonl import JsonlPersistence
-from dsh.session import SESSIONS, PersistenceError, Session, SessionEvent, SessionNotFoundError, validate_session_id
+from dsh.session import (
+    SESSIONS,
+    PersistenceError,
+    Session,
+    SessionEvent,
+    SessionLockedError,
+    SessionNotFoundError,
+    validate_session_id,
+)
+from dsh.session.persistence import BEGAN_EVENT, SessionPersistence, unsettled
 
 from ._errors import UsageError
 from ._exec import location_json
@@ -67,7 +77,7 @@ def fork(args: argparse.Namespace) -> int:
 class Verdict:
     """What ``dsh sessions verify`` found (``--json`` prints it), filled in as the checks run."""
 
-    __slots__ = ("call", "notes", "path", "problems", "session_id", "status", "unreadable")
+    __slots__ = ("call", "notes", "path", "problems", "session_id", "status", "unknown", "unreadable")
 
     def __init__(self, session_id: str, path: str | None) -> None:
         self.session_id = session_id
@@ -79,6 +89,8 @@ class Verdict:
         self.notes: list[str] = []
         self.unreadable = False
         """The transcript exists but was not read (a symlink, not a file, not parseable): no call check."""
+        self.unknown: list[dict[str, Any]] = []
+        """Commands that began and whose outcome is unknown: a kill before their turn was stored."""
 
     def as_json(self) -> dict[str, Any]:
         """The ``--json`` document."""
@@ -89,6 +101,7 @@ class Verdict:
             "call": self.call,
             "problems": self.problems,
             "notes": self.notes,
+            "unknown_outcomes": self.unknown,
         }
 
 
@@ -163,6 +176,56 @@ def _check_call(
     verdict.problems.append(f"call {call_id} is not recorded in {where}, and {reason}")
 
 
+def _began(
+    verdict: Verdict, events: Sequence[SessionEvent] | None, records: Sequence[SessionEvent], running: bool
+) -> None:
+    """Report commands whose outcome is unknown: ``records`` are write-ahead records no flush settled
+    (a problem, unless their writer is ``running`` still: then only ``--json`` lists them, marked
+    running), ``tool/began`` events of ``events`` ones a later flush folded in (a note: the
+    transcript says so itself)."""
+    folded = [e for e in events or () if e.type == BEGAN_EVENT]
+    for event, stored in [*((e, True) for e in folded), *((e, False) for e in records)]:
+        data = event.data
+        arguments = data.get("arguments")
+        command = arguments.get("command", arguments) if isinstance(arguments, dict) else arguments
+        verdict.unknown.append({**data, "at": event.at, "folded": stored, "running": running and not stored})
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(event.at))
+        what = f"call {data.get('call_id')} ({data.get('name')}: {command!s}) began at {when}"
+        if stored:
+            verdict.notes.append(f"{what}; its outcome is unknown (dsh was stopped while it ran)")
+        elif not running:  # a running call (the caller's own, often) is no news: --json lists it
+            verdict.problems.append(
+                f"{what} and its outcome is unknown: dsh was stopped before recording it; the session's "
+                f"next turn (dsh exec --session {verdict.session_id} ...) records it so"
+            )
+
+
+def _writer_running(backend: SessionPersistence, session: Session) -> bool:
+    """Whether another writer holds the session's lock now (taken and dropped at once when free)."""
+    take = getattr(backend, "acquire", None)
+    if take is None:
+        return False
+    try:
+        take(session.header)()
+    except SessionLockedError:
+        return True
+    except PersistenceError:
+        return False
+    return False
+
+
+def _jsonl_began(path: str, session_id: str, verdict: Verdict) -> tuple[Sequence[SessionEvent], bool]:
+    """The write-ahead records beside the transcript ``path`` it does not hold, and whether their writer runs."""
+    try:
+        found = JsonlPersistence.unsettled_at(path, session_id)
+    except (PersistenceError, OSError) as exc:
+        verdict.problems.append(f"{path}: its write-ahead records cannot be read: {exc}")
+        return (), False
+    if found is None:
+        return (), False
+    return found.events, JsonlPersistence.lock_held(path)
+
+
 def run_verify(
     env: Mapping[str, str], *, session: str | None, path: str | None, call: bool, deployment: str | None
 ) -> Verdict:
@@ -182,8 +245,11 @@ def run_verify(
     verdict = Verdict(session_id, os.path.abspath(path) if path else None)
     events: list[SessionEvent] | None
     where = path or f"session {session_id}"
+    records: Sequence[SessionEvent] = ()
+    running = False
     if verdict.path is not None:
         events = _check_file(verdict.path, session_id, verdict)
+        records, running = _jsonl_began(verdict.path, session_id, verdict)
     else:
         with open_runtime(deployment) as runtime:
             store = runtime.ctx.require(SESSIONS)
@@ -196,11 +262,21 @@ def run_verify(
                 if location is not None and location.kind == "jsonl":
                     verdict.path = where = location.path
                     events = _check_file(location.path, session_id, verdict)
+                    records, running = _jsonl_began(location.path, session_id, verdict)
                 else:
-                    where = f"session {session_id} in the deployment's {type(store.persistence()).__name__}"
-                    events = list(stored.history)
+                    backend = store.persistence()
+                    where = f"session {session_id} in the deployment's {type(backend).__name__}"
+                    found = unsettled(backend, session_id)
+                    records = () if found is None else found.events
+                    events = list(stored.history)[: len(stored.history) - len(records)] if stored.stored else None
                     verdict.notes.extend(stored.damage)
-    if events is None:
+                    running = bool(records) and _writer_running(backend, stored)
+    _began(verdict, events, records, running)
+    if events is None and records:
+        if running:  # known only by what began, which still runs: its first turn is open
+            verdict.status = "unflushed"
+            verdict.notes.append(f"session {session_id} has not been flushed yet: its first turn is still running")
+    elif events is None:
         if _is_first_turn(turn_id, session_id):
             verdict.status = "unflushed"
             verdict.notes.append(
@@ -208,8 +284,12 @@ def run_verify(
             )
         else:
             verdict.problems.append(f"{where} does not exist" if path else f"no stored session {session_id}")
-    if call and not verdict.unreadable:
-        _check_call(events, env.get(TOOL_CALL_ID_KEY) if own else None, turn_id, where, verdict)
+    call_id = env.get(TOOL_CALL_ID_KEY) if own else None
+    unknown = [u for u in verdict.unknown if u.get("call_id") == call_id and not u["running"]]
+    if call and unknown:
+        verdict.call = {"id": str(call_id), "status": "unknown"}  # began; the kill took its outcome
+    elif call and not verdict.unreadable:
+        _check_call(events, call_id, turn_id, where, verdict)
     if verdict.problems:
         verdict.status = "inconsistent"
     return verdict

@@ -89,6 +89,7 @@ def _event(kind: str, data: Mapping[str, Any], at: float) -> Iterable[str]:
     if kind == "turn/end":
         notes = [f"blocked: {data['blocked']}" if data.get("blocked") else ""]
         notes.append("interrupted" if data.get("interrupted") else "")
+        notes.append(f"failed: {data['failed']}" if data.get("failed") else "")
         note = ", ".join(n for n in notes if n)
         return [f"== end of turn{f' ({note})' if note else ''}"]
     if kind == "message/user":
@@ -101,6 +102,13 @@ def _event(kind: str, data: Mapping[str, Any], at: float) -> Iterable[str]:
         return [f"  {_command(str(data.get('name', '?')), data.get('arguments') or {})}   [{data.get('call_id')}]"]
     if kind == "tool/result":
         return list(_tool_result(data))
+    if kind == "tool/began":  # written ahead: here when its turn was never stored (or is still running)
+        turn = f" in turn {data['turn_id']}" if data.get("turn_id") else ""
+        return [
+            f"  {_command(str(data.get('name', '?')), data.get('arguments') or {})}   [{data.get('call_id')}]",
+            f"{_INDENT}-> began at {_when(at)}{turn}; outcome unknown: not recorded "
+            "(dsh was stopped while it ran, or its turn is still running)",
+        ]
     if kind == "hook/result":
         return list(_hooks(data))
     if kind == "message/context":

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ._contain import contained, containment
 from ._deployment import (
     Deployment,
+    LoopLimits,
     ModelChoice,
     PersistenceChoice,
     PluginEntry,
@@ -26,6 +27,7 @@ from ._errors import BootError, DeploymentError, DiscoveryError
 from ._follow import follow_group
 from ._runtime import (
     CATALOG,
+    LOOP_LIMITS,
     MODEL_ENTRY,
     MODELS_GROUP,
     TURN_REFRESH,
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CATALOG",
+    "LOOP_LIMITS",
     "MODELS_GROUP",
     "MODEL_ENTRY",
     "PLUGINS_GROUP",
@@ -55,6 +58,7 @@ __all__ = [
     "DiscoveryError",
     "EntryPointItem",
     "GroupDiff",
+    "LoopLimits",
     "Lost",
     "ModelChoice",
     "PersistenceChoice",

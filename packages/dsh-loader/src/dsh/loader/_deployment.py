@@ -90,12 +90,39 @@ _JSONL = PersistenceChoice()
 """The default backend (one immutable instance, shared)."""
 
 
+class _LoopLimits(NamedTuple):
+    max_steps: int = 64
+    max_parallel_tools: int = 16
+
+
+class LoopLimits(_LoopLimits):
+    """The agent loop's limits a user can see: model steps per turn, tool calls of one answer at once.
+
+    ``max_steps``: a turn that reaches it without the model finishing fails, with the reason named.
+    ``max_parallel_tools``: the tool calls of one model answer run at most this many at once (all
+    of them run; results keep the model's order). Both at least 1.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, max_steps: int = 64, max_parallel_tools: int = 16) -> "LoopLimits":
+        for name, value in (("max_steps", max_steps), ("max_parallel_tools", max_parallel_tools)):
+            if type(value) is not int or value < 1:
+                raise FieldError(name, f"must be a whole number of at least 1, not {value!r}")
+        return super().__new__(cls, max_steps, max_parallel_tools)
+
+
+LOOP_DEFAULTS = LoopLimits()
+"""The limits of a deployment that names none."""
+
+
 class _Deployment(NamedTuple):
     dsh_home: str | None = None
     persistence: PersistenceChoice = _JSONL
     plugins: tuple[PluginEntry, ...] | None = None
     model: ModelChoice | None = None
     refresh_per_turn: bool = True
+    loop: LoopLimits = LOOP_DEFAULTS
 
 
 class Deployment(_Deployment):
@@ -105,7 +132,7 @@ class Deployment(_Deployment):
     set on it; :func:`~dsh.loader.compose` loads none), and a tuple, possibly empty, when it does
     (any sequence is taken). ``model`` is the model provider, when the deployment names one (``dsh
     run`` also takes ``--model``). ``refresh_per_turn`` re-reads installed distributions before each
-    turn (cheap when nothing changed).
+    turn (cheap when nothing changed). ``loop`` holds the agent loop's limits (:class:`LoopLimits`).
     """
 
     __slots__ = ()
@@ -117,6 +144,7 @@ class Deployment(_Deployment):
         plugins: Sequence[PluginEntry] | None = None,
         model: ModelChoice | None = None,
         refresh_per_turn: bool = True,
+        loop: LoopLimits = LOOP_DEFAULTS,
     ) -> "Deployment":
         if dsh_home is not None and not dsh_home.strip():
             dsh_home = None
@@ -126,7 +154,7 @@ class Deployment(_Deployment):
             if entry.id in seen:
                 raise FieldError("plugins", f"entry id '{entry.id}' appears twice")
             seen.add(entry.id)
-        return super().__new__(cls, dsh_home, persistence, entries, model, refresh_per_turn)
+        return super().__new__(cls, dsh_home, persistence, entries, model, refresh_per_turn, loop)
 
     def replace(self, **changes: Any) -> "Deployment":
         """A copy with ``changes``, checked as a new deployment is (``_replace`` would skip the checks)."""

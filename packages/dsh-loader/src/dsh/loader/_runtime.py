@@ -23,7 +23,7 @@ from dsh.session import DSH_HOME
 from dsh.session.persistence import PERSISTENCE_GROUP
 
 from ._contain import contained, containment
-from ._deployment import Deployment, ModelChoice, resolve_home
+from ._deployment import Deployment, LoopLimits, ModelChoice, resolve_home
 from ._discovery import PLUGINS_GROUP, Catalog, EntryPointItem, import_ref
 from ._errors import BootError, DiscoveryError
 from ._validated import VALIDATED_CACHE, ValidatedCache
@@ -45,6 +45,10 @@ MODEL_ENTRY = "model"
 TURN_REFRESH: ServiceKey[Callable[[], object]] = ServiceKey("turn_refresh")
 """What a host calls at each turn start: the catalog's ``refresh``, provided only when the
 deployment's ``refresh_per_turn`` is true (the default), so ``false`` really turns it off."""
+
+
+LOOP_LIMITS: ServiceKey[LoopLimits] = ServiceKey("loop_limits")
+"""The deployment's agent loop limits (:class:`~dsh.loader.LoopLimits`), provided at the root by :func:`compose`."""
 
 
 def validate_config(name: str, config_cls: type[Any], raw: object) -> Any:
@@ -288,6 +292,7 @@ def _compose(
     root = runtime.ctx
     root.provide(DSH_HOME, home)
     root.provide(CATALOG, runtime.catalog)
+    root.provide(LOOP_LIMITS, deployment.loop)
     if deployment.refresh_per_turn:
         root.provide(TURN_REFRESH, runtime.refresh)
     root.effect(lambda: runtime.catalog.watch(PLUGINS_GROUP, runtime._on_diff), label="watch dsh.plugins")

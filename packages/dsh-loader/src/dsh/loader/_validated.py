@@ -37,7 +37,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ._deployment import Deployment, ModelChoice, PersistenceChoice, PluginEntry
+from ._deployment import Deployment, LoopLimits, ModelChoice, PersistenceChoice, PluginEntry
 from ._discovery_cache import KEEP, MAX_CACHE_BYTES, read_private, write_private
 
 VALIDATED_CACHE = "validated.cache"
@@ -61,6 +61,7 @@ def _deployment_form(deployment: Deployment) -> dict[str, Any]:
         "plugins": None if plugins is None else [entry._asdict() for entry in plugins],
         "model": None if model is None else model._asdict(),
         "refresh_per_turn": deployment.refresh_per_turn,
+        "loop": deployment.loop._asdict(),
     }
 
 
@@ -72,6 +73,7 @@ def _deployment_from(data: dict[str, Any]) -> Deployment:
         plugins=None if plugins is None else tuple(PluginEntry(**entry) for entry in plugins),
         model=None if model is None else ModelChoice(**model),
         refresh_per_turn=data["refresh_per_turn"],
+        loop=LoopLimits(**data["loop"]),  # a form cached before the field existed: KeyError, validated afresh
     )
 
 

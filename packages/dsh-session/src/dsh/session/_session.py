@@ -1,15 +1,13 @@
 """A live session: its header, the events known so far and those not yet flushed, and its turn lock."""
 
-from __future__ import annotations
-
 import contextlib
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ._codec import turn_number
 from ._errors import SessionNotFoundError
 from ._model import SessionEvent, SessionHeader, SessionLocation
-from .persistence import SessionPersistence, TailingPersistence
+from .persistence import BEGAN_EVENT, SessionPersistence, TailingPersistence, unsettled
 
 if TYPE_CHECKING:
     from ._store import SessionStore
@@ -17,6 +15,47 @@ if TYPE_CHECKING:
 
 def _unlocked() -> None:
     """Release function of a backend written before ``acquire`` existed (it cannot lock)."""
+
+
+_TURN_EVENTS = ("turn/start", "turn/end", BEGAN_EVENT)
+
+
+class Stored(NamedTuple):
+    """What a store holds of a session, as :func:`read_stored` reads it."""
+
+    header: SessionHeader
+    events: list[SessionEvent] | None
+    """The stored events, then the write-ahead records no flush settled; None when only the tail was read."""
+    damage: tuple[str, ...]
+    last_turn: int
+    """The last stored turn's number, when only the tail was read (else 0: the events tell)."""
+    stored: bool
+    """Whether the transcript exists (False: only write-ahead records of a session never flushed)."""
+
+
+def read_stored(backend: SessionPersistence, session_id: str, *, whole: bool) -> Stored:
+    """A session as its store holds it: the history, or (``whole`` False, when the backend can tell
+    cheaply and no command's record is unsettled) the header and last turn only.
+
+    Write-ahead records no flush settled (a command that began in a process killed before its
+    turn's flush) follow the stored events as :data:`~dsh.session.persistence.BEGAN_EVENT` events,
+    so the model and every reader learn of them; the backend folds them in at the next flush. A
+    session with only such records (killed in its first turn) is found through them.
+    Raises :class:`SessionNotFoundError` when the store holds neither.
+    """
+    records = unsettled(backend, session_id)
+    if not whole and records is None and isinstance(backend, TailingPersistence):
+        tail = backend.tail(session_id)
+        if tail is not None:
+            return Stored(tail.header, None, (), tail.last_turn, True)
+    try:
+        stored = backend.load(session_id)
+    except SessionNotFoundError:
+        if records is None:
+            raise
+        return Stored(records.header, list(records.events), (), 0, False)
+    extra = () if records is None else records.events
+    return Stored(stored.header, [*stored.events, *extra], stored.damage, 0, True)
 
 
 class Session:
@@ -34,7 +73,7 @@ class Session:
 
     def __init__(
         self,
-        store: SessionStore,
+        store: "SessionStore",
         header: SessionHeader,
         history: Iterable[SessionEvent] | None = (),
         pending: Iterable[SessionEvent] = (),
@@ -93,12 +132,10 @@ class Session:
         A session whose history is not read yet reads only the tail when the backend can; one that
         holds its history in memory (a long-lived agent) reloads it, so it stays complete.
         """
-        tailing = self._history is None and isinstance(backend, TailingPersistence)
-        tail = backend.tail(self.id) if tailing else None  # type: ignore[attr-defined]
-        if tail is not None:
-            self._history, self._last_turn = None, tail.last_turn
+        stored = read_stored(backend, self.id, whole=self._history is not None)
+        if stored.events is None:
+            self._history, self._last_turn = None, stored.last_turn
             return
-        stored = backend.load(self.id)
         self._history = [*stored.events, *self.pending]
         self._damage = stored.damage
 
@@ -138,7 +175,7 @@ class Session:
             release()
 
     @contextlib.contextmanager
-    def holding(self) -> Iterator[Session]:
+    def holding(self) -> Iterator["Session"]:
         """Keep the write lock across several flushes (one ``dsh exec``: its turn, then SessionEnd's)."""
         self.acquire()
         self._holds += 1
@@ -166,14 +203,28 @@ class Session:
             if not self._holds:
                 self.release()
 
+    def begin(self, call_id: str, **data: Any) -> None:
+        """Durably record that call ``call_id``'s command is about to start, before it starts.
+
+        The record (a ``tool/began`` event of ``call_id`` and ``data``) is kept beside the transcript
+        by a backend that can (:class:`~dsh.session.persistence.WriteAheadPersistence`), and settled
+        at this session's next flush. Raises :class:`PersistenceError` when it cannot be stored: the
+        command must then not run.
+        """
+        backend = self.store.persistence()
+        begin = getattr(backend, "begin", None)
+        if begin is not None:
+            begin(self.header, SessionEvent(type=BEGAN_EVENT, data={"call_id": call_id, **data}))
+
     def new_turn_id(self) -> str:
         """The id of the next turn, ``<session>:turn-<n>``: past every turn the history has seen.
 
-        Call it while holding the lock, so turns flushed by other writers are counted.
+        Call it while holding the lock, so turns flushed by other writers are counted (and the turn
+        of a command that began in a killed process, known only from its write-ahead record).
         """
         highest = self.turns
         for event in self.pending if self._history is None else self._history:
-            number = turn_number(event.data.get("turn_id")) if event.type in ("turn/start", "turn/end") else None
+            number = turn_number(event.data.get("turn_id")) if event.type in _TURN_EVENTS else None
             if number is not None:
                 highest = max(highest, number)
         return f"{self.id}:turn-{highest + 1}"

@@ -10,8 +10,8 @@ from dsh.core import Context, Plugin, ServiceKey
 from ._errors import ForkError, PersistenceError
 from ._model import SessionHeader, SessionLocation
 from ._rules import new_session_id, validate_session_id
-from ._session import Session
-from .persistence import SESSION_PERSISTENCE, ScanningPersistence, SessionPersistence, SessionScan, TailingPersistence
+from ._session import Session, read_stored
+from .persistence import SESSION_PERSISTENCE, ScanningPersistence, SessionPersistence, SessionScan
 
 
 class SessionStore:
@@ -55,17 +55,20 @@ class SessionStore:
         the next turn sees everything other writers flushed before it. With ``history=False`` only
         the header and the last turn are read when the backend can (:class:`TailingPersistence`),
         at a cost independent of the session's length; :attr:`Session.history` is read on first use
-        (through the backend then active).
+        (through the backend then active). Commands that began but were never flushed (their process
+        was killed) follow the stored history as ``tool/began`` events (see :func:`read_stored`).
         """
         backend = self.persistence()
         validate_session_id(session_id)
-        tailing = not history and isinstance(backend, TailingPersistence)
-        tail = backend.tail(session_id) if tailing else None  # type: ignore[attr-defined]
-        if tail is not None:
-            session = Session(self, tail.header, history=None, stored=True, last_turn=tail.last_turn)
-        else:
-            stored = backend.load(session_id)
-            session = Session(self, stored.header, history=stored.events, damage=stored.damage, stored=True)
+        stored = read_stored(backend, session_id, whole=history)
+        session = Session(
+            self,
+            stored.header,
+            history=stored.events,
+            damage=stored.damage,
+            stored=stored.stored,
+            last_turn=stored.last_turn,
+        )
         if lock:
             session.acquire()
         return session

@@ -28,6 +28,7 @@ __all__ = [
     "SessionForkData",
     "SubagentEndData",
     "SubagentStartData",
+    "ToolBeganData",
     "ToolCallData",
     "ToolCallRecord",
     "ToolInputUpdatedData",
@@ -133,6 +134,21 @@ class ToolInputUpdatedData(TypedDict):
     arguments: dict[str, Any]
 
 
+class ToolBeganData(TypedDict):
+    """``tool/began``: a command that began in a process that was killed before its turn's flush.
+
+    Written ahead (beside the transcript) before every command starts and dropped when its turn is
+    flushed; only a record no flush settled is folded into the transcript, so its outcome is unknown.
+    """
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    """What the command ran with (after any PreToolUse rewrite)."""
+    turn_id: str | None
+    """The turn it ran in, which was never flushed."""
+
+
 class ToolResultData(TypedDict):
     """``tool/result``: what the call returned (or why it did not run)."""
 
@@ -219,6 +235,7 @@ EVENTS: Mapping[str, type] = types.MappingProxyType(
         "tool/call": ToolCallData,
         "tool/input_updated": ToolInputUpdatedData,
         "tool/result": ToolResultData,
+        "tool/began": ToolBeganData,
         "hook/result": HookResultData,
         "subagent/start": SubagentStartData,
         "subagent/end": SubagentEndData,

@@ -12,7 +12,7 @@ command nothing to import; bulk work (``bulk=True``, :func:`bulk_loads`: a big f
 transcript, a listing of that many sessions) through orjson, imported on first use.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple, Protocol, runtime_checkable
 
 from dsh.core import ServiceKey
@@ -22,6 +22,7 @@ from ._json import BULK_DOCUMENTS, bulk_loads, is_bulk, json_bytes, json_default
 from ._model import SessionEvent, SessionHeader, SessionLocation
 
 __all__ = [
+    "BEGAN_EVENT",
     "BULK_DOCUMENTS",
     "PERSISTENCE_GROUP",
     "SESSION_PERSISTENCE",
@@ -31,9 +32,11 @@ __all__ = [
     "SessionTail",
     "StoredSession",
     "TailingPersistence",
+    "WriteAheadPersistence",
     "batch_last_turn",
     "bulk_loads",
     "decode_batch",
+    "decode_records",
     "encode_batch",
     "encode_event",
     "encode_events",
@@ -41,8 +44,10 @@ __all__ = [
     "json_bytes",
     "json_default",
     "json_loads",
+    "not_settled",
     "storable",
     "turn_number",
+    "unsettled",
 ]
 
 
@@ -134,6 +139,62 @@ class ScanningPersistence(Protocol):
     def scan(self) -> SessionScan:
         """Headers of every readable session and one line per damaged one; never raises for one bad session."""
         ...
+
+
+BEGAN_EVENT = "tool/began"
+"""The type of a write-ahead record: a tool call whose command began (see :class:`WriteAheadPersistence`)."""
+
+
+@runtime_checkable
+class WriteAheadPersistence(Protocol):
+    """A backend that durably records each command before it starts, beside the session's transcript.
+
+    The transcript stays lazy (nothing is stored before a turn's flush); the record keeps what a
+    kill would lose: that a command began. Every dsh backend implements it, and the shared contract
+    tests hold each to it.
+    """
+
+    def begin(self, header: SessionHeader, event: SessionEvent) -> None:
+        """Store ``event`` (a :data:`BEGAN_EVENT` with ``call_id``) durably before its command starts.
+
+        Called by the turn's lock holder; it may be the session's first write (the header goes with
+        it). The transcript is not touched. The session's next :meth:`SessionPersistence.write`
+        settles every record: one whose ``call_id`` the written events or the stored transcript hold
+        as a ``tool/call`` is dropped; any other (a writer killed while its command ran) is folded
+        into the transcript, in the same unit, before the written events. Raise
+        :class:`~dsh.session.PersistenceError` naming the store when it cannot be written: the
+        command must then not start.
+        """
+        ...
+
+    def unsettled(self, session_id: str) -> StoredSession | None:
+        """The records of ``session_id`` no write has settled (commands begun whose turn was never
+        flushed, or is still running), with the header they were made under; None when there are none.
+
+        Free of side effects, like :meth:`SessionPersistence.load`; a torn last record is left out.
+        """
+        ...
+
+
+def not_settled(records: Iterable[SessionEvent], events: Iterable[SessionEvent]) -> list[SessionEvent]:
+    """The write-ahead ``records`` whose call ``events`` do not hold (as a ``tool/call``, or a
+    :data:`BEGAN_EVENT` folded in before): what a flush of ``events`` must fold in, in order."""
+    held = {str(e.data.get("call_id")) for e in events if e.type in ("tool/call", BEGAN_EVENT)}
+    return [e for e in records if str(e.data.get("call_id")) not in held]
+
+
+def decode_records(rows: Sequence[tuple[str, str]]) -> StoredSession:
+    """A database backend's write-ahead rows (header JSON, one-event batch), oldest first, as one
+    :class:`StoredSession`; raises :class:`SessionFormatError` when one cannot be read."""
+    header = SessionHeader.from_json(rows[0][0])
+    return StoredSession(header, tuple(event for _, batch in rows for event in decode_batch(batch)))
+
+
+def unsettled(backend: SessionPersistence, session_id: str) -> StoredSession | None:
+    """``backend``'s write-ahead records of ``session_id`` no flush settled (None: none, or it keeps none)."""
+    read = getattr(backend, "unsettled", None)  # WriteAheadPersistence, without a protocol check per turn
+    result: StoredSession | None = None if read is None else read(session_id)
+    return result
 
 
 PERSISTENCE_GROUP = "dsh.persistence"

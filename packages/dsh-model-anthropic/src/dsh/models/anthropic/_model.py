@@ -177,6 +177,7 @@ class AnthropicModel:
             what = status_reason(
                 exc.status_code,
                 server_message(exc.body),
+                key=key,
                 retries=self.config.max_retries,
                 key_variable=self.config.api_key_env,
             )

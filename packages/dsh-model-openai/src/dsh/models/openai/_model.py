@@ -241,6 +241,7 @@ class OpenAIModel:
             what = status_reason(
                 exc.status_code,
                 server_message(exc.body),
+                key=key,
                 retries=self.config.max_retries,
                 key_variable=self.config.api_key_env,
             )

@@ -14,7 +14,7 @@ from dsh.session import (
     SessionLocation,
     SessionNotFoundError,
 )
-from dsh.session.persistence import SessionScan, SessionTail, StoredSession, is_bulk
+from dsh.session.persistence import SessionScan, SessionTail, StoredSession, is_bulk, not_settled
 
 from ._files import append, check_regular, fsync_dir, open_nofollow, open_read, rfind
 from ._format import (
@@ -28,10 +28,13 @@ from ._format import (
     parse_transcript,
     read_header,
 )
-from ._lock import TurnLocks
+from ._lock import TurnLocks, locked
 from ._paths import session_path, transcript_name
 
 KIND = "jsonl"
+
+BEGAN_SUFFIX = ".began"
+"""The write-ahead file beside a transcript: ``<id>.jsonl.began`` (see :meth:`JsonlPersistence.begin`)."""
 
 
 class JsonlPersistence:
@@ -42,6 +45,11 @@ class JsonlPersistence:
     A turn holds an exclusive ``flock`` on ``<file>.lock`` from :meth:`acquire` to its flush; a
     write without it takes and drops the lock around itself. No file is ever opened through a
     symlink. Files are created 0600 and directories 0700.
+
+    Before a command starts, :meth:`begin` appends a record of it to ``<file>.began`` beside the
+    transcript (the transcript's own layout: header line, then each record sealed by a flush
+    marker; fsynced), so a kill before the turn's flush still leaves that it began. The next
+    write folds the records it does not settle into the transcript, then removes the file.
     """
 
     def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True, home: str | None = None) -> None:
@@ -115,13 +123,24 @@ class JsonlPersistence:
     # -- writing -------------------------------------------------------------------------------
 
     def write(self, header: SessionHeader, events: Sequence[SessionEvent]) -> None:
-        """Append ``events`` as one flush; the first write publishes the header with them atomically."""
+        """Append ``events`` as one flush; the first write publishes the header with them atomically.
+
+        Write-ahead records (:meth:`begin`) of calls the flush does not hold are folded in before
+        its events; the ``.began`` file is removed once the flush is durable.
+        """
         lines = event_lines(header, events)
         release = (
             None if self._locks.holds(header.id) else self._acquire(header, check=False)
         )  # _write checks the transcript
         try:
-            self._write(header, lines, marker(len(events)))
+            began = self.locate(header).path + BEGAN_SUFFIX
+            folded = self._fold(header, began, events)
+            if folded:
+                lines = event_lines(header, folded) + lines
+            self._write(header, lines, marker(len(folded or ()) + len(events)))
+            if folded is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(began)  # a crash before this leaves records the transcript settles on read
         finally:
             if release is not None:
                 release()
@@ -187,6 +206,95 @@ class JsonlPersistence:
         if self.fsync:
             fsync_dir(directory)
 
+    # -- the write-ahead record ----------------------------------------------------------------
+
+    def begin(self, header: SessionHeader, event: SessionEvent) -> None:
+        """Append ``event`` to ``<transcript>.began`` and fsync it (the file and, when new, its folder).
+
+        Called by the lock holder before a command starts; the transcript is not touched. The file
+        starts with the session's header line, so a session killed in its first turn is found by it.
+        """
+        path = self.locate(header).path
+        began = path + BEGAN_SUFFIX
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
+        try:
+            fd = open_nofollow(began, flags, session_id=header.id)
+        except FileNotFoundError:  # no turn lock taken (it makes the folders): make them as it would
+            self._ensure_dir(os.path.dirname(path), header.id)
+            fd = open_nofollow(began, flags, session_id=header.id)
+        try:
+            size = check_regular(fd, began, header.id).st_size
+            record = event_lines(header, (event,)) + marker(1)
+            if size == 0:
+                record = header_line(header) + record
+            else:
+                _, _, body = read_header(fd, began, header.id)
+                end = last_flush_end(fd, body, size)
+                self._cut(fd, size, body if end is None else end, began)  # a record torn by a kill
+            append(fd, record, began, fsync=self.fsync, session_id=header.id)
+        finally:
+            os.close(fd)
+        if size == 0 and self.fsync:
+            fsync_dir(os.path.dirname(began))
+
+    @classmethod
+    def _read_began(cls, began: str, session_id: str) -> StoredSession | None:
+        """The records of a ``.began`` file (None when there is none)."""
+        try:
+            return cls.load_file(began, session_id)
+        except PersistenceError:
+            if not os.path.lexists(began):
+                return None
+            raise
+
+    def _fold(self, header: SessionHeader, began: str, events: Sequence[SessionEvent]) -> list[SessionEvent] | None:
+        """The records of ``began`` that neither ``events`` nor the stored transcript settle; None: no file."""
+        records = self._read_began(began, header.id)
+        if records is None:
+            return None
+        left = not_settled(records.events, events)
+        if left:
+            left = self._unstored(self.locate(header).path, header.id, left)
+        return left
+
+    @classmethod
+    def _unstored(cls, path: str, session_id: str, records: list[SessionEvent]) -> list[SessionEvent]:
+        """``records`` less those the transcript at ``path`` already holds (a crash after a fold, before the unlink)."""
+        try:
+            stored = cls.load_file(path, session_id)
+        except PersistenceError:
+            if os.path.lexists(path):
+                raise
+            return records
+        return not_settled(records, stored.events)
+
+    def unsettled(self, session_id: str) -> StoredSession | None:
+        """The ``.began`` records of ``session_id`` its transcript does not hold yet, with their header."""
+        path = self._found.get(session_id)
+        if path is None:
+            try:
+                path = self._find(session_id)
+            except SessionNotFoundError:
+                try:
+                    path = self._find(session_id, BEGAN_SUFFIX).removesuffix(BEGAN_SUFFIX)
+                except SessionNotFoundError:
+                    return None
+        return self.unsettled_at(path, session_id)
+
+    @classmethod
+    def unsettled_at(cls, path: str, session_id: str) -> StoredSession | None:
+        """The records beside the transcript ``path`` (of ``session_id``) it does not hold; None when none."""
+        records = cls._read_began(path + BEGAN_SUFFIX, session_id)
+        if records is None:
+            return None
+        left = cls._unstored(path, session_id, list(records.events))
+        return StoredSession(records.header, tuple(left)) if left else None
+
+    @staticmethod
+    def lock_held(path: str) -> bool:
+        """Whether a writer holds the turn lock of the transcript ``path`` now (its process is alive)."""
+        return locked(path + ".lock")
+
     # -- reading -------------------------------------------------------------------------------
 
     def _directories(self) -> list[os.DirEntry[str]]:
@@ -197,12 +305,13 @@ class JsonlPersistence:
         except (FileNotFoundError, NotADirectoryError):
             return []
 
-    def _find(self, session_id: str) -> str:
-        name = transcript_name(session_id)
+    def _find(self, session_id: str, suffix: str = "") -> str:
+        """The session's transcript (with ``suffix``: the file of that suffix beside it), remembered."""
+        name = transcript_name(session_id) + suffix
         for entry in self._directories():
             candidate = os.path.join(entry.path, name)
             if entry.is_dir() and os.path.lexists(candidate):
-                self._found[session_id] = candidate
+                self._found[session_id] = candidate.removesuffix(suffix) if suffix else candidate
                 return candidate
         raise SessionNotFoundError(f"no session {session_id} under {self.root}", session_id=session_id)
 
@@ -254,7 +363,17 @@ class JsonlPersistence:
                 continue
             try:
                 with os.scandir(directory.path) as entries:
-                    names = sorted(e.name for e in entries if e.name.endswith(".jsonl") and not e.name.startswith("."))
+                    present = [e.name for e in entries if not e.name.startswith(".")]
+                transcripts = {n for n in present if n.endswith(".jsonl")}
+                # A session killed in its first turn has only its write-ahead file: listed by it.
+                names = sorted(
+                    transcripts
+                    | {
+                        n
+                        for n in present
+                        if n.endswith(".jsonl" + BEGAN_SUFFIX) and n.removesuffix(BEGAN_SUFFIX) not in transcripts
+                    }
+                )
             except OSError as exc:
                 damaged.append(f"{directory.path}: cannot list it: {exc.strerror}")
                 continue
@@ -266,7 +385,7 @@ class JsonlPersistence:
                 fd = open_read(path)
                 try:
                     check_regular(fd, path)
-                    header, _, _ = read_header(fd, path, name[: -len(".jsonl")], bulk=bulk)
+                    header, _, _ = read_header(fd, path, name.removesuffix(BEGAN_SUFFIX)[: -len(".jsonl")], bulk=bulk)
                 finally:
                     os.close(fd)
             except FileNotFoundError:

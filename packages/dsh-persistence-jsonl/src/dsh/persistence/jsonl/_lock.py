@@ -80,3 +80,21 @@ class TurnLocks:
             for fd in self._held.values():
                 os.close(fd)
             self._held.clear()
+
+
+def locked(lock_path: str) -> bool:
+    """Whether some process holds the lock at ``lock_path`` (taken and dropped at once when free).
+
+    Creates nothing: no lock file means no holder. A lock this process holds counts as held.
+    """
+    try:
+        fd = open_nofollow(lock_path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False

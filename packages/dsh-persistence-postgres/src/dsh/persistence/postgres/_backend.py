@@ -29,8 +29,10 @@ from dsh.session.persistence import (
     StoredSession,
     batch_last_turn,
     decode_batch,
+    decode_records,
     encode_batch,
     is_bulk,
+    not_settled,
 )
 
 from ._database import Database
@@ -48,6 +50,10 @@ class PostgresPersistence:
     connect once directly, so a wrong DSN or password is one clear error at once; the first use
     also migrates the schema, then opens the pool. Every failure is a :class:`PersistenceError` of
     one line naming the server (never the password) and the session when it is one session's.
+
+    Before a command starts, :meth:`begin` commits a row to ``began`` (the write-ahead record);
+    the session's next flush folds the rows its events do not settle into its own row and deletes
+    them all, in the same statement.
     """
 
     def __init__(
@@ -112,7 +118,7 @@ class PostgresPersistence:
         key = lock_key(f"dsh session {self.schema} {session_id}")
         doing = f"locking session {session_id}"
         pool, conn, row = try_lock(self._db, doing, key, session_id)
-        got, standby, read_only, may_insert = row
+        got, standby, read_only, may_insert, may_record = row
         problem = None
         if not got:
             who = holder(conn, key)
@@ -127,6 +133,11 @@ class PostgresPersistence:
             problem = "the server is read-only (a standby, or default_transaction_read_only is on)"
         elif not may_insert:
             problem = f"this user may not insert into {self.schema}.flushes"
+        elif not may_record:
+            problem = (
+                f"this user may not insert into and delete from {self.schema}.began (each command's record "
+                "that it began); grant both"
+            )
         if problem:
             unlock(conn, key)
             pool.putconn(conn)
@@ -226,25 +237,39 @@ class PostgresPersistence:
                 self._unsure.pop(sid, None)
             if not events:
                 return
-        batch = encode_batch(sid, events)
+        batch = encode_batch(sid, events)  # what a retry after an unconfirmed commit compares
+        try:
+            began, folded = self._folded(conn, sid, events)
+        except psycopg.Error as exc:
+            raise self._db.error(doing, exc, sid) from None
         flush_id = secrets.token_hex(16)
         flush = sql.SQL(
             "INSERT INTO {s}.flushes (session_id, seq, events, host, flush_id) VALUES (%(id)s,"
             " (SELECT COALESCE(MAX(seq) + 1, 0) FROM {s}.flushes WHERE session_id = %(id)s), %(events)s, %(host)s,"
             " %(flush_id)s)"
         ).format(s=self._ident)
-        params: dict[str, Any] = {"id": sid, "events": batch, "host": self._host, "flush_id": flush_id}
+        params: dict[str, Any] = {"id": sid, "events": folded or batch, "host": self._host, "flush_id": flush_id}
         backend_pid = conn.info.backend_pid or None  # the server process, to wait for if the connection breaks
+        ctes: list[sql.Composable] = []
         if header.id not in self._known:
             # The header rides in the same statement: the first flush publishes both or neither.
-            flush = (
+            ctes.append(
                 sql.SQL(
-                    "WITH header AS (INSERT INTO {s}.sessions (id, created_at, header)"
-                    " VALUES (%(id)s, %(created_at)s, %(header)s) ON CONFLICT (id) DO NOTHING) "
+                    "header AS (INSERT INTO {s}.sessions (id, created_at, header)"
+                    " VALUES (%(id)s, %(created_at)s, %(header)s) ON CONFLICT (id) DO NOTHING)"
                 ).format(s=self._ident)
-                + flush
             )
             params.update(created_at=header.created_at, header=header.to_json())
+        if began:
+            # The write-ahead rows this flush settles go in the same statement: both or neither.
+            ctes.append(
+                sql.SQL(
+                    "settled AS (DELETE FROM {s}.began WHERE session_id = %(id)s AND call_id = ANY(%(began)s))"
+                ).format(s=self._ident)
+            )
+            params["began"] = began
+        if ctes:
+            flush = sql.SQL("WITH ") + sql.SQL(", ").join(ctes) + sql.SQL(" ") + flush
         for attempt in (1, 2):
             try:
                 conn.execute(flush, params)
@@ -273,6 +298,73 @@ class PostgresPersistence:
             except psycopg.Error as exc:
                 raise self._db.error(doing, exc, sid) from None
         self._known.add(sid)
+
+    # -- the write-ahead record -----------------------------------------------------------------
+
+    def begin(self, header: SessionHeader, event: SessionEvent) -> None:
+        """Commit ``event`` as the session's ``began`` row for its call (on the turn's connection when held)."""
+        sid = header.id
+        doing = f"recording that a command of session {sid} began"
+        statement = sql.SQL(
+            "INSERT INTO {}.began (session_id, call_id, created_at, header, event) VALUES (%s, %s, %s, %s, %s)"
+            " ON CONFLICT (session_id, call_id) DO UPDATE SET event = EXCLUDED.event"
+        ).format(self._ident)
+        params = (sid, str(event.data.get("call_id")), header.created_at, header.to_json(), encode_batch(sid, (event,)))
+        with self._db.lock:
+            held = self._held.get(sid)
+        try:
+            if held is not None and not held.closed:
+                held.execute(statement, params)  # autocommit: committed when it returns
+                return
+            with self._db.connection(doing, create=True, session_id=sid) as conn:
+                assert conn is not None
+                conn.execute(statement, params)
+        except psycopg.Error as exc:
+            if isinstance(exc, psycopg.OperationalError):
+                self._db.drop_pool()
+            raise self._db.error(doing, exc, sid) from None
+
+    def unsettled(self, session_id: str) -> StoredSession | None:
+        """The session's ``began`` rows, oldest first, with the header they were made under."""
+        validate_session_id(session_id)
+
+        def work(conn: psycopg.Connection[Any] | None) -> list[Any]:
+            if conn is None:
+                return []
+            return conn.execute(
+                sql.SQL(
+                    "SELECT header::text, event::text FROM {}.began WHERE session_id = %s ORDER BY at, call_id"
+                ).format(self._ident),
+                (session_id,),
+            ).fetchall()
+
+        rows = self._db.retrying(f"reading session {session_id}", False, work, session_id)
+        if not rows:
+            return None
+        try:
+            return decode_records(rows)
+        except SessionFormatError as exc:
+            raise self._damaged(session_id, exc) from None
+
+    def _folded(
+        self, conn: psycopg.Connection[Any], session_id: str, events: Sequence[SessionEvent]
+    ) -> tuple[list[str], str | None]:
+        """The session's ``began`` rows a flush of ``events`` settles, and the flush re-encoded with
+        those it does not hold first (None when it holds them all)."""
+        rows = conn.execute(
+            sql.SQL("SELECT call_id, event::text FROM {}.began WHERE session_id = %s ORDER BY at, call_id").format(
+                self._ident
+            ),
+            (session_id,),
+        ).fetchall()
+        if not rows:
+            return [], None
+        try:
+            records = [e for _, batch in rows for e in decode_batch(batch)]
+        except SessionFormatError as exc:
+            raise self._damaged(session_id, exc) from None
+        left = not_settled(records, events)
+        return [call_id for call_id, _ in rows], encode_batch(session_id, [*left, *events]) if left else None
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -370,13 +462,18 @@ class PostgresPersistence:
             if conn is None:
                 return []
             return conn.execute(
-                sql.SQL("SELECT id, header::text FROM {}.sessions ORDER BY created_at, id").format(self._ident)
+                # A session killed in its first turn has only its write-ahead rows: listed by them.
+                sql.SQL(
+                    "SELECT id, header::text, created_at FROM {s}.sessions UNION ALL"
+                    " SELECT session_id, MIN(header::text), MIN(created_at) FROM {s}.began"
+                    " WHERE session_id NOT IN (SELECT id FROM {s}.sessions) GROUP BY session_id ORDER BY 3, 1"
+                ).format(s=self._ident)
             ).fetchall()
 
         headers, damaged = [], []
         rows = self._db.retrying("listing sessions", False, work)
         from_json, bulk = SessionHeader.from_json, is_bulk(len(rows))  # orjson only for a big listing
-        for session_id, text in rows:
+        for session_id, text, _ in rows:
             try:
                 headers.append(from_json(text, bulk=bulk))
             except SessionFormatError as exc:

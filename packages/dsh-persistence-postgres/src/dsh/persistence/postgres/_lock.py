@@ -16,7 +16,7 @@ def try_lock(
     """Try the advisory lock ``key`` on a pooled connection, and read whether the session can be written there.
 
     Returns the pool, the connection (kept for the turn) and the row: got the lock, standby, read-only,
-    may insert. Once more after a lost connection.
+    may insert flushes, may insert and delete write-ahead records. Once more after a lost connection.
     """
     for attempt in (1, 2):
         pool = db.ready(create=True, session_id=session_id)
@@ -28,8 +28,9 @@ def try_lock(
         try:
             row = conn.execute(
                 "SELECT pg_try_advisory_lock(%s), pg_is_in_recovery(),"
-                " current_setting('transaction_read_only'), has_table_privilege(%s, 'INSERT')",
-                (key, f"{db.schema}.flushes"),
+                " current_setting('transaction_read_only'), has_table_privilege(%s, 'INSERT'),"
+                " has_table_privilege(%s, 'INSERT') AND has_table_privilege(%s, 'DELETE')",
+                (key, f"{db.schema}.flushes", f"{db.schema}.began", f"{db.schema}.began"),
             ).fetchone()
             assert row is not None
             return pool, conn, row

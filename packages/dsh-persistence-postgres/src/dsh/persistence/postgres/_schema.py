@@ -35,6 +35,20 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE UNIQUE INDEX IF NOT EXISTS flushes_by_flush_id ON {schema}.flushes (session_id, flush_id);
         """,
     ),
+    (
+        "began: write-ahead records of commands whose turn is not flushed yet",
+        """
+        CREATE TABLE IF NOT EXISTS {schema}.began (
+            session_id text NOT NULL,
+            call_id text NOT NULL,
+            created_at text NOT NULL,
+            header jsonb NOT NULL,
+            event json NOT NULL,
+            at timestamptz NOT NULL DEFAULT clock_timestamp(),
+            PRIMARY KEY (session_id, call_id)
+        );
+        """,
+    ),
 )
 """Ordered schema migrations: version N is ``MIGRATIONS[N - 1]``, run with ``{schema}`` bound to the
 configured schema. Each is idempotent and applied once, in order, in one transaction with its

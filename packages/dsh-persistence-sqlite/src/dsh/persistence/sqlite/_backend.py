@@ -26,8 +26,10 @@ from dsh.session.persistence import (
     StoredSession,
     batch_last_turn,
     decode_batch,
+    decode_records,
     encode_batch,
     is_bulk,
+    not_settled,
 )
 
 from ._lock import lock_file
@@ -45,6 +47,10 @@ class SqlitePersistence:
     ``load``, ``tail`` or ``list``. Its schema is migrated to :data:`SCHEMA_VERSION` at first
     use; a database of a newer schema is refused and never written. Every SQLite or file-system
     failure is a :class:`PersistenceError` of one line naming the database file (and the session).
+
+    Before a command starts, :meth:`begin` commits a row to ``began`` (the write-ahead record);
+    the session's next write folds the rows its events do not settle into its flush and deletes
+    them all, in the same transaction.
     """
 
     def __init__(
@@ -177,24 +183,89 @@ class SqlitePersistence:
         return lock_file(self.lock_dir, sid)
 
     def write(self, header: SessionHeader, events: Sequence[SessionEvent]) -> None:
-        """Insert the header (first time) and ``events`` as one flush row, in one transaction."""
+        """Insert the header (first time) and ``events`` as one flush row, in one transaction.
+
+        The session's ``began`` rows are settled in the same transaction: those of calls ``events``
+        do not hold are folded into the flush, before its events, and every row is deleted.
+        """
         batch = encode_batch(header.id, events)
         with self._lock:
             conn = self._connect(create=True, session_id=header.id)
             assert conn is not None
             try:
                 try:
-                    self._append(conn, header, batch)
+                    self._append(conn, header, batch, events)
                 except sqlite3.IntegrityError:
                     # Another process flushed this session since our last write: re-read its end.
                     self._next_seq.pop(header.id, None)
-                    self._append(conn, header, batch)
+                    self._append(conn, header, batch, events)
             except sqlite3.Error as exc:
                 raise self._error(f"writing session {header.id}", exc, header.id) from None
 
-    def _append(self, conn: sqlite3.Connection, header: SessionHeader, batch: str) -> None:
+    def begin(self, header: SessionHeader, event: SessionEvent) -> None:
+        """Commit ``event`` as the session's ``began`` row for its call (as durable as a flush, per ``synchronous``)."""
+        sid = header.id
+        with self._lock:
+            conn = self._connect(create=True, session_id=sid)
+            assert conn is not None
+            try:
+                # One statement outside a transaction is its own, committed at once.
+                conn.execute(
+                    "INSERT OR REPLACE INTO began (session_id, call_id, created_at, header, event) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (
+                        sid,
+                        str(event.data.get("call_id")),
+                        header.created_at,
+                        header.to_json(),
+                        encode_batch(sid, (event,)),
+                    ),
+                )
+            except sqlite3.Error as exc:
+                raise self._error(f"recording that a command of session {sid} began", exc, sid) from None
+
+    def unsettled(self, session_id: str) -> StoredSession | None:
+        """The session's ``began`` rows, oldest first, with the header they were made under."""
+        validate_session_id(session_id)
+        with self._lock:
+            conn = self._connect(create=False)
+            if conn is None:
+                return None
+            try:
+                rows = conn.execute(
+                    "SELECT header, event FROM began WHERE session_id = ? ORDER BY rowid", (session_id,)
+                ).fetchall()
+            except sqlite3.Error as exc:
+                raise self._error(f"reading session {session_id}", exc, session_id) from None
+        if not rows:
+            return None
+        try:
+            return decode_records(rows)
+        except SessionFormatError as exc:
+            raise self._damaged(session_id, exc) from None
+
+    def _folded(self, conn: sqlite3.Connection, header: SessionHeader, events: Sequence[SessionEvent]) -> str | None:
+        """The flush re-encoded with the ``began`` rows it does not settle first; None when it needs none.
+
+        Runs inside the write's transaction, which also deletes the rows.
+        """
+        rows = conn.execute("SELECT event FROM began WHERE session_id = ? ORDER BY rowid", (header.id,)).fetchall()
+        if not rows:
+            return None
+        conn.execute("DELETE FROM began WHERE session_id = ?", (header.id,))
+        try:
+            records = [e for (batch,) in rows for e in decode_batch(batch)]
+        except SessionFormatError as exc:
+            raise self._damaged(header.id, exc) from None
+        left = not_settled(records, events)
+        return encode_batch(header.id, [*left, *events]) if left else None
+
+    def _append(
+        self, conn: sqlite3.Connection, header: SessionHeader, batch: str, events: Sequence[SessionEvent]
+    ) -> None:
         try:
             conn.execute("BEGIN IMMEDIATE")
+            batch = self._folded(conn, header, events) or batch
             seq = self._next_seq.get(header.id)
             if seq is None:
                 conn.execute(
@@ -304,13 +375,18 @@ class SqlitePersistence:
                 rows = (
                     []
                     if conn is None
-                    else conn.execute("SELECT id, header FROM sessions ORDER BY created_at, id").fetchall()
+                    else conn.execute(
+                        # A session killed in its first turn has only its write-ahead rows: listed by them.
+                        "SELECT id, header, created_at FROM sessions UNION ALL "
+                        "SELECT session_id, MIN(header), MIN(created_at) FROM began "
+                        "WHERE session_id NOT IN (SELECT id FROM sessions) GROUP BY session_id ORDER BY 3, 1"
+                    ).fetchall()
                 )
             except sqlite3.Error as exc:
                 raise self._error("listing sessions", exc) from None
         headers, damaged = [], []
         from_json, bulk = SessionHeader.from_json, is_bulk(len(rows))  # orjson only for a big listing
-        for session_id, text in rows:
+        for session_id, text, _ in rows:
             try:
                 header = from_json(text, bulk=bulk)
             except SessionFormatError as exc:

@@ -37,6 +37,19 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             FROM flushes AS f, json_each(f.events) AS j;
         """,
     ),
+    (
+        "began: write-ahead records of commands whose turn is not flushed yet",
+        """
+        CREATE TABLE IF NOT EXISTS began (
+            session_id TEXT NOT NULL,
+            call_id TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            header TEXT NOT NULL,
+            event TEXT NOT NULL,
+            PRIMARY KEY (session_id, call_id)
+        );
+        """,
+    ),
 )
 """Ordered schema migrations: version N is ``MIGRATIONS[N - 1]``. Each is idempotent (a database
 made before versioning already holds version 1's objects) and is applied once, in order, in one
