@@ -225,9 +225,7 @@ def test_a_host_killed_mid_command_keeps_what_ran_records_an_unknown_status_and_
         host.start()
 
 
-def test_a_frozen_link_ends_the_call_within_the_configured_keepalive_bound(
-    host: TemporaryHost, tmp_path: Path
-) -> None:
+def test_a_frozen_link_ends_the_call_within_the_configured_keepalive_bound(host: TemporaryHost, tmp_path: Path) -> None:
     deployment = _deployment(tmp_path, host, "      keepalive_interval: 0.5\n      keepalive_count_max: 2\n")
     tag = "4249.5"
     proc = _exec_until_running(tmp_path, deployment, tag, "--json")
