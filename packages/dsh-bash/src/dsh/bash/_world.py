@@ -41,13 +41,21 @@ class World(NamedTuple):
     """Names the world in messages: ``this machine``, ``the read-only sandbox``, ``host build:22``."""
 
     def access(self, path: str, cwd: str | None = None) -> Access:
-        """What a child of this world can do at the harness path ``path`` (its working directory ``cwd``)."""
-        path = os.path.normpath(path)
+        """What a child of this world can do at the harness path ``path`` (``cwd``: the session's workspace).
+
+        Outside the local world both are compared resolved (``os.path.realpath``): a path reached
+        through a symbolic link is where the link leads, in the child's world as in the harness's
+        (a home linked into ``/tmp`` names nothing in a sandbox whose ``/tmp`` is private).
+        """
+        if self.kind == "local":
+            path, cwd = os.path.normpath(path), None if cwd is None else os.path.normpath(cwd)
+        else:
+            path, cwd = os.path.realpath(path), None if cwd is None else os.path.realpath(cwd)
         found: Access = "none"
         for mount in self.mounts:
             if _under(path, mount.path):
                 found = mount.access
-        if self.workspace is not None and cwd is not None and _under(path, os.path.normpath(cwd)):
+        if self.workspace is not None and cwd is not None and _under(path, cwd):
             found = self.workspace
         if any(_under(path, hidden) for hidden in self.hidden):
             return "none"
