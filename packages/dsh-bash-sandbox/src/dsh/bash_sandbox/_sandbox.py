@@ -103,6 +103,22 @@ class Layout(NamedTuple):
     cwd: str
     workspace: str | None
     roots: tuple[str, ...]
+    search: tuple[str, ...] = ()
+    """The ``PATH`` folders (resolved) that lie in ``roots``: dsh finds programs it runs on the host
+    there (the shell, hook programs), so they stay read-only."""
+
+
+def _search_path(environments: Sequence[Mapping[str, str]], roots: Sequence[str]) -> tuple[str, ...]:
+    """The folders of each environment's ``PATH`` inside ``roots``; ValueError names a relative entry."""
+    found: dict[str, None] = {}
+    for env in environments:
+        for entry in env.get("PATH", os.defpath).split(os.pathsep):
+            if not os.path.isabs(entry):
+                raise ValueError(entry or "(empty)")
+            real = os.path.realpath(entry)
+            if any(_under(real, root) for root in roots):
+                found[real] = None
+    return tuple(found)
 
 
 class SandboxExecutor(LocalExecutor):
@@ -146,7 +162,9 @@ class SandboxExecutor(LocalExecutor):
         self.program: str | None = None
         self._program_error: str | None = None
         try:
-            self.program = find_program(bwrap, (*self.writable_roots, os.path.realpath(os.getcwd())))
+            # The current folder is likely the workspace; "/" never is one (a root of "/" is refused).
+            skip = {*self.writable_roots, os.path.realpath(os.getcwd())} - {"/"}
+            self.program = find_program(bwrap, tuple(skip))
         except ValueError as exc:
             self._program_error = str(exc)
         self._ready = False
@@ -202,7 +220,14 @@ class SandboxExecutor(LocalExecutor):
                 "command could replace it; install bubblewrap outside it, or name one outside it in the "
                 "bash-sandbox config's bwrap (for example /usr/bin/bwrap)"
             )
-        return Layout(cwd, workspace, roots)
+        try:
+            search = _search_path([os.environ, request.ambient or os.environ], roots) if roots else ()
+        except ValueError as exc:
+            raise self._refuse(
+                f"the {self.mode} sandbox will not run: PATH holds the relative entry {exc}, through which "
+                "dsh would run on the host a program a confined command wrote in the workspace; remove it from PATH"
+            ) from None
+        return Layout(cwd, workspace, roots, search)
 
     def _hide_options(self) -> list[str]:
         args: list[str] = []
@@ -267,7 +292,9 @@ class SandboxExecutor(LocalExecutor):
             args += ["--bind", root, root]
         if layout.roots:
             try:
-                wanted = protected_in(layout.roots, self.home, trusted_paths(), self.protect)
+                wanted = protected_in(
+                    layout.roots, self.home, trusted_paths(), (*self.protect, *(f"{p}/" for p in layout.search))
+                )
                 args += protect_options(layout.roots, wanted)
             except ProtectError as exc:
                 raise self._refuse(f"the {self.mode} sandbox cannot run: {exc}") from None

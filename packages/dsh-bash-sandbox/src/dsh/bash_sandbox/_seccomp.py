@@ -4,7 +4,8 @@ A Unix socket on a path the sandbox can see (``dsh serve``'s, an ssh-agent's, D-
 daemon's) would answer a confined command and act outside the sandbox for it; bind mounts cannot
 stop that, since ``connect()`` writes nothing to the file system. The filter refuses
 ``socket(AF_UNIX, ...)`` with ``EPERM``, so no such connection can be made (``socketpair()``, a
-pipe between a process's own children, still works). It is built once per process with
+pipe between a process's own children, still works); io_uring, which can make and connect
+sockets without that call, is refused whole (``ENOSYS``, as on a kernel without it). It is built once per process with
 libseccomp, through `pyseccomp <https://pypi.org/project/pyseccomp/>`_ (ctypes over the system's
 ``libseccomp.so.2``), and handed to bubblewrap as ``--seccomp FD``, which installs it in the
 sandbox before the command starts (a filter outlives ``execve`` and cannot be removed).
@@ -37,6 +38,9 @@ def unix_socket_filter() -> bytes:
         ) from None
     rules = seccomp.SyscallFilter(seccomp.ALLOW)
     rules.add_rule(seccomp.ERRNO(errno.EPERM), "socket", seccomp.Arg(0, seccomp.EQ, socket.AF_UNIX))
+    # io_uring makes sockets and connects them without the socket() call (IORING_OP_SOCKET, Linux 5.19).
+    for call in ("io_uring_setup", "io_uring_enter", "io_uring_register"):
+        rules.add_rule(seccomp.ERRNO(errno.ENOSYS), call)
     with tempfile.TemporaryFile() as out:
         rules.export_bpf(out)
         out.seek(0)
