@@ -1,0 +1,137 @@
+"""Issue 39's sandbox escapes end to end: ``dsh exec --cwd``, ``dsh mcp`` with a model's ``workdir``, a real ``dsh serve``.
+
+Each test ran its attack successfully before the fix (the call's cwd bound writable, ``DSH_HOME``
+writable inside the workspace, the server's socket answering a sandboxed command).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dsh.bash import BashExecRequest
+from dsh.bash_sandbox import SandboxExecutor
+from tests.helpers import dsh
+from tests.integration.serve_support import ServeProcess
+from tests.integration.test_mcp import _run
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def base() -> Iterator[Path]:
+    """A folder outside /tmp with a fake ``$HOME`` (holding a ``.bashrc``), a project and a deployment."""
+    path = Path(tempfile.mkdtemp(prefix="dsh-escape-", dir="/var/tmp")).resolve()
+    (path / "home").mkdir()
+    (path / "home" / ".bashrc").write_text("# the user's\n")
+    (path / "proj").mkdir()
+    deployment = path / "deployment.yaml"
+    deployment.write_text("plugins:\n  - {id: bash-local, name: bash-sandbox, config: {mode: workspace-write}}\n")
+    deployment.chmod(0o600)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def test_dsh_exec_in_the_users_home_is_refused_in_one_line(base: Path) -> None:
+    home = base / "home"
+    for cwd in (home, Path("/")):
+        done = dsh(
+            "exec", "--deployment", str(base / "deployment.yaml"), "--cwd", str(cwd), "--",
+            f"touch {home}/x; echo evil >> {home}/.bashrc",
+            home=base / "dsh-home", env={"HOME": str(home)},
+        )  # fmt: skip
+        assert done.returncode != 0 and "will not make" in done.stderr and "writable" in done.stderr, done.stderr
+        assert len([line for line in done.stderr.splitlines() if "will not make" in line]) == 1
+    assert not (home / "x").exists() and (home / ".bashrc").read_text() == "# the user's\n"
+
+
+def test_a_confined_call_cannot_plant_a_hook_in_a_dsh_home_inside_its_workspace(base: Path) -> None:
+    proj = base / "proj"
+    dsh_home = proj / ".dsh"
+    plant = (
+        "mkdir -p .dsh/hooks && printf '%s' "
+        '\'{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "touch ' + str(base) + "/pwned\"}]}]}}' "
+        "> .dsh/hooks/claude.json"
+    )
+    args = ("exec", "--json", "--deployment", str(base / "deployment.yaml"), "--")
+    first = json.loads(dsh(*args, plant, home=dsh_home, cwd=proj, env={"HOME": str(base / "home")}).stdout)
+    assert first["exit_code"] != 0 and not (dsh_home / "hooks" / "claude.json").exists()
+    dsh(*args, "true", home=dsh_home, cwd=proj, env={"HOME": str(base / "home")})
+    assert not (base / "pwned").exists()
+
+
+async def _mcp_call(base: Path, arguments: dict[str, str]) -> str:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "dsh.cli", "mcp", "--deployment", str(base / "deployment.yaml"), "--cwd", str(base / "proj")],
+        env={
+            "DSH_HOME": str(base / "dsh-home"),
+            "HOME": str(base / "home"),
+            "PATH": os.environ["PATH"],
+            "PYTHONPATH": os.pathsep.join(sys.path),
+        },
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+        await client.initialize()
+        result = await client.call_tool("bash", arguments)
+        return "".join(getattr(block, "text", "") for block in result.content)
+
+
+def test_a_models_workdir_over_mcp_makes_nothing_new_writable(base: Path) -> None:
+    home = base / "home"
+    attack = f"touch x; echo evil >> {home}/.bashrc; echo done"
+    for workdir in (str(home), "/"):
+        out = _run(_mcp_call(base, {"command": attack, "workdir": workdir}))
+        assert out.count("Read-only file system") == 2, out
+    assert not (home / "x").exists() and (home / ".bashrc").read_text() == "# the user's\n"
+    out = _run(_mcp_call(base, {"command": "touch made && echo made"}))
+    assert "made" in out and (base / "proj" / "made").exists()
+
+
+SERVED = """
+import sys
+from pathlib import Path
+from tests.integration.serve_support import ask, request
+print(ask(Path(sys.argv[1]), request("touch " + sys.argv[2], Path(sys.argv[3]))))
+"""
+
+
+def test_dsh_serve_refuses_a_sandboxed_client_even_where_its_socket_is_allowed(base: Path) -> None:
+    server = ServeProcess(base / "dsh-home")
+    marker = base / "served-outside"
+    try:
+        command = f"{sys.executable} -c '{SERVED}' {server.path} {marker} {base}"
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        # The first wall: the seccomp filter refuses the socket itself.
+        walled = SandboxExecutor("read-only", home=base / "dsh-home", ambient=env)
+        first = walled.run_sync(BashExecRequest(command, cwd=str(base), workspace=str(base), timeout=60))
+        assert first.exit_code != 0 and "PermissionError" in first.stderr, first.stderr
+        # The second: a deployment that lets the socket through still gets no command run.
+        allowed = SandboxExecutor(
+            "read-only", home=base / "dsh-home", ambient=env, allow_unix_sockets=(str(server.path),)
+        )
+        second = allowed.run_sync(BashExecRequest(command, cwd=str(base), workspace=str(base), timeout=60))
+        assert "this dsh server refuses a client (pid " in second.stdout, (second.stdout, second.stderr)
+        assert "from another PID namespace: a sandboxed command is never served" in second.stdout
+        assert not marker.exists()
+        # A client on the host is served as before.
+        host = subprocess.run([sys.executable, "-c", SERVED, str(server.path), str(marker), str(base)], env=env,
+                              capture_output=True, text=True, cwd=Path.cwd(), timeout=60)  # fmt: skip
+        assert "'exit_code': 0" in host.stdout, host.stdout + host.stderr
+    finally:
+        _, log = server.stop()
+    assert "refused a client (pid" in log
+    assert marker.exists()  # the host's request ran it
