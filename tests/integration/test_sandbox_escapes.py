@@ -1,4 +1,4 @@
-"""Issue 39's sandbox escapes end to end: ``dsh exec --cwd``, ``dsh mcp`` with a model's ``workdir``, a real ``dsh serve``.
+"""Issue 39's sandbox escapes end to end: `dsh exec --cwd`, a model's `workdir` over `dsh mcp`, `dsh serve`.
 
 Each test ran its attack successfully before the fix (the call's cwd bound writable, ``DSH_HOME``
 writable inside the workspace, the server's socket answering a sandboxed command).
