@@ -135,3 +135,28 @@ def test_dsh_serve_refuses_a_sandboxed_client_even_where_its_socket_is_allowed(b
         _, log = server.stop()
     assert "refused a client (pid" in log
     assert marker.exists()  # the host's request ran it
+
+
+@pytest.mark.parametrize("linked_into_tmp", [True, False])
+def test_a_home_reached_through_a_link_is_passed_only_where_the_child_reads_it(
+    base: Path, linked_into_tmp: bool
+) -> None:
+    """A home in /tmp reached from outside, or one outside reached through /tmp: neither path names it inside."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as scratch:
+        if linked_into_tmp:
+            real, link = Path(scratch) / "home", base / "home-link"
+        else:
+            real, link = base / "real-home", Path(scratch) / "home-link"
+        real.mkdir(mode=0o700)
+        link.symlink_to(real)
+        deployment = base / "ro.yaml"
+        deployment.write_text("plugins:\n  - {id: bash-local, name: bash-sandbox, config: {mode: read-only}}\n")
+        deployment.chmod(0o600)
+        done = dsh(
+            "exec", "--json", "--deployment", str(deployment), "--",
+            'echo "home=${DSH_HOME-unset} jsonl=${DSH_SESSION_JSONL-unset}"',
+            home=link, cwd=base / "proj",
+        )  # fmt: skip
+        out = json.loads(done.stdout)
+        assert out["exit_code"] == 0, out
+        assert out["stdout"] == "home=unset jsonl=unset\n"
