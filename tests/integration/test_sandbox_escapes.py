@@ -160,3 +160,30 @@ def test_a_home_reached_through_a_link_is_passed_only_where_the_child_reads_it(
         out = json.loads(done.stdout)
         assert out["exit_code"] == 0, out
         assert out["stdout"] == "home=unset jsonl=unset\n"
+
+
+def test_a_models_workdir_through_dsh_run_makes_nothing_new_writable(base: Path) -> None:
+    from dsh.testing import Endpoint
+
+    home = base / "home"
+
+    def reply(message: dict[str, object], finish: str) -> dict[str, object]:
+        choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+        return {"json": {"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [choice]}}
+
+    call = {"command": f"touch x; echo evil >> {home}/.bashrc", "workdir": str(home)}
+    tool_call = {"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": json.dumps(call)}}
+    with Endpoint() as endpoint:
+        endpoint.queue(
+            reply({"role": "assistant", "content": None, "tool_calls": [tool_call]}, "tool_calls"),
+            reply({"role": "assistant", "content": "done"}, "stop"),
+        )
+        env = {"OPENAI_BASE_URL": f"{endpoint.url}/v1", "OPENAI_API_KEY": "k", "OPENAI_MODEL": "m", "HOME": str(home)}
+        done = dsh(
+            "run", "--model", "openai", "--deployment", str(base / "deployment.yaml"), "--prompt", "go",
+            home=base / "dsh-home", env=env, cwd=base / "proj",
+        )  # fmt: skip
+        told = json.dumps(endpoint.bodies()[-1]["messages"][-1])
+    assert done.returncode == 0, done.stderr
+    assert told.count("Read-only file system") == 2, told
+    assert not (home / "x").exists() and (home / ".bashrc").read_text() == "# the user's\n"

@@ -258,3 +258,24 @@ def test_a_missing_or_linked_hide_entry_is_named_in_one_line(base: Path) -> None
         f"the bash-sandbox config's hide entry {base}/link is reached through a symbolic link (it is "
         f"{base}/real); name the folder itself"
     )
+
+
+def test_what_dsh_trusted_as_configuration_stays_read_only(base: Path) -> None:
+    """A hooks file the deployment names and a skills folder, both in the workspace, after dsh read them."""
+    from dsh.paths import check_trusted, read_trusted_text
+
+    proj = base / "proj"
+    (proj / "team-hooks.json").write_text("{}")
+    (proj / "skills" / "deploy").mkdir(parents=True)
+    (proj / "skills" / "deploy" / "SKILL.md").write_text("---\nname: deploy\n---\n")
+    executor = _sandbox(base)
+    before = _run(executor, "echo '{\"x\": 1}' > team-hooks.json", proj)
+    assert before.exit_code == 0  # nothing read it yet: an ordinary file of the project
+    read_trusted_text(proj / "team-hooks.json", "hooks file")
+    check_trusted(proj / "skills", "skills folder")
+    result = _run(executor, "echo '{}' > team-hooks.json; echo evil > skills/deploy/SKILL.md; mkdir skills/new", proj)
+    assert result.exit_code != 0 and result.stderr.count("Read-only file system") == 3, result.stderr
+    assert (proj / "team-hooks.json").read_text() == '{"x": 1}\n'
+    assert (proj / "skills" / "deploy" / "SKILL.md").read_text().startswith("---") and not (
+        proj / "skills" / "new"
+    ).exists()
