@@ -187,3 +187,20 @@ def test_a_models_workdir_through_dsh_run_makes_nothing_new_writable(base: Path)
     assert done.returncode == 0, done.stderr
     assert told.count("Read-only file system") == 2, told
     assert not (home / "x").exists() and (home / ".bashrc").read_text() == "# the user's\n"
+
+
+def test_dsh_serve_refuses_a_client_in_another_mount_namespace_alone(base: Path) -> None:
+    """Same PID namespace, its own mount namespace (``unshare --mount``): refused, nothing run."""
+    server = ServeProcess(base / "dsh-home")
+    marker = base / "served-outside"
+    try:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        done = subprocess.run(
+            ["unshare", "--user", "--map-root-user", "--mount", sys.executable, "-c", SERVED,
+             str(server.path), str(marker), str(base)],
+            env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert "from another mount namespace: a sandboxed command is never served" in done.stdout, done
+    finally:
+        server.stop()
+    assert not marker.exists()

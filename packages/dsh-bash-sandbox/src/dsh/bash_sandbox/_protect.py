@@ -22,8 +22,6 @@ put an unprotected path in a protected one's place. A symbolic link on that way 
 (bubblewrap would protect where it leads, not the link, which could then be replaced).
 """
 
-from __future__ import annotations
-
 import os
 import stat
 from collections.abc import Iterable, Sequence

@@ -79,29 +79,45 @@ def _claim(path: Path) -> None:
             probe.close()
 
 
-_NAMESPACES = ("pid", "mnt")
+def _depth(pid: int | str) -> int:
+    """How many PID namespaces deep ``pid`` is, counted from this ``/proc``'s (its ``NSpid`` entries)."""
+    with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
+        for line in status:
+            if line.startswith("NSpid:"):
+                return len(line.split()) - 1
+    raise OSError(f"/proc/{pid}/status has no NSpid line")
 
 
 def foreign_namespace(pid: int | None) -> str | None:
     """Why the client process ``pid`` (from ``SO_PEERCRED``) is not served, or None when it shares our namespaces.
 
     A sandboxed command runs as the user, so its uid passes; its PID and mount namespaces are its
-    sandbox's. Served, it would run a command outside the sandbox. Fail closed: a client the kernel
-    cannot name in our PID namespace (pid 0), or whose namespaces cannot be read, is refused too.
-    None for ``pid`` None (no ``SO_PEERCRED`` on this OS).
+    sandbox's. Served, it would run a command outside the sandbox. The kernel names a client in our
+    PID namespace or one below it (a sandbox's) by its pid here, any other by 0; one below has more
+    ``NSpid`` entries than we have (``/proc/PID/status``, readable without privileges). The mount
+    namespace is compared where ``/proc/PID/ns/mnt`` can be read: it cannot only for a client with
+    privileges the server lacks (the kernel's ptrace rule), which gains nothing by being served.
+    Fail closed: a client whose status cannot be read is refused. None for ``pid`` None (no
+    ``SO_PEERCRED`` on this OS).
     """
     if pid is None:
         return None
     if pid <= 0:
         return "from another PID namespace (the kernel cannot name its process here)"
-    for kind in _NAMESPACES:
-        try:
-            theirs, ours = os.stat(f"/proc/{pid}/ns/{kind}"), os.stat(f"/proc/self/ns/{kind}")
-        except OSError as exc:
-            return f"(pid {pid}) whose {kind} namespace cannot be read ({exc.strerror})"
-        if (theirs.st_dev, theirs.st_ino) != (ours.st_dev, ours.st_ino):
-            what = "PID" if kind == "pid" else "mount"
-            return f"(pid {pid}) from another {what} namespace: a sandboxed command is never served"
+    try:
+        theirs, ours = _depth(pid), _depth("self")
+    except OSError as exc:
+        return f"(pid {pid}) whose PID namespace cannot be read ({exc.strerror or exc})"
+    if theirs != ours:
+        return f"(pid {pid}) from another PID namespace: a sandboxed command is never served"
+    try:
+        mine, peer = os.stat("/proc/self/ns/mnt"), os.stat(f"/proc/{pid}/ns/mnt")
+    except PermissionError:
+        return None
+    except OSError as exc:
+        return f"(pid {pid}) whose mount namespace cannot be read ({exc.strerror or exc})"
+    if (peer.st_dev, peer.st_ino) != (mine.st_dev, mine.st_ino):
+        return f"(pid {pid}) from another mount namespace: a sandboxed command is never served"
     return None
 
 
