@@ -279,3 +279,25 @@ def test_what_dsh_trusted_as_configuration_stays_read_only(base: Path) -> None:
     assert (proj / "skills" / "deploy" / "SKILL.md").read_text().startswith("---") and not (
         proj / "skills" / "new"
     ).exists()
+
+
+def test_a_venv_holding_dsh_inside_the_workspace_stays_read_only(base: Path) -> None:
+    """dsh installed in the project's own venv: its code, .pth files and pyvenv.cfg are what runs next."""
+    proj = base / "proj"
+    venv = proj / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    plant = f"echo 'import os; os.system(\"touch {base}/pwned\")' > {site}/evil.pth; echo 'home = {proj}' > .venv/pyvenv.cfg"
+    script = f"""
+import sys
+sys.prefix = sys.exec_prefix = {str(venv)!r}
+sys.path.insert(0, {str(site)!r})
+from dsh.bash import BashExecRequest
+from dsh.bash_sandbox import SandboxExecutor
+result = SandboxExecutor("workspace-write", home={str(base / "dsh-home")!r}).run_sync(
+    BashExecRequest({plant!r}, cwd={str(proj)!r}, workspace={str(proj)!r}))
+print(result.exit_code, result.stderr.count("Read-only file system"))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd="/", timeout=60)
+    assert done.stdout.split() == ["1", "2"], done
+    assert not (site / "evil.pth").exists() and "home = " + str(proj) not in (venv / "pyvenv.cfg").read_text()

@@ -11,6 +11,7 @@ directory only moves the command (see :meth:`SandboxExecutor.layout`).
 
 import os
 import subprocess
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal, NamedTuple
@@ -95,6 +96,23 @@ def _on_path(name: str, skip: Sequence[str]) -> str:
         if os.path.isfile(path) and os.access(path, os.X_OK):
             return path
     raise ValueError(f"bubblewrap ('{name}') is not installed or not on PATH (outside the writable roots)")
+
+
+def _own_code(roots: Sequence[str]) -> list[str]:
+    """dsh's own interpreter and import path inside ``roots`` (a project venv that holds dsh), as ``protect`` entries.
+
+    What this process imports and runs next time (``sys.prefix``: a venv's ``pyvenv.cfg``, its
+    ``bin`` and ``site-packages``; every ``sys.path`` entry, with its ``.pth`` files) must not be a
+    confined command's to write. An entry that *is* a root (``python -m`` puts the current folder
+    first) is left out: keeping the whole workspace read-only would leave no sandbox worth having;
+    the README names this limit.
+    """
+    found: dict[str, None] = {}
+    for entry in (sys.prefix, sys.exec_prefix, *sys.path):
+        real = os.path.realpath(entry or ".")
+        if any(_under(real, root) and real != root for root in roots):
+            found[real + "/" if os.path.isdir(real) else real] = None
+    return list(found)
 
 
 class Layout(NamedTuple):
@@ -293,7 +311,10 @@ class SandboxExecutor(LocalExecutor):
         if layout.roots:
             try:
                 wanted = protected_in(
-                    layout.roots, self.home, trusted_paths(), (*self.protect, *(f"{p}/" for p in layout.search))
+                    layout.roots,
+                    self.home,
+                    trusted_paths(),
+                    (*self.protect, *(f"{p}/" for p in layout.search), *_own_code(layout.roots)),
                 )
                 args += protect_options(layout.roots, wanted)
             except ProtectError as exc:
