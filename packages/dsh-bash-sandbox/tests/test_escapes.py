@@ -287,7 +287,8 @@ def test_a_venv_holding_dsh_inside_the_workspace_stays_read_only(base: Path) -> 
     venv = proj / ".venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     site = next((venv / "lib").glob("python3*/site-packages"))
-    plant = f"echo 'import os; os.system(\"touch {base}/pwned\")' > {site}/evil.pth; echo 'home = {proj}' > .venv/pyvenv.cfg"
+    pth = f"echo 'import os; os.system(\"touch {base}/pwned\")' > {site}/evil.pth"
+    plant = f"{pth}; echo 'home = {proj}' > .venv/pyvenv.cfg"
     script = f"""
 import sys
 sys.prefix = sys.exec_prefix = {str(venv)!r}
