@@ -302,3 +302,22 @@ print(result.exit_code, result.stderr.count("Read-only file system"))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd="/", timeout=60)
     assert done.stdout.split() == ["1", "2"], done
     assert not (site / "evil.pth").exists() and "home = " + str(proj) not in (venv / "pyvenv.cfg").read_text()
+
+
+def test_without_libseccomp_nothing_runs(base: Path) -> None:
+    """The filter cannot be built (pyseccomp cannot load libseccomp): the call fails closed, in one line."""
+    marker = base / "ran"
+    script = f"""
+import sys
+sys.modules["pyseccomp"] = None  # what an import that cannot load libseccomp.so.2 amounts to
+from dsh.bash import BashExecRequest
+from dsh.bash_sandbox import SandboxError, SandboxExecutor
+try:
+    SandboxExecutor(home={str(base / "dsh-home")!r}).run_sync(BashExecRequest("touch {marker}", cwd="/"))
+except SandboxError as exc:
+    print(exc)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.stdout.startswith("the read-only sandbox cannot run: the seccomp filter that keeps confined "), done
+    assert done.stdout.count("\n") == 1 and "apt-get install libseccomp2" in done.stdout
+    assert not marker.exists()
