@@ -204,3 +204,26 @@ def test_dsh_serve_refuses_a_client_in_another_mount_namespace_alone(base: Path)
     finally:
         server.stop()
     assert not marker.exists()
+
+
+def test_a_served_call_in_the_clients_home_is_refused(base: Path) -> None:
+    """``dsh serve`` with the sandbox: the client's cwd is its session's workspace, its HOME the one that counts."""
+    from tests.integration.serve_support import ask, request
+
+    home = base / "home"
+    deployment = str(base / "deployment.yaml")
+    server = ServeProcess(base / "dsh-home", "--deployment", deployment)
+    try:
+        env = {"PATH": os.environ["PATH"], "HOME": str(home)}
+        answer = ask(
+            server.path, request(f"touch {home}/x; echo evil >> {home}/.bashrc", home, env, deployment=deployment)
+        )
+        assert answer is not None and f"will not make {home} writable: it holds your home {home}" in json.dumps(answer)
+        made = ask(server.path, request("touch made", base / "proj", env, deployment=deployment))
+        assert made is not None and made["ok"] and made["result"]["exit_code"] == 0, made
+        outside = ask(server.path, request(f"touch {home}/y", base / "proj", env, deployment=deployment))
+        assert outside is not None and outside["result"]["exit_code"] != 0
+    finally:
+        server.stop()
+    assert not (home / "x").exists() and not (home / "y").exists() and (base / "proj" / "made").exists()
+    assert (home / ".bashrc").read_text() == "# the user's\n"

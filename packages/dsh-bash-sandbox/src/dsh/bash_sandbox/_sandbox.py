@@ -214,7 +214,9 @@ class SandboxExecutor(LocalExecutor):
         roots: tuple[str, ...] = ()
         if self.mode == "workspace-write":
             roots = tuple(dict.fromkeys(((workspace,) if workspace is not None else ()) + self.writable_roots))
-            homes = [os.path.realpath(h) for h in (os.environ.get("HOME"), os.environ.get("ZDOTDIR")) if h]
+            # The harness's home and, for a served call, the client's (its environment is the ambient one).
+            envs = (os.environ, request.ambient or {})
+            homes = [os.path.realpath(h) for env in envs for h in (env.get("HOME"), env.get("ZDOTDIR")) if h]
             for root in roots:
                 if not os.path.isdir(root):
                     raise self._refuse(f"the {self.mode} sandbox cannot make {root} writable: it is not a directory")
