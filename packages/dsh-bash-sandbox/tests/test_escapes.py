@@ -321,3 +321,14 @@ except SandboxError as exc:
     assert done.stdout.startswith("the read-only sandbox cannot run: the seccomp filter that keeps confined "), done
     assert done.stdout.count("\n") == 1 and "apt-get install libseccomp2" in done.stdout
     assert not marker.exists()
+
+
+def test_a_dsh_home_named_through_a_link_in_the_workspace_is_not_replaced(base: Path) -> None:
+    """``DSH_HOME=proj/.dsh``, a link to a home elsewhere: the link cannot be swapped for a home of the model's."""
+    proj = base / "proj"
+    (base / "real-home").mkdir(mode=0o700)
+    (proj / ".dsh").symlink_to(base / "real-home")
+    with pytest.raises(SandboxError) as caught:
+        _run(_sandbox(base, home=proj / ".dsh"), "rm .dsh && mkdir -p .dsh/hooks && touch .dsh/hooks/claude.json", proj)
+    assert f"but {proj}/.dsh is a symbolic link" in str(caught.value) and "\n" not in str(caught.value)
+    assert (proj / ".dsh").is_symlink() and not (base / "real-home" / "hooks").exists()

@@ -111,6 +111,12 @@ def _pointer(path: str, prefix: str) -> str | None:
     return line[len(prefix) :].strip() or None
 
 
+def _both(path: str) -> list[str]:
+    """``path`` as named (absolute, normalized) and resolved: one entry when they are the same."""
+    named = os.path.abspath(os.path.expanduser(path))
+    return list(dict.fromkeys((named, os.path.realpath(named))))
+
+
 def protected_in(
     roots: Sequence[str], home: str | None, trusted: Iterable[str], extra: Sequence[str]
 ) -> list[Protected]:
@@ -121,15 +127,15 @@ def protected_in(
     """
     wanted: list[Protected] = []
     if home is not None:
-        wanted.append(Protected(os.path.realpath(home), "dir"))
+        # As named and where it leads: a link to it inside a root could be replaced by a home of the model's.
+        wanted += (Protected(p, "dir") for p in _both(home))
     for path in trusted:
-        real = os.path.realpath(path)
-        if os.path.isfile(real):
-            wanted.append(Protected(real, "file"))
-        elif not any(_under(root, real) for root in roots):
-            # A trusted folder that holds a root is the folder of a trusted file (the trust rule
-            # checks it so nobody else can swap the file): the file itself is protected, the root stays writable.
-            wanted.append(Protected(real, "dir"))
+        kind: Kind = "file" if os.path.isfile(path) else "dir"
+        for place in _both(path):
+            if kind == "file" or not any(_under(root, place) for root in roots):
+                # A trusted folder that holds a root is the folder of a trusted file (the trust rule
+                # checks it so nobody else can swap the file): the file is protected, the root stays writable.
+                wanted.append(Protected(place, kind))
     for root in roots:
         wanted += git_paths(root)
         wanted += (Protected(os.path.join(root, name), "dir") for name in AGENT_FOLDERS)
@@ -138,7 +144,7 @@ def protected_in(
             if _lstat(path) is not None:
                 wanted.append(Protected(path, "file"))
     for entry in extra:
-        kind: Kind = "dir" if entry.endswith("/") else "file"
+        kind = "dir" if entry.endswith("/") else "file"
         entry = os.path.expanduser(entry.rstrip("/") or "/")
         if os.path.isabs(entry):
             wanted.append(Protected(os.path.normpath(entry), kind))

@@ -174,7 +174,8 @@ class SandboxExecutor(LocalExecutor):
         self.writable_roots = tuple(os.path.realpath(os.path.expanduser(p)) for p in writable_roots)
         self.protect = tuple(protect)
         self.allow_unix_sockets = frozenset(os.path.realpath(os.path.expanduser(p)) for p in allow_unix_sockets)
-        self.home = os.path.realpath(home if home is not None else resolve_dsh_home())
+        self.home = os.path.abspath(home if home is not None else resolve_dsh_home())
+        """``DSH_HOME`` as named (protected both there and where it leads)."""
         self.bwrap = bwrap
         # Resolved once, now, before any confined call could plant a program of that name.
         self.program: str | None = None
