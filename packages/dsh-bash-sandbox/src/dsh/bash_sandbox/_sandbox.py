@@ -34,7 +34,7 @@ from dsh.core import Context, Plugin
 from dsh.paths import UntrustedPathError, check_trusted, resolve_dsh_home, trusted_paths
 from dsh.session import DSH_HOME
 
-from ._protect import ProtectError, protect_options, protected_in
+from ._protect import ProtectError, _under, protect_options, protected_in
 from ._seccomp import FilterError, filter_fd, unix_socket_filter
 
 Mode = Literal["read-only", "workspace-write", "full"]
@@ -64,10 +64,6 @@ class SandboxError(ExecError):
         """The configured mode."""
         self.bwrap = bwrap
         """The bubblewrap program that was tried."""
-
-
-def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def find_program(name: str, skip: Sequence[str]) -> str:
