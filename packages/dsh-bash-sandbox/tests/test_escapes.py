@@ -332,3 +332,33 @@ def test_a_dsh_home_named_through_a_link_in_the_workspace_is_not_replaced(base: 
         _run(_sandbox(base, home=proj / ".dsh"), "rm .dsh && mkdir -p .dsh/hooks && touch .dsh/hooks/claude.json", proj)
     assert f"but {proj}/.dsh is a symbolic link" in str(caught.value) and "\n" not in str(caught.value)
     assert (proj / ".dsh").is_symlink() and not (base / "real-home" / "hooks").exists()
+
+
+def test_the_filters_descriptor_never_outlives_its_call(base: Path) -> None:
+    """Run, refused, and interrupted before the spawn: this process's open descriptors stay as they were."""
+    script = f"""
+import os, signal
+from dsh.bash import BashExecRequest, Interrupted, Interrupts
+from dsh.bash_sandbox import SandboxError, SandboxExecutor
+ok = SandboxExecutor(home={str(base / "dsh-home")!r})
+bad = SandboxExecutor(home={str(base / "dsh-home")!r}, hide=({str(base / "nope")!r},))
+request = BashExecRequest("true", cwd={str(base)!r}, workspace={str(base)!r})
+ok.run_sync(request)
+before = len(os.listdir("/proc/self/fd"))
+for _ in range(5):
+    assert ok.run_sync(request).exit_code == 0
+    try:
+        bad.run_sync(request)
+    except SandboxError:
+        pass
+    with Interrupts([signal.SIGUSR1]) as interrupts:
+        interrupts.caught = signal.SIGUSR1  # as a signal kept by a protected section leaves it
+        try:
+            ok.run_sync(request)
+        except Interrupted:
+            pass
+print(before, len(os.listdir("/proc/self/fd")))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    counts = done.stdout.split()
+    assert len(counts) == 2 and counts[0] == counts[1], done
