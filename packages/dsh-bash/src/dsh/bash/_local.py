@@ -169,7 +169,8 @@ class LocalExecutor:
         """Start without waiting; see :class:`~dsh.bash.BackgroundProcess`."""
         from ._aio import start_background
 
-        return await start_background(self.spec(request), request, *self.captures())
+        captures = self.captures()  # first: the spec may hold descriptors only its spawn closes
+        return await start_background(self.spec(request), request, *captures)
 
     def captures(self) -> tuple[Capture, Capture]:
         """Fresh bounded captures of stdout and stderr with this executor's output limit and spill settings."""
