@@ -362,3 +362,22 @@ print(before, len(os.listdir("/proc/self/fd")))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     counts = done.stdout.split()
     assert len(counts) == 2 and counts[0] == counts[1], done
+
+
+def test_a_background_command_runs_behind_the_same_walls(base: Path, listener: tuple[Path, list[bytes]]) -> None:
+    """``run_in_background`` starts through ``start()``: the same writable set and the same filter."""
+    import asyncio
+
+    path, heard = listener
+    command = f"touch {base}/home/bg; {sys.executable} -c '{CONNECT}' {path}; touch started"
+    request = BashExecRequest(command, cwd=str(base / "proj"), workspace=str(base / "proj"))
+
+    async def main() -> tuple[int, str]:
+        process = await _sandbox(base).start(request)
+        status = await process.wait()
+        return status, process.read()[1]
+
+    status, stderr = asyncio.run(main())
+    assert status == 0 and (base / "proj" / "started").exists(), stderr
+    assert "Read-only file system" in stderr and "PermissionError" in stderr and heard == []
+    assert not (base / "home" / "bg").exists()
