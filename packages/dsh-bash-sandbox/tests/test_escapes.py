@@ -381,3 +381,28 @@ def test_a_background_command_runs_behind_the_same_walls(base: Path, listener: t
     assert status == 0 and (base / "proj" / "started").exists(), stderr
     assert "Read-only file system" in stderr and "PermissionError" in stderr and heard == []
     assert not (base / "home" / "bg").exists()
+
+
+def test_a_real_ssh_agent_does_not_answer_a_confined_call(base: Path) -> None:
+    """The user's ssh-agent on a visible path: ``ssh-add -l`` works on the host, not in the sandbox."""
+    if shutil.which("ssh-agent") is None:
+        pytest.skip("needs OpenSSH's ssh-agent (apt-get install openssh-client)")
+    sock = base / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            if sock.exists():
+                break
+            threading.Event().wait(0.05)
+        env = {**os.environ, "SSH_AUTH_SOCK": str(sock)}
+        host = subprocess.run(["ssh-add", "-l"], env=env, capture_output=True, text=True)
+        assert host.returncode == 1 and "no identities" in host.stdout  # the agent answers on the host
+        executor = _sandbox(base, "read-only", ambient=env)
+        result = _run(executor, "ssh-add -l; echo status=$?", base / "proj")
+        assert "status=2" in result.stdout and "no identities" not in result.stdout, result
+        # The control: the same call with the agent's socket allowed reaches it (the variable did pass).
+        allowed = _sandbox(base, "read-only", ambient=env, allow_unix_sockets=(str(sock),))
+        assert "no identities" in _run(allowed, "ssh-add -l", base / "proj").stdout
+    finally:
+        agent.terminate()
+        agent.wait(10)
