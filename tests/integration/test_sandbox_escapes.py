@@ -6,6 +6,7 @@ writable inside the workspace, the server's socket answering a sandboxed command
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -14,6 +15,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +23,6 @@ from dsh.bash import BashExecRequest
 from dsh.bash_sandbox import SandboxExecutor
 from tests.helpers import dsh
 from tests.integration.serve_support import ServeProcess
-from tests.integration.test_mcp import _run
 
 pytestmark = pytest.mark.integration
 
@@ -68,6 +69,10 @@ def test_a_confined_call_cannot_plant_a_hook_in_a_dsh_home_inside_its_workspace(
     assert first["exit_code"] != 0 and not (dsh_home / "hooks" / "claude.json").exists()
     dsh(*args, "true", home=dsh_home, cwd=proj, env={"HOME": str(base / "home")})
     assert not (base / "pwned").exists()
+
+
+def _run(coroutine: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coroutine, 90))
 
 
 async def _mcp_call(base: Path, arguments: dict[str, str]) -> str:
