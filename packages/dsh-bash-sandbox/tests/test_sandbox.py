@@ -25,6 +25,8 @@ pytestmark = pytest.mark.system_parts("bubblewrap")
 
 
 def _executor(tmp_path: Path, mode: str = "read-only", **kwargs: object) -> SandboxExecutor:
+    """A sandbox whose DSH_HOME is ``tmp_path/home`` (never the real one)."""
+    kwargs.setdefault("home", tmp_path / "home")
     return SandboxExecutor(mode, spill_dir=tmp_path / "spill", **kwargs)  # type: ignore[arg-type]
 
 
@@ -42,7 +44,7 @@ def test_the_childs_dsh_variables_are_exactly_the_snapshot(tmp_path: Path) -> No
     ambient = {"PATH": os.environ["PATH"], "DSH_SESSION_ID": "stale", "dsh_turn_id": "stale", "API_TOKEN": "x"}
     executor = _executor(tmp_path, ambient=ambient)
     snapshot = {"DSH_SESSION_ID": "fresh", "DSH_SHELL": "1"}
-    result = executor.run_sync(BashExecRequest("env", cwd=str(tmp_path), dsh_env=snapshot))
+    result = executor.run_sync(BashExecRequest("env", cwd=str(tmp_path), workspace=str(tmp_path), dsh_env=snapshot))
     assert result.exit_code == 0, result
     child = dict(line.split("=", 1) for line in result.stdout.splitlines())
     assert {k: v for k, v in child.items() if k.upper().startswith("DSH_")} == snapshot
@@ -60,7 +62,7 @@ def test_read_only_writes_nothing_but_dev_null_and_a_private_tmp(tmp_path: Path,
         echo a >{work}/new
     """
     (work / "seen").write_text("visible\n")
-    result = executor.run_sync(BashExecRequest(textwrap.dedent(script), cwd=str(work)))
+    result = executor.run_sync(BashExecRequest(textwrap.dedent(script), cwd=str(work), workspace=str(work)))
     assert result.stdout == "devnull-ok\ntmp-ok\nharness-tmp-hidden\nvisible\n"
     assert result.exit_code == 1 and not (work / "new").exists()
     assert result.sandbox == {"mode": "read-only", "confined": True, "network": False, "denied": True}
@@ -74,29 +76,37 @@ def test_read_only_writes_nothing_but_dev_null_and_a_private_tmp(tmp_path: Path,
 
 def test_a_working_directory_under_tmp_is_visible_read_only(tmp_path: Path) -> None:
     (tmp_path / "f").write_text("here\n")
-    result = _executor(tmp_path).run_sync(BashExecRequest("cat f; pwd; touch g", cwd=str(tmp_path)))
+    result = _executor(tmp_path).run_sync(
+        BashExecRequest("cat f; pwd; touch g", cwd=str(tmp_path), workspace=str(tmp_path))
+    )
     assert result.stdout == f"here\n{tmp_path}\n" and result.sandbox is not None and result.sandbox["denied"]
 
 
-def test_workspace_write_writes_the_working_directory_only(tmp_path: Path, work: Path) -> None:
+def test_workspace_write_writes_the_workspace_only(tmp_path: Path, work: Path) -> None:
     executor = _executor(tmp_path, "workspace-write")
-    ok = executor.run_sync(BashExecRequest("echo made >new && cat new", cwd=str(work)))
+    ok = executor.run_sync(BashExecRequest("echo made >new && cat new", cwd=str(work), workspace=str(work)))
     assert ok.exit_code == 0 and ok.stdout == "made\n" and (work / "new").read_text() == "made\n"
     assert ok.sandbox == {"mode": "workspace-write", "confined": True, "network": False, "denied": False}
-    denied = executor.run_sync(BashExecRequest(f"touch {work.parent}/dsh-sandbox-escape", cwd=str(work)))
+    denied = executor.run_sync(
+        BashExecRequest(f"touch {work.parent}/dsh-sandbox-escape", cwd=str(work), workspace=str(work))
+    )
     assert denied.exit_code == 1 and not (work.parent / "dsh-sandbox-escape").exists()
-    assert f"only the working directory {work}, a private /tmp and /dev/null are writable" in denied.stderr
+    assert f"only the workspace and writable roots ({work}), a private /tmp and /dev/null are writable" in denied.stderr
 
 
 def test_full_mode_is_unconfined_and_says_so(tmp_path: Path, work: Path) -> None:
-    result = _executor(tmp_path, "full").run_sync(BashExecRequest(f"touch {work}/full", cwd=str(work)))
+    result = _executor(tmp_path, "full").run_sync(
+        BashExecRequest(f"touch {work}/full", cwd=str(work), workspace=str(work))
+    )
     assert result.exit_code == 0 and (work / "full").exists()
     assert result.sandbox == {"mode": "full", "confined": False, "network": True, "denied": False}
 
 
 def test_root_in_the_sandbox_cannot_remount_it_writable(tmp_path: Path, work: Path) -> None:
     result = _executor(tmp_path).run_sync(
-        BashExecRequest(f"mount -o remount,rw / ; mount -o remount,rw {work}; touch {work}/x", cwd=str(work))
+        BashExecRequest(
+            f"mount -o remount,rw / ; mount -o remount,rw {work}; touch {work}/x", cwd=str(work), workspace=str(work)
+        )
     )
     assert result.exit_code != 0 and not (work / "x").exists()
 
@@ -126,9 +136,11 @@ def listener() -> Iterator[int]:
 
 def test_network_is_off_unless_configured(tmp_path: Path, listener: int) -> None:
     probe = f"exec 3<>/dev/tcp/127.0.0.1/{listener} && head -1 <&3"
-    off = _executor(tmp_path).run_sync(BashExecRequest(probe, cwd=str(tmp_path), timeout=10))
+    off = _executor(tmp_path).run_sync(BashExecRequest(probe, cwd=str(tmp_path), workspace=str(tmp_path), timeout=10))
     assert off.exit_code != 0 and "pong" not in off.stdout
-    on = _executor(tmp_path, network=True).run_sync(BashExecRequest(probe, cwd=str(tmp_path), timeout=10))
+    on = _executor(tmp_path, network=True).run_sync(
+        BashExecRequest(probe, cwd=str(tmp_path), workspace=str(tmp_path), timeout=10)
+    )
     assert on.exit_code == 0 and on.stdout == "pong\n" and on.sandbox is not None and on.sandbox["network"]
 
 
@@ -136,14 +148,15 @@ def test_missing_bubblewrap_fails_closed_before_anything_runs(tmp_path: Path) ->
     marker = tmp_path / "ran"
     executor = _executor(tmp_path, bwrap=str(tmp_path / "no-such-bwrap"))
     with pytest.raises(SandboxError) as caught:
-        executor.run_sync(BashExecRequest(f"touch {marker}", cwd=str(tmp_path)))
+        executor.run_sync(BashExecRequest(f"touch {marker}", cwd=str(tmp_path), workspace=str(tmp_path)))
     assert str(caught.value) == (
-        f"the read-only sandbox cannot run: bubblewrap ('{tmp_path}/no-such-bwrap') is not installed or not on "
-        "PATH; install it (Debian: apt-get install bubblewrap) or set the bash-sandbox config's bwrap"
+        f"the read-only sandbox cannot run: bubblewrap ('{tmp_path}/no-such-bwrap') is not installed at "
+        f"{tmp_path}/no-such-bwrap; install it (Debian: apt-get install bubblewrap) or set the bash-sandbox "
+        "config's bwrap to its absolute path"
     )
     assert not marker.exists()
     with pytest.raises(SandboxError):
-        asyncio.run(executor.run(BashExecRequest(f"touch {marker}", cwd=str(tmp_path))))
+        asyncio.run(executor.run(BashExecRequest(f"touch {marker}", cwd=str(tmp_path), workspace=str(tmp_path))))
     assert not marker.exists()
 
 
@@ -189,7 +202,9 @@ def test_a_timeout_kills_the_whole_sandbox_and_keeps_the_output(tmp_path: Path) 
     tag = f"{os.getpid() % 1000 + 7000}.5"
     started = time.monotonic()
     result = _executor(tmp_path).run_sync(
-        BashExecRequest(f"echo before; sleep {tag} & sleep {tag}", cwd=str(tmp_path), timeout=0.5)
+        BashExecRequest(
+            f"echo before; sleep {tag} & sleep {tag}", cwd=str(tmp_path), workspace=str(tmp_path), timeout=0.5
+        )
     )
     assert result.exit_code == 124 and result.timed_out and result.stdout == "before\n"
     assert time.monotonic() - started < 5
@@ -200,7 +215,9 @@ def test_a_cancelled_run_kills_the_sandbox(tmp_path: Path) -> None:
     tag = f"{os.getpid() % 1000 + 8000}.5"
 
     async def main() -> None:
-        task = asyncio.ensure_future(_executor(tmp_path).run(BashExecRequest(f"sleep {tag}", cwd=str(tmp_path))))
+        task = asyncio.ensure_future(
+            _executor(tmp_path).run(BashExecRequest(f"sleep {tag}", cwd=str(tmp_path), workspace=str(tmp_path)))
+        )
         await asyncio.sleep(0.5)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -212,13 +229,15 @@ def test_a_cancelled_run_kills_the_sandbox(tmp_path: Path) -> None:
 
 def test_statuses_are_the_shells(tmp_path: Path) -> None:
     executor = _executor(tmp_path)
-    assert executor.run_sync(BashExecRequest("exit 7", cwd=str(tmp_path))).exit_code == 7
-    assert executor.run_sync(BashExecRequest("kill -TERM $$", cwd=str(tmp_path))).exit_code == 143
+    assert executor.run_sync(BashExecRequest("exit 7", cwd=str(tmp_path), workspace=str(tmp_path))).exit_code == 7
+    assert (
+        executor.run_sync(BashExecRequest("kill -TERM $$", cwd=str(tmp_path), workspace=str(tmp_path))).exit_code == 143
+    )
 
 
 def test_output_past_the_limit_is_spilled_outside_the_sandbox(tmp_path: Path) -> None:
     executor = _executor(tmp_path, max_output=100)
-    result = executor.run_sync(BashExecRequest("seq 1 20000", cwd=str(tmp_path)))
+    result = executor.run_sync(BashExecRequest("seq 1 20000", cwd=str(tmp_path), workspace=str(tmp_path)))
     assert result.stdout_spill is not None and result.stdout.endswith("19999\n20000\n")
     assert Path(result.stdout_spill).read_text() == "".join(f"{n}\n" for n in range(1, 20001))
 

@@ -18,6 +18,7 @@ from ._child import (
     DRAIN_GRACE,
     EXIT_GRACE,
     Ended,
+    close_passed,
     kill_group,
     pipe_capacity,
     reap,
@@ -37,6 +38,13 @@ _CHUNK = 65536
 
 async def spawn_async(spec: BashExecSpec) -> asyncio.subprocess.Process:
     """Start ``spec`` in its own process group, its output on asyncio's pipes (a background task reads them)."""
+    try:
+        return await _exec_async(spec)
+    finally:
+        close_passed(spec)
+
+
+async def _exec_async(spec: BashExecSpec) -> asyncio.subprocess.Process:
     if spec.cwd is not None and not os.path.isdir(spec.cwd):
         raise ExecError(f"working directory {spec.cwd} does not exist", path=spec.cwd)
     _supervisor.ensure()
@@ -49,6 +57,7 @@ async def spawn_async(spec: BashExecSpec) -> asyncio.subprocess.Process:
             env=dict(spec.env),
             cwd=spec.cwd,
             start_new_session=True,
+            pass_fds=spec.pass_fds,
         )
     except FileNotFoundError:
         raise ExecError(f"shell '{spec.argv[0]}' was not found on PATH", shell=spec.argv[0]) from None

@@ -16,7 +16,7 @@ import subprocess
 import time
 from typing import TYPE_CHECKING
 
-from ._child import DRAIN_GRACE, EXIT_GRACE, POLL, Ended, kill_group, pipe_capacity, reap, spawn
+from ._child import DRAIN_GRACE, EXIT_GRACE, POLL, Ended, close_passed, kill_group, pipe_capacity, reap, spawn
 from ._interrupt import Interrupts
 
 if TYPE_CHECKING:
@@ -148,7 +148,11 @@ def wait_blocking(spec: BashExecSpec, out: Capture, err: Capture) -> Ended:
     Output goes into ``out`` and ``err`` as it comes. An interruption (or any exception while
     waiting) kills the group, drains what it had printed, reaps it, then propagates.
     """
-    Interrupts.checkpoint()  # a signal came before the command started: nothing starts
+    try:
+        Interrupts.checkpoint()  # a signal came before the command started: nothing starts
+    except BaseException:
+        close_passed(spec)
+        raise
     proc = spawn(spec)
     deadline = None if spec.timeout is None else time.monotonic() + spec.timeout
     try:

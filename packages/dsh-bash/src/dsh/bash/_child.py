@@ -132,6 +132,22 @@ class Ended:
 
 def spawn(spec: BashExecSpec) -> subprocess.Popen[bytes]:
     """Start ``spec`` in its own process group (so the whole group can be killed), its output on new pipes."""
+    try:
+        proc = _popen(spec)
+    finally:
+        close_passed(spec)
+    supervised(proc.pid, lambda: reap(proc, block=True))
+    return proc
+
+
+def close_passed(spec: BashExecSpec) -> None:
+    """Close the descriptors ``spec`` hands its child (see ``BashExecSpec.pass_fds``): the child has its own."""
+    for fd in spec.pass_fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def _popen(spec: BashExecSpec) -> subprocess.Popen[bytes]:
     import subprocess
 
     if spec.cwd is not None and not os.path.isdir(spec.cwd):
@@ -146,6 +162,7 @@ def spawn(spec: BashExecSpec) -> subprocess.Popen[bytes]:
             env=dict(spec.env),
             cwd=spec.cwd,
             start_new_session=True,
+            pass_fds=spec.pass_fds,
         )
     except FileNotFoundError:
         raise ExecError(f"shell '{spec.argv[0]}' was not found on PATH", shell=spec.argv[0]) from None
@@ -153,7 +170,6 @@ def spawn(spec: BashExecSpec) -> subprocess.Popen[bytes]:
         if exc.errno == errno.E2BIG:
             raise too_big(spec) from None
         raise
-    supervised(proc.pid, lambda: reap(proc, block=True))
     return proc
 
 

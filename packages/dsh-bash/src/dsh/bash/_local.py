@@ -11,7 +11,7 @@ from dsh.paths import resolve_dsh_home
 from dsh.session import DSH_HOME
 
 from ._capture import Capture
-from ._child import Ended
+from ._child import Ended, close_passed
 from ._env import DEFAULT_CREDENTIAL_PATTERN, Shell, build_child_env, compile_credential_pattern
 from ._interrupt import Interrupted, Interrupts, interrupted_status, interruption
 from ._request import BashExecRequest, BashExecSpec, ExecResult
@@ -115,7 +115,11 @@ class LocalExecutor:
 
         spec = self.spec(request)
         started = time.monotonic()
-        out, err = self.captures()
+        try:
+            out, err = self.captures()
+        except BaseException:
+            close_passed(spec)  # never spawned: the descriptors it would have handed on are ours to close
+            raise
         Interrupts.command_started()  # a cancellation from now on kills a command, not the start-up
         try:
             ended = await wait_async(spec, out, err)
@@ -139,8 +143,12 @@ class LocalExecutor:
 
         spec = self.spec(request)
         started = time.monotonic()
-        Interrupts.checkpoint()  # a signal came while the call was prepared: nothing starts
-        out, err = self.captures()
+        try:
+            Interrupts.checkpoint()  # a signal came while the call was prepared: nothing starts
+            out, err = self.captures()
+        except BaseException:
+            close_passed(spec)  # never spawned: the descriptors it would have handed on are ours to close
+            raise
         try:
             # From the spawn on a signal is kept until the wait, which kills the group; one that comes
             # after the command ended is kept and no longer interrupts the turn (it ran; it is recorded).
@@ -161,7 +169,8 @@ class LocalExecutor:
         """Start without waiting; see :class:`~dsh.bash.BackgroundProcess`."""
         from ._aio import start_background
 
-        return await start_background(self.spec(request), request, *self.captures())
+        captures = self.captures()  # first: the spec may hold descriptors only its spawn closes
+        return await start_background(self.spec(request), request, *captures)
 
     def captures(self) -> tuple[Capture, Capture]:
         """Fresh bounded captures of stdout and stderr with this executor's output limit and spill settings."""

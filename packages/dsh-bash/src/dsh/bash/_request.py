@@ -32,6 +32,9 @@ class BashExecRequest(NamedTuple):
     ambient: Mapping[str, str] | None = None
     """The environment the child starts from when it is not this process's (the client's, for a
     ``dsh exec`` served by ``dsh serve``: ``ToolExecution.ambient``); None: ``os.environ``."""
+    workspace: str | None = None
+    """The session's workspace (its working directory when it began, from its header): what a
+    confining executor may make writable. ``cwd`` only moves the command; None: no session."""
 
 
 class BashExecSpec(NamedTuple):
@@ -42,6 +45,9 @@ class BashExecSpec(NamedTuple):
     cwd: str | None
     stdin: bytes | None
     timeout: float | None
+    pass_fds: tuple[int, ...] = ()
+    """Descriptors the child inherits at their own numbers (a sandbox's filter); the spawn closes
+    them in this process once the child has them, or when it could not start."""
 
 
 class ExecResult(NamedTuple):

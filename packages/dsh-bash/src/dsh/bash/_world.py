@@ -41,13 +41,24 @@ class World(NamedTuple):
     """Names the world in messages: ``this machine``, ``the read-only sandbox``, ``host build:22``."""
 
     def access(self, path: str, cwd: str | None = None) -> Access:
-        """What a child of this world can do at the harness path ``path`` (its working directory ``cwd``)."""
-        path = os.path.normpath(path)
+        """What a child of this world can do at the harness path ``path`` (``cwd``: the session's workspace).
+
+        Outside the local world a path reached through symbolic links is judged at every place its
+        lookup passes (:func:`_locations`): each link where it lies and the end where it leads. A home
+        linked into ``/tmp`` names nothing in a sandbox whose ``/tmp`` is private, nor does a link
+        in ``/tmp`` to a home outside it.
+        """
+        if self.kind == "local":
+            return self._at(os.path.normpath(path), None if cwd is None else os.path.normpath(cwd))
+        workspace = None if cwd is None else os.path.realpath(cwd)
+        return min((self._at(place, workspace) for place in _locations(path)), key=_RANK.index)
+
+    def _at(self, path: str, cwd: str | None) -> Access:
         found: Access = "none"
         for mount in self.mounts:
             if _under(path, mount.path):
                 found = mount.access
-        if self.workspace is not None and cwd is not None and _under(path, os.path.normpath(cwd)):
+        if self.workspace is not None and cwd is not None and _under(path, cwd):
             found = self.workspace
         if any(_under(path, hidden) for hidden in self.hidden):
             return "none"
@@ -60,6 +71,24 @@ class World(NamedTuple):
         if self.kind == "remote":
             return f"{path} is on this machine, not on {self.label} (no shared mount declares it)"
         return f"{path} is hidden in {self.label}"
+
+
+_RANK: tuple[Access, ...] = ("none", "read", "write")
+
+
+def _locations(path: str) -> list[str]:
+    """Where a lookup of ``path`` passes on this machine: each symbolic link on the way, and the end."""
+    path = os.path.abspath(path)
+    places: dict[str, None] = {}
+    prefix = "/"
+    for part in path.split("/"):
+        if part:
+            here = os.path.join(os.path.realpath(prefix), part)
+            if os.path.islink(here):
+                places[here] = None
+            prefix = os.path.join(prefix, part)
+    places[os.path.realpath(path)] = None
+    return list(places)
 
 
 def _under(path: str, root: str) -> bool:

@@ -8,7 +8,8 @@ moved since (:mod:`._live`), so the server enforces what a cold ``dsh exec`` wou
 is the start-up: interpreter, imports, models, distribution scan.
 
 Guarantees (see the package README): the socket lives in a private ``run/`` directory and is 0600;
-only clients of the server's own uid are served (``SO_PEERCRED``); messages are framed and bounded
+only clients of the server's own uid (``SO_PEERCRED``) in its own PID and mount namespaces are
+served (a sandboxed command shares the uid: :func:`foreign_namespace`); messages are framed and bounded
 (:mod:`._wire`); a connection that sends nothing, or stops half-way through a request, is closed
 after the idle timeout; a request it takes is acknowledged by a keep-alive at once, and another
 follows every ``--keepalive`` seconds until the answer, so a client can tell a long command from
@@ -37,7 +38,17 @@ from dsh.paths import ensure_private_dir, seal_process, signals
 from ._errors import ServeError
 from ._exec import exec_command
 from ._fast._status import FAILURE_EXIT
-from ._fast._wire import HEADER_SIZE, KEEPALIVE, WireError, decode, encode, frame_length, peer_uid, socket_path
+from ._fast._wire import (
+    HEADER_SIZE,
+    KEEPALIVE,
+    WireError,
+    decode,
+    encode,
+    frame_length,
+    peer_pid,
+    peer_uid,
+    socket_path,
+)
 from ._live import LiveRuntime
 from ._output import json_text
 from ._runtime import warnings
@@ -66,6 +77,48 @@ def _claim(path: Path) -> None:
             raise ServeError(f"a dsh server already listens on {path}", path=str(path))
         finally:
             probe.close()
+
+
+def _depth(pid: int | str) -> int:
+    """How many PID namespaces deep ``pid`` is, counted from this ``/proc``'s (its ``NSpid`` entries)."""
+    with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
+        for line in status:
+            if line.startswith("NSpid:"):
+                return len(line.split()) - 1
+    raise OSError(f"/proc/{pid}/status has no NSpid line")
+
+
+def foreign_namespace(pid: int | None) -> str | None:
+    """Why the client process ``pid`` (from ``SO_PEERCRED``) is not served, or None when it shares our namespaces.
+
+    A sandboxed command runs as the user, so its uid passes; its PID and mount namespaces are its
+    sandbox's. Served, it would run a command outside the sandbox. The kernel names a client in our
+    PID namespace or one below it (a sandbox's) by its pid here, any other by 0; one below has more
+    ``NSpid`` entries than we have (``/proc/PID/status``, readable without privileges). The mount
+    namespace is compared where ``/proc/PID/ns/mnt`` can be read: it cannot only for a client with
+    privileges the server lacks (the kernel's ptrace rule), which gains nothing by being served.
+    Fail closed: a client whose status cannot be read is refused. None for ``pid`` None (no
+    ``SO_PEERCRED`` on this OS).
+    """
+    if pid is None:
+        return None
+    if pid <= 0:
+        return "from another PID namespace (the kernel cannot name its process here)"
+    try:
+        theirs, ours = _depth(pid), _depth("self")
+    except OSError as exc:
+        return f"(pid {pid}) whose PID namespace cannot be read ({exc.strerror or exc})"
+    if theirs != ours:
+        return f"(pid {pid}) from another PID namespace: a sandboxed command is never served"
+    try:
+        mine, peer = os.stat("/proc/self/ns/mnt"), os.stat(f"/proc/{pid}/ns/mnt")
+    except PermissionError:
+        return None
+    except OSError as exc:
+        return f"(pid {pid}) whose mount namespace cannot be read ({exc.strerror or exc})"
+    if (peer.st_dev, peer.st_ino) != (mine.st_dev, mine.st_ino):
+        return f"(pid {pid}) from another mount namespace: a sandboxed command is never served"
+    return None
 
 
 class Server:
@@ -142,6 +195,11 @@ class Server:
         if uid is not None and uid != os.geteuid():
             _log(f"refused a client of uid {uid}: only uid {os.geteuid()} is served")
             await self._send(writer, {"ok": False, "error": f"this dsh server serves only uid {os.geteuid()}"})
+            return
+        foreign = foreign_namespace(peer_pid(writer.get_extra_info("socket")))
+        if foreign is not None:
+            _log(f"refused a client {foreign}")
+            await self._send(writer, {"ok": False, "error": f"this dsh server refuses a client {foreign}"})
             return
         task = asyncio.current_task()
         assert task is not None

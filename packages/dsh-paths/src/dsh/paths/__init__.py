@@ -18,7 +18,14 @@ import os
 from ._errors import NotRegularFileError, UntrustedPathError
 from ._read import open_regular, read_regular_text
 from ._seal import seal_process
-from ._trust import check_trusted, create_private_file, ensure_private_dir, open_trusted, read_trusted_text
+from ._trust import (
+    check_trusted,
+    create_private_file,
+    ensure_private_dir,
+    open_trusted,
+    read_trusted_text,
+    trusted_paths,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # neither typing nor pathlib at import: a served `dsh exec` reads the home before anything else
@@ -42,6 +49,7 @@ __all__ = [
     "read_trusted_text",
     "resolve_dsh_home",
     "seal_process",
+    "trusted_paths",
 ]
 
 HOME_ENV = "DSH_HOME"

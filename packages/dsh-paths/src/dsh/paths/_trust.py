@@ -33,7 +33,14 @@ if TYPE_CHECKING:  # pathlib only where a Path is returned: the served `dsh exec
     from pathlib import Path
     from typing import Literal
 
-__all__ = ["check_trusted", "create_private_file", "ensure_private_dir", "open_trusted", "read_trusted_text"]
+__all__ = [
+    "check_trusted",
+    "create_private_file",
+    "ensure_private_dir",
+    "open_trusted",
+    "read_trusted_text",
+    "trusted_paths",
+]
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 # O_PATH (Linux) opens a folder without needing read permission on it (a root-owned 0711 folder);
@@ -42,6 +49,20 @@ _DIR_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW
 _ANY_FLAGS = getattr(os, "O_PATH", os.O_RDONLY | os.O_NONBLOCK) | os.O_NOFOLLOW | _CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | _CLOEXEC
 _MAX_LINKS = 40  # as Linux's own limit on links followed in one lookup (ELOOP)
+
+_TRUSTED: set[str] = set()
+"""Every path a trusted walk of this process opened (as given and as resolved): see :func:`trusted_paths`."""
+
+
+def trusted_paths() -> frozenset[str]:
+    """Every path this process trusted so far (checked or opened by the trust rule), as given and resolved.
+
+    What passed the rule is what dsh reads as the user's own configuration and then acts on (the
+    home, a deployment file, a hooks file or folder, a plugin or skill folder, a sandbox program):
+    a sandbox keeps each of them read-only, so that nothing a confined command can write is ever
+    trusted later.
+    """
+    return frozenset(_TRUSTED)
 
 
 def _owner_ok(uid: int) -> bool:
@@ -125,6 +146,7 @@ def _walk(
                     os.set_blocking(fd, True)
             else:
                 _check_folder(info, where, label, given)
+        _TRUSTED.update((given, where))
         fd, opened = -1, fd
         return opened
     finally:

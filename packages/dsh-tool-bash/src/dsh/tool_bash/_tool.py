@@ -185,6 +185,7 @@ class ShellTool:
             dsh_env=dsh_env,
             shell=self.shell,
             ambient=execution.ambient,
+            workspace=session.cwd if session is not None else None,
         )
 
     async def __call__(self, arguments: Mapping[str, Any], execution: ToolExecution) -> ToolResult:

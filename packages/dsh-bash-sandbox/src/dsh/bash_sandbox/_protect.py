@@ -1,0 +1,211 @@
+"""What stays read-only inside a writable root, and the ``bwrap`` options that keep it so.
+
+A confined command must never write what dsh (or the user's shell, git, another agent) later runs
+unconfined. Inside each writable root these stay read-only, existing or not:
+
+- the whole of ``DSH_HOME``, and every path this process trusted (:func:`dsh.paths.trusted_paths`:
+  the deployment file, hooks files and folders, plugin and skill folders, the sandbox program);
+- ``.git/hooks`` and ``.git/config`` of the root's repository (through a ``gitdir:`` pointer file
+  and its ``commondir`` too), or the whole ``.git`` where the root has none (no ``git init`` there);
+- the agents' hook and settings folders (:data:`AGENT_FOLDERS`);
+- shell start-up files (:data:`STARTUP_FILES`) that exist in the root; a root that holds the
+  user's home (where shells read them, existing or not) is refused instead (see ``_sandbox``);
+- whatever the deployment adds (``protect``).
+
+How, with bubblewrap: an existing path is bound read-only over itself. A missing one gets a
+read-only placeholder (an empty read-only folder, or ``/dev/null`` for a file), which bubblewrap
+mounts on a mount point it makes on the host: an empty folder or file stays behind there, by
+design (removing it while another sandbox still holds its mount there would uncover the path in
+that sandbox). Every folder between the root and a protected path is bound writable over itself
+too: a mount point cannot be renamed or removed, so ``mv .git elsewhere && mkdir .git`` cannot
+put an unprotected path in a protected one's place. A symbolic link on that way is refused
+(bubblewrap would protect where it leads, not the link, which could then be replaced).
+"""
+
+import os
+import stat
+from collections.abc import Iterable, Sequence
+from typing import Final, Literal, NamedTuple
+
+Kind = Literal["dir", "file"]
+
+AGENT_FOLDERS: Final[tuple[str, ...]] = (".claude", ".codex", ".gemini", ".cursor", ".agents", ".github/hooks")
+"""Folders where the peer agents (Claude Code, Codex, Gemini CLI, Cursor, Copilot) read hooks and
+settings, relative to a root: read-only whole, existing or not."""
+
+STARTUP_FILES: Final[tuple[str, ...]] = (
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zprofile",
+    ".zshenv",
+    ".zlogin",
+    ".zlogout",
+    ".inputrc",
+    ".kshrc",
+    ".cshrc",
+    ".tcshrc",
+    ".login",
+    ".logout",
+    ".envrc",
+)
+"""Shell start-up files (and direnv's ``.envrc``), relative to a root: read-only where they exist."""
+
+
+class Protected(NamedTuple):
+    """One path to keep read-only and, when it is missing, the placeholder it gets."""
+
+    path: str
+    kind: Kind
+
+
+class ProtectError(Exception):
+    """A protected path the sandbox cannot keep read-only (a symbolic link on its way): nothing runs."""
+
+
+def _lstat(path: str) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def git_paths(root: str) -> list[Protected]:
+    """What of ``root``'s own repository stays read-only: its hooks and config, or ``.git`` when there is none."""
+    dotgit = os.path.join(root, ".git")
+    info = _lstat(dotgit)
+    if info is None:
+        return [Protected(dotgit, "dir")]
+    if stat.S_ISDIR(info.st_mode):
+        return [Protected(os.path.join(dotgit, "hooks"), "dir"), Protected(os.path.join(dotgit, "config"), "file")]
+    if not stat.S_ISREG(info.st_mode):
+        return [Protected(dotgit, "file")]  # a link: refused when the options are built
+    out = [Protected(dotgit, "file")]  # the pointer itself: re-pointed, it would name a repository of the model's
+    gitdir = _pointer(dotgit, "gitdir:")
+    if gitdir is not None:
+        gitdir = os.path.realpath(os.path.join(root, gitdir))
+        out += [Protected(os.path.join(gitdir, "hooks"), "dir"), Protected(os.path.join(gitdir, "config"), "file")]
+        common = _pointer(os.path.join(gitdir, "commondir"), "")
+        if common is not None:
+            common = os.path.realpath(os.path.join(gitdir, common))
+            out += [Protected(os.path.join(common, "hooks"), "dir"), Protected(os.path.join(common, "config"), "file")]
+    return out
+
+
+def _pointer(path: str, prefix: str) -> str | None:
+    """The path a git pointer file names (``gitdir: ...``, a ``commondir``), or None."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            line = handle.readline(4096).strip()
+    except OSError:
+        return None
+    if not line.startswith(prefix):
+        return None
+    return line[len(prefix) :].strip() or None
+
+
+def _both(path: str) -> list[str]:
+    """``path`` as named (absolute, normalized) and resolved: one entry when they are the same."""
+    named = os.path.abspath(os.path.expanduser(path))
+    return list(dict.fromkeys((named, os.path.realpath(named))))
+
+
+def protected_in(
+    roots: Sequence[str], home: str | None, trusted: Iterable[str], extra: Sequence[str]
+) -> list[Protected]:
+    """Every protected path that lies in (or holds) one of ``roots`` (all resolved, absolute).
+
+    ``home`` is ``DSH_HOME``; ``trusted`` the paths the trust rule passed; ``extra`` the deployment's
+    ``protect`` entries (absolute, or relative to each root; a trailing ``/`` makes a missing one a folder).
+    """
+    wanted: list[Protected] = []
+    if home is not None:
+        # As named and where it leads: a link to it inside a root could be replaced by a home of the model's.
+        wanted += (Protected(p, "dir") for p in _both(home))
+    for path in trusted:
+        kind: Kind = "file" if os.path.isfile(path) else "dir"
+        for place in _both(path):
+            if kind == "file" or not any(_under(root, place) for root in roots):
+                # A trusted folder that holds a root is the folder of a trusted file (the trust rule
+                # checks it so nobody else can swap the file): the file is protected, the root stays writable.
+                wanted.append(Protected(place, kind))
+    for root in roots:
+        wanted += git_paths(root)
+        wanted += (Protected(os.path.join(root, name), "dir") for name in AGENT_FOLDERS)
+        for name in STARTUP_FILES:
+            path = os.path.join(root, name)
+            if _lstat(path) is not None:
+                wanted.append(Protected(path, "file"))
+    for entry in extra:
+        kind = "dir" if entry.endswith("/") else "file"
+        entry = os.path.expanduser(entry.rstrip("/") or "/")
+        if os.path.isabs(entry):
+            wanted.append(Protected(os.path.normpath(entry), kind))
+        else:
+            wanted += (Protected(os.path.normpath(os.path.join(root, entry)), kind) for root in roots)
+    return [p for p in wanted if any(_under(p.path, root) or _under(root, p.path) for root in roots)]
+
+
+def protect_options(roots: Sequence[str], wanted: Sequence[Protected]) -> list[str]:
+    """The ``bwrap`` options keeping ``wanted`` read-only inside ``roots`` (bound writable before them).
+
+    Raises :class:`ProtectError` naming a symbolic link a protected path is reached through.
+    """
+    leaves: dict[str, Protected] = {}
+    for item in sorted(wanted, key=lambda p: p.path):
+        if not any(_under(item.path, other) for other in leaves):  # one inside a protected one is covered
+            leaves[item.path] = item
+    pinned: dict[str, None] = {}  # folders bound over themselves, in order (shallow first)
+    leaf_options: list[str] = []
+    for item in leaves.values():
+        root = max((r for r in roots if _under(item.path, r)), key=len, default=None)
+        if root is None:  # it holds a root: read-only over it, where it exists
+            if _lstat(item.path) is not None:
+                leaf_options += ["--ro-bind", item.path, item.path]
+            continue
+        leaf_options += _leaf(root, item, pinned)
+    options: list[str] = []
+    for folder in pinned:
+        options += ["--bind", folder, folder]
+    return options + leaf_options
+
+
+def _leaf(root: str, item: Protected, pinned: dict[str, None]) -> list[str]:
+    """The options for one protected path under ``root``; the folders on its way go to ``pinned``."""
+    if item.path == root:
+        return ["--ro-bind", root, root]
+    parts = os.path.relpath(item.path, root).split("/")
+    here = root
+    for depth, part in enumerate(parts):
+        here = os.path.join(here, part)
+        last = depth == len(parts) - 1
+        info = _lstat(here)
+        if info is not None and stat.S_ISLNK(info.st_mode):
+            raise ProtectError(
+                f"{item.path} must stay read-only in the writable root {root}, but {here} is a symbolic link, "
+                "which the sandbox cannot keep from being replaced; replace the link by what it names, or "
+                "start the session in a folder without it"
+            )
+        if info is None and not last:
+            # A folder on the way (".github" of ".github/hooks"): made now, like any folder the user
+            # could make, so that it is pinned like the others; its protected part comes below.
+            os.makedirs(here, exist_ok=True)
+            info = os.lstat(here)
+        if info is not None and not last:
+            pinned[here] = None  # a file where a folder would be is pinned too: nothing is created below it
+            if not stat.S_ISDIR(info.st_mode):
+                return []
+            continue
+        if info is not None:
+            return ["--ro-bind", here, here]
+        if item.kind == "dir":
+            return ["--perms", "0555", "--tmpfs", here, "--remount-ro", here]
+        return ["--ro-bind", "/dev/null", here]
+    return []
