@@ -527,23 +527,29 @@ def test_a_finished_session_leaves_nothing_behind_in_the_runner(tmp_path: Path) 
 
 
 def test_a_settings_file_without_hooks_is_no_hooks_and_no_warning(tmp_path: Path) -> None:
+    from dsh.hooks import _claude, _codex
     from dsh.hooks._load import load_hook_table
+    from dsh.hooks.dialect import loaded
 
     settings = tmp_path / "settings.json"
     settings.write_text(json.dumps({"model": "opus", "permissions": {"allow": ["Bash(ls *)"]}}))
-    table = load_hook_table("claude", str(settings))
+    with loaded(_claude.DIALECT, _codex.DIALECT):  # as the hooks plugin loads them
+        table = load_hook_table("claude", str(settings))
+        bare = load_hook_table("codex", {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}], "Stpo": []})
     assert table.events == {} and table.warnings == ()
-    bare = load_hook_table("codex", {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}], "Stpo": []})
     assert list(bare.events) == ["Stop"] and len(bare.warnings) == 1
 
 
 @pytest.mark.parametrize("timeout", [float("nan"), float("inf"), -1, 0])
 def test_a_timeout_that_is_not_a_positive_finite_number_is_a_warning(timeout: float) -> None:
+    from dsh.hooks import _claude
     from dsh.hooks._load import load_hook_table
+    from dsh.hooks.dialect import loaded
 
-    table = load_hook_table(
-        "claude", {"PreToolUse": [{"hooks": [{"type": "command", "command": "exit 2", "timeout": timeout}]}]}
-    )
+    with loaded(_claude.DIALECT):
+        table = load_hook_table(
+            "claude", {"PreToolUse": [{"hooks": [{"type": "command", "command": "exit 2", "timeout": timeout}]}]}
+        )
     (warning,) = table.warnings
     assert f"'timeout' must be a positive number of seconds, not {timeout!r}" in warning
 

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 from dsh.bash import Interrupts, interrupted_result, interruption
 from dsh.core import Context
-from dsh.hooks import HOOKS
 from dsh.loader import TURN_REFRESH
 from dsh.session import (
     TOOLS,
@@ -25,13 +24,12 @@ from dsh.session import (
 
 from ._errors import ModelError, TranscriptNotSaved
 from ._hookpoints import HookPoints
+from ._hookseam import HOOKS, ONE_CALL_POINTS, Notice
 from ._model import Model, ToolCall
 from ._request import REQUEST_EVENT, request_data
 from ._turns import recorded
 
 if TYPE_CHECKING:
-    from dsh.hooks import Notice
-
     from ._steps import TurnResult
 
 current_agent: ContextVar[Agent | None] = ContextVar("dsh_current_agent", default=None)
@@ -57,18 +55,6 @@ def _call_id(given: str | None) -> tuple[str, dict[str, str]]:
     return _new_call_id(), {"supplied_call_id": given}
 
 
-ONE_CALL_EVENTS = (
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "Stop",
-    "SessionEnd",
-)
-"""The hook events a one-turn run that calls one tool (``dsh exec``) fires, in either dialect."""
-
-
 def needs_event_loop(ctx: Context, tool: str) -> bool:
     """True when one agent call of ``tool`` may have to wait under asyncio.
 
@@ -79,7 +65,7 @@ def needs_event_loop(ctx: Context, tool: str) -> bool:
     asyncio, even when the hooks plugin is loaded with nothing configured.
     """
     hooks = ctx.get(HOOKS)
-    if hooks is not None and hooks.has_hooks(ONE_CALL_EVENTS):
+    if hooks is not None and hooks.has_hooks(ONE_CALL_POINTS):
         return True
     tools = ctx.get(TOOLS)
     found = None if tools is None else tools.get(tool)
@@ -224,6 +210,10 @@ class Agent(HookPoints):
                 if request != offered:  # once per turn, and again whenever the offer changes
                     session.record(REQUEST_EVENT, **request)
                     offered = request
+                ended = None if hooks is None else await self._model_point(turn_id, None)
+                if ended is not None:  # a BeforeModel hook blocked the request: the turn ends unasked
+                    result = result._replace(blocked=ended)
+                    break
                 step = await self.model.step(session, specs)
                 if not isinstance(step, ModelStep):
                     raise ModelError(
@@ -231,6 +221,11 @@ class Agent(HookPoints):
                         provider=self.model.name,
                     )
                 calls = [c if c.id else c._replace(id=_new_call_id()) for c in step.tool_calls]
+                answer = (step.text, [c.to_json() for c in calls])
+                ended = None if hooks is None else await self._model_point(turn_id, answer)
+                if ended is not None:  # an AfterModel hook refused the answer: dropped, the turn ends
+                    result = result._replace(blocked=ended)
+                    break
                 said: dict[str, Any] = {}
                 if step.reasoning:
                     said["reasoning"] = step.reasoning

@@ -11,9 +11,10 @@ from ._child import Ended
 from ._env import (
     DSH_ENV_PREFIX,
     EXPORTED_FUNCTION_PREFIX,
-    HARNESS_IDENTITY_KEYS,
     SHELL_CODE_KEYS,
     Shell,
+    declare_harness_identity,
+    harness_identity_keys,
     is_managed_key,
 )
 from ._errors import ChannelError, ExecError
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DSH_ENV_PREFIX",
     "EXPORTED_FUNCTION_PREFIX",
-    "HARNESS_IDENTITY_KEYS",
     "LOCAL_WORLD",
     "SHELL_CODE_KEYS",
     "SHELL_EXECUTOR",
@@ -62,7 +62,9 @@ __all__ = [
     "World",
     "WorldKind",
     "check_output_limits",
+    "declare_harness_identity",
     "executor_options",
+    "harness_identity_keys",
     "interrupted_result",
     "interrupted_status",
     "interruption",
