@@ -10,8 +10,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shlex
+import subprocess
 import sys
+import sysconfig
+import venv
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +23,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from tests.conftest import REPO
 from tests.helpers import dsh
 
 pytestmark = pytest.mark.integration
@@ -237,3 +242,50 @@ def test_a_before_tool_guard_holds_over_mcp(tmp_path: Path) -> None:
     assert "Security Policy: rm -rf is not allowed" in refused
     ran = asyncio.run(asyncio.wait_for(_mcp_call(home, tmp_path, "echo over-mcp"), 90))
     assert "over-mcp" in ran
+
+
+def _venv_without_gemini(root: Path) -> Path:
+    """A new venv that sees this workspace's packages except dsh-hooks-gemini (a folder of links to every
+    entry of the workspace's site-packages but that distribution's), so pip alone decides whether it is there."""
+    venv.EnvBuilder(with_pip=True).create(root)
+    python = root / "bin" / "python"
+    site = subprocess.check_output(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
+    ).strip()
+    mirror = root / "workspace-site"
+    mirror.mkdir()
+    workspace = Path(sysconfig.get_paths()["purelib"])
+    for entry in workspace.iterdir():
+        if "dsh_hooks_gemini" not in entry.name:
+            (mirror / entry.name).symlink_to(entry)
+    # addsitedir also runs the editable-install .pth files linked there.
+    (Path(site) / "workspace.pth").write_text(f"import site; site.addsitedir({str(mirror)!r})\n")
+    return python
+
+
+def _pip(python: Path, *args: str) -> None:
+    subprocess.run(
+        [python, "-m", "pip", "--disable-pip-version-check", "-q", *args], check=True, capture_output=True, text=True
+    )
+
+
+def test_pip_uninstall_of_the_dialect_removes_it_and_its_hooks_stop_running(tmp_path: Path) -> None:
+    python = _venv_without_gemini(tmp_path / "venv")
+    guard = _script(tmp_path, "guard.py", GUARD)
+    home = _home(tmp_path, {"BeforeTool": [{"matcher": "run_shell_command", "hooks": [_command(f"{PY} {guard}")]}]})
+    outer = {"GEMINI_SESSION_ID": "outer"}
+    line = 'echo "rm -rf ${GEMINI_SESSION_ID-unset}"'
+    # Not installed: gemini.json is no one's file, the command runs, and Gemini's variables are no one's.
+    before = dsh("exec", "--", line, home=home, cwd=tmp_path, env=outer, python=str(python))
+    assert before.returncode == 0 and before.stdout == "rm -rf outer\n", before.stderr
+
+    _pip(python, "install", "--no-deps", "--no-build-isolation", str(REPO / "packages" / "dsh-hooks-gemini"))
+    listed = dsh("plugins", home=home, python=str(python)).stdout
+    assert re.search(r"^dsh\.hook_dialects +gemini +dsh-hooks-gemini 0\.1\.0 +active$", listed, re.M), listed
+    blocked = dsh("exec", "--", line, home=home, cwd=tmp_path, env=outer, python=str(python))
+    assert blocked.returncode == 126 and "Security Policy: rm -rf is not allowed" in blocked.stderr
+
+    _pip(python, "uninstall", "-y", "dsh-hooks-gemini")
+    assert " gemini " not in dsh("plugins", home=home, python=str(python)).stdout
+    after = dsh("exec", "--", line, home=home, cwd=tmp_path, env=outer, python=str(python))
+    assert after.returncode == 0 and after.stdout == "rm -rf outer\n", after.stderr  # its hooks and scrubbing gone
