@@ -152,7 +152,8 @@ def _check_subagent_scoping(payloads: list[dict[str, Any]], agent: Agent) -> Non
 @pytest.mark.parametrize("backend", ["jsonl", "sqlite"])
 def test_claude_payloads_carry_every_required_key(tmp_path: Path, backend: str) -> None:
     record = tmp_path / "rec"
-    runtime = _runtime(tmp_path, backend, claude=_table(record))
+    # The persistence seam's path (the view goes only to plugin hooks, and there are none).
+    runtime = _runtime(tmp_path, backend, claude=_table(record), claude_transcript="plugins")
     try:
         agent = _drive(runtime, tmp_path)
     finally:
@@ -179,9 +180,10 @@ def test_claude_payloads_carry_every_required_key(tmp_path: Path, backend: str) 
             assert payload["transcript_path"] == ""
 
 
-def test_payloads_are_built_without_creating_the_transcript(tmp_path: Path) -> None:
+@pytest.mark.parametrize("view", ["plugins", "all"])
+def test_payloads_are_built_without_creating_the_transcript(tmp_path: Path, view: str) -> None:
     record = tmp_path / "rec"
-    runtime = _runtime(tmp_path, claude=_table(record))
+    runtime = _runtime(tmp_path, claude=_table(record), claude_transcript=view)
     try:
         session = runtime.ctx.require(SESSIONS).create(tmp_path)
         agent = Agent(runtime.ctx, session, ScriptedModel([]))
@@ -191,7 +193,9 @@ def test_payloads_are_built_without_creating_the_transcript(tmp_path: Path) -> N
         assert not Path(location.path).exists()
         assert not (tmp_path / "home" / "sessions").exists()
         (entry,) = _recorded(record)
-        assert entry["payload"]["transcript_path"] == location.path
+        # The seam's path, or (the default, every Claude Code hook) the Claude-Code-format view beside it.
+        seam_or_view = location.path if view == "plugins" else str(tmp_path / "home" / "transcripts" / "claude-code")
+        assert entry["payload"]["transcript_path"].startswith(seam_or_view)
         assert entry["payload"]["source"] == "startup"
     finally:
         runtime.close()

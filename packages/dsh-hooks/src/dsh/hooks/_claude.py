@@ -196,7 +196,7 @@ class ClaudeCode(HookDialect):
         return ClaudeTranscripts(home, model, self)
 
     def wants_view(self, hook: HookCommand, mode: str) -> bool:
-        """Plugin hooks by default (``plugins``), every hook with ``all``, none with ``off``."""
+        """Every hook with ``all`` (the default), plugin hooks only with ``plugins``, none with ``off``."""
         return mode == "all" or (mode == "plugins" and hook.plugin_root is not None)
 
     def extra_tables(self, ctx: Context, config: Any, base: Path | None, home: Path | None) -> list[HookTable]:

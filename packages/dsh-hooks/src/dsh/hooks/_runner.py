@@ -40,11 +40,11 @@ class HooksConfig(NamedTuple):
     """Claude Code plugin folders to load by path (``~/.claude/plugins/x``): their ``hooks/hooks.json``
     (and manifest hooks) join the Claude Code hooks, with ``CLAUDE_PLUGIN_ROOT`` and ``CLAUDE_PLUGIN_DATA``;
     their ``skills/`` become a source of the ``skills`` service."""
-    claude_transcript: Literal["plugins", "all", "off"] = "plugins"
+    claude_transcript: Literal["plugins", "all", "off"] = "all"
     """Which Claude Code hooks get, as ``transcript_path``, a view of the session in Claude Code's own
     ``.jsonl`` format (under ``<DSH_HOME>/transcripts/claude-code/``, current when the hook runs):
-    those of ``claude_plugins`` folders (the default), every Claude Code hook, or none. The others get
-    the persistence's ``locate()``."""
+    every Claude Code hook (the default), only those of ``claude_plugins`` folders, or none. The others
+    get the persistence's ``locate()``."""
     model: str = "dsh-scripted"
     """The model name Codex payloads carry."""
     permission_mode: Literal["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"] = "default"

@@ -107,7 +107,7 @@ class HookRunner:
         permission_mode: str = "default",
         ask: Literal["deny", "allow"] = "deny",
         executor: Executor | None = None,
-        transcript_view: TranscriptView = "plugins",
+        transcript_view: TranscriptView = "all",
     ) -> None:
         self._ctx = ctx
         self.tables = dict(tables)
