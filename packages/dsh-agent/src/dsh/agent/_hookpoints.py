@@ -77,9 +77,13 @@ class HookPoints:
             f"{event} hooks blocked the agent from stopping {blocks} times in a row; the stop goes through "
             f"(the cap is {STOP_BLOCK_CAP}, as in Claude Code). Last reason: {reason}"
         )
-        self.session.record("hook/result", event=event, reports=[], warnings=[notice])
-        self._tell(Notice("warning", notice))
+        self._warn(event, notice)
         return True
+
+    def _warn(self, event: str, text: str) -> None:
+        """Record a warning of the loop's own about ``event``'s hooks, as their result, and tell the user."""
+        self.session.record("hook/result", event=event, reports=[], warnings=[text])
+        self._tell(Notice("warning", text))
 
     async def _post_tool_batch(self, calls: Sequence[ToolCall], results: Sequence[ToolResult], turn_id: str) -> None:
         """PostToolBatch once a step's calls have all finished: what the hooks add (context, a blocking

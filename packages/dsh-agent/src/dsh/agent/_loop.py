@@ -7,9 +7,9 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from dsh.bash import Interrupts, interrupted_result, interruption
 from dsh.core import Context
 from dsh.loader import TURN_REFRESH
+from dsh.paths.interrupts import Interrupts, interruption, printed_before
 from dsh.session import (
     TOOLS,
     AgentRef,
@@ -81,7 +81,7 @@ class Agent(HookPoints):
 
     Its methods are coroutines. Under asyncio, calls of one step overlap; without an event loop
     (see :func:`needs_event_loop`) a tool turn runs to its end in one ``send``, and a signal
-    arrives as :class:`dsh.bash.Interrupted` instead of ``asyncio.CancelledError``.
+    arrives as :class:`dsh.paths.interrupts.Interrupted` instead of ``asyncio.CancelledError``.
     """
 
     parent: Agent | None
@@ -365,7 +365,7 @@ class Agent(HookPoints):
                     else "the command's process group was killed"
                 )
                 output, data = f"interrupted ({reason}): {what}", {"interrupted": reason}
-                printed = interrupted_result(exc)
+                printed = printed_before(exc)
                 if printed is not None:  # what the command printed until then is kept, as for a timeout
                     output += "".join(f"\n{text.rstrip()}" for text in (printed.stdout, printed.stderr) if text)
                     data = {**printed.as_data(), **data}

@@ -6,6 +6,8 @@ one-shot run imports no asyncio.
 
 from typing import TYPE_CHECKING
 
+from dsh.paths.interrupts import Interrupted, Interrupts, interrupted_status, interruption
+
 from ._capture import Capture
 from ._child import Ended
 from ._env import (
@@ -18,7 +20,6 @@ from ._env import (
     is_managed_key,
 )
 from ._errors import ChannelError, ExecError
-from ._interrupt import Interrupted, Interrupts, interrupted_result, interrupted_status, interruption
 from ._local import (
     SHELL_EXECUTOR,
     Executor,
@@ -29,7 +30,7 @@ from ._local import (
     executor_options,
     local_executor_plugin,
 )
-from ._request import BashExecRequest, BashExecSpec, ExecResult
+from ._request import BashExecRequest, BashExecSpec, ExecResult, interrupted_result
 from ._world import LOCAL_WORLD, Access, Mount, World, WorldKind, world_of
 
 if TYPE_CHECKING:
