@@ -289,3 +289,20 @@ def test_pip_uninstall_of_the_dialect_removes_it_and_its_hooks_stop_running(tmp_
     assert " gemini " not in dsh("plugins", home=home, python=str(python)).stdout
     after = dsh("exec", "--", line, home=home, cwd=tmp_path, env=outer, python=str(python))
     assert after.returncode == 0 and after.stdout == "rm -rf outer\n", after.stderr  # its hooks and scrubbing gone
+
+
+def test_a_deployment_names_a_dialects_hooks_by_its_name_and_an_unknown_name_is_a_warning(tmp_path: Path) -> None:
+    guard = _script(tmp_path, "guard.py", GUARD)
+    settings = tmp_path / "settings.json"  # a whole Gemini CLI settings.json: only its hooks object is read
+    hooks = {"BeforeTool": [{"matcher": "run_shell_command", "hooks": [_command(f"{PY} {guard}")]}]}
+    settings.write_text(json.dumps({"general": {"vimMode": True}, "hooks": hooks}))
+    settings.chmod(0o600)
+    deployment = tmp_path / "deployment.yaml"
+    config = {"dialects": {"gemini": str(settings), "cursor": {"hooks": {}}}}
+    deployment.write_text(json.dumps({"plugins": [{"id": "hooks", "config": config}]}))
+    home = tmp_path / "home"
+    blocked = dsh("exec", "--deployment", str(deployment), "--", "rm -rf build", home=home, cwd=tmp_path)
+    assert blocked.returncode == 126 and "Security Policy: rm -rf is not allowed" in blocked.stderr
+    (warning,) = [line for line in blocked.stderr.splitlines() if "cursor" in line]
+    assert "no hook dialect named 'cursor' is installed; its hooks do not run" in warning
+    assert "dialects: claude, codex, gemini" in warning
