@@ -85,3 +85,40 @@ def test_a_broken_dialect_entry_is_a_warning_and_the_others_still_guard(tmp_path
     assert proc.returncode == 126 and "claude guard" in proc.stderr
     (warning,) = [line for line in proc.stderr.splitlines() if "hooks:broken" in line]
     assert warning.startswith("dsh: warning:") and "not a named dsh.hooks.dialect.HookDialect" in warning
+
+
+FAULTY = """
+from dsh.hooks.dialect import HookDialect
+
+
+class Faulty(HookDialect):
+    name = "faulty"
+    peer = "Faulty Agent"
+    events = frozenset({{"PreToolUse"}})
+    event_keys = {{"PreToolUse": frozenset({{"session_id", "hook_event_name", "tool_name", "tool_input"}})}}
+
+    def {method}(self, *args, **kwargs):
+        raise RuntimeError("the dialect's own bug")
+
+
+DIALECT = Faulty()
+"""
+
+
+@pytest.mark.parametrize("method", ["interpret", "extra_fields", "hook_env"])
+def test_a_dialect_whose_code_raises_fails_its_hooks_closed_in_one_line(tmp_path: Path, method: str) -> None:
+    site = tmp_path / "site"
+    entry = {"dsh.hook_dialects": {"faulty": "dsh_faulty:DIALECT"}}
+    make_dist(site, "dsh-faulty", "1.0", entry, {"dsh_faulty": FAULTY.format(method=method)})
+    touch_dir(site)
+    home = tmp_path / "home"
+    (home / "hooks").mkdir(parents=True)
+    hook = {"type": "command", "command": "true"}
+    (home / "hooks" / "faulty.json").write_text(json.dumps({"hooks": {"PreToolUse": [{"hooks": [hook]}]}}))
+    victim = tmp_path / "ran"
+    proc = dsh("exec", "--", f"touch {victim}", home=home, cwd=tmp_path, env={"PYTHONPATH": str(site)})
+    # A guard whose verdict cannot be read allowed nothing: refused, said in one line, no traceback.
+    assert proc.returncode == 126 and not victim.exists(), proc.stderr
+    assert "Traceback" not in proc.stderr
+    said = "the Faulty Agent hook dialect ('faulty') failed: RuntimeError: the dialect's own bug"
+    assert f"{said}; fix or uninstall the distribution that provides it" in proc.stderr

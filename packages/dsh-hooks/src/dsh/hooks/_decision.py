@@ -44,6 +44,29 @@ def _refusal(base: HookReport, event: str, why: str, reason: str) -> HookReport:
     return base._replace(error=why)
 
 
+def dialect_failed(
+    dialect: Dialect,
+    event: str,
+    command: str,
+    exc: Exception,
+    exit_code: int | None = None,
+    stdout: str = "",
+    stderr: str = "",
+) -> HookReport:
+    """A hook whose dialect's own code raised (building its payload or environment, reading its
+    output): a defect of the distribution that provides the dialect, never the hook's verdict.
+
+    An error naming the dialect; at a gate also a refusal, since no guard's verdict could be read.
+    """
+    peer = dialect_of(dialect)
+    why = (
+        f"the {peer.peer} hook dialect ({dialect!r}) failed: {type(exc).__name__}: {exc}; "
+        "fix or uninstall the distribution that provides it"
+    )
+    base = HookReport(dialect, event, command, exit_code, stdout, stderr)
+    return _refusal(base, event, why, f"{why}; refused to be safe")
+
+
 def not_started(
     dialect: Dialect, event: str, command: str, exit_code: int | None, stdout: str, stderr: str, why: str
 ) -> HookReport:

@@ -12,7 +12,7 @@ from typing import Any
 
 from dsh.bash import BashExecRequest, Executor, LocalExecutor
 
-from ._decision import not_started, oversized, unknown_status
+from ._decision import dialect_failed, not_started, oversized, unknown_status
 from ._dialect import all_placeholders, dialect_of
 from ._outcome import HookReport
 from ._table import Dialect, HookCommand
@@ -145,4 +145,7 @@ async def run_hook(
         return not_started(
             dialect, event, hook.label, result.exit_code, result.stdout, result.stderr, f"could not start: {why[0]}"
         )
-    return peer.interpret(event, hook.label, result.exit_code, result.stdout, result.stderr, tool, tool_input)
+    try:
+        return peer.interpret(event, hook.label, result.exit_code, result.stdout, result.stderr, tool, tool_input)
+    except Exception as exc:  # the dialect's code, not the hook, failed: its verdict cannot be read
+        return dialect_failed(dialect, event, hook.label, exc, result.exit_code, result.stdout, result.stderr)

@@ -27,6 +27,7 @@ from dsh.paths.log import logger
 from dsh.session import DSH_HOME, SessionHeader
 from dsh.session.persistence import SESSION_PERSISTENCE
 
+from ._decision import dialect_failed
 from ._dialect import Dialect, HookDialect, TranscriptViews, dialect_of, dialects
 from ._envfile import EnvFiles
 from ._outcome import HookOutcome, HookReport
@@ -68,6 +69,11 @@ def error_kind(error: BaseException) -> str:
         if any(marker in name for name in names for marker in markers):
             return kind
     return "unknown"
+
+
+async def _settled(report: HookReport) -> HookReport:
+    """``report`` as one of the jobs an event awaits (a hook the dialect's failure kept from running)."""
+    return report
 
 
 def _conversation(scope: HookScope) -> list[dict[str, str]]:
@@ -508,26 +514,34 @@ class HookRunner:
             table = self.tables.get(dialect)
             if table is None:
                 continue
-            hooks = select_hooks(
-                table,
-                event,
-                subject(dialect),
-                tool=tool,
-                tool_input=tool_input,
-                done=lambda hook: (scope.header.id, dialect, event, hook) in self._done_once,  # noqa: B023 (used at once)
-            )
+            try:
+                hooks = select_hooks(
+                    table,
+                    event,
+                    subject(dialect),
+                    tool=tool,
+                    tool_input=tool_input,
+                    done=lambda hook: (scope.header.id, dialect, event, hook) in self._done_once,  # noqa: B023 (used at once)
+                )
+                peer_input = None if tool is None or not hooks else peer_tool_input(dialect, tool, tool_input or {})
+            except Exception as exc:  # the dialect's matcher or tool names failed: none of its hooks can be chosen
+                jobs.append(_settled(dialect_failed(dialect, event, f"{dialect} {event} hooks", exc)))
+                continue
             if not hooks:
                 continue
             payloads: dict[bool, str] = {}  # one per kind of transcript_path: the view, or locate()
-            peer_input = None if tool is None else peer_tool_input(dialect, tool, tool_input or {})
             for index, hook in enumerate(hooks):
-                view = self._wants_view(dialect, hook)
-                if view not in payloads:
-                    payloads[view] = self._payload(dialect, event, scope, fields, view, subagent, warnings)
-                payload = payloads[view]
+                try:
+                    view = self._wants_view(dialect, hook)
+                    if view not in payloads:
+                        payloads[view] = self._payload(dialect, event, scope, fields, view, subagent, warnings)
+                    payload = payloads[view]
+                    env = dialect_of(dialect).hook_env(hook, scope.header)
+                except Exception as exc:  # the dialect's code failed: the hook cannot run as its peer runs it
+                    jobs.append(_settled(dialect_failed(dialect, event, hook.label, exc)))
+                    continue
                 if hook.once:
                     self._done_once.add((scope.header.id, dialect, event, hook))
-                env = dialect_of(dialect).hook_env(hook, scope.header)
                 if extra_env is not None:
                     env.update(extra_env(dialect, index))
                 cwd = scope.header.cwd
