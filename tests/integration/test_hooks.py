@@ -152,7 +152,8 @@ def _check_subagent_scoping(payloads: list[dict[str, Any]], agent: Agent) -> Non
 @pytest.mark.parametrize("backend", ["jsonl", "sqlite"])
 def test_claude_payloads_carry_every_required_key(tmp_path: Path, backend: str) -> None:
     record = tmp_path / "rec"
-    runtime = _runtime(tmp_path, backend, claude=_table(record))
+    # The persistence seam's path (the view goes only to plugin hooks, and there are none).
+    runtime = _runtime(tmp_path, backend, claude=_table(record), claude_transcript="plugins")
     try:
         agent = _drive(runtime, tmp_path)
     finally:
@@ -179,9 +180,10 @@ def test_claude_payloads_carry_every_required_key(tmp_path: Path, backend: str) 
             assert payload["transcript_path"] == ""
 
 
-def test_payloads_are_built_without_creating_the_transcript(tmp_path: Path) -> None:
+@pytest.mark.parametrize("view", ["plugins", "all"])
+def test_payloads_are_built_without_creating_the_transcript(tmp_path: Path, view: str) -> None:
     record = tmp_path / "rec"
-    runtime = _runtime(tmp_path, claude=_table(record))
+    runtime = _runtime(tmp_path, claude=_table(record), claude_transcript=view)
     try:
         session = runtime.ctx.require(SESSIONS).create(tmp_path)
         agent = Agent(runtime.ctx, session, ScriptedModel([]))
@@ -191,7 +193,9 @@ def test_payloads_are_built_without_creating_the_transcript(tmp_path: Path) -> N
         assert not Path(location.path).exists()
         assert not (tmp_path / "home" / "sessions").exists()
         (entry,) = _recorded(record)
-        assert entry["payload"]["transcript_path"] == location.path
+        # The seam's path, or (the default, every Claude Code hook) the Claude-Code-format view beside it.
+        seam_or_view = location.path if view == "plugins" else str(tmp_path / "home" / "transcripts" / "claude-code")
+        assert entry["payload"]["transcript_path"].startswith(seam_or_view)
         assert entry["payload"]["source"] == "startup"
     finally:
         runtime.close()
@@ -527,23 +531,29 @@ def test_a_finished_session_leaves_nothing_behind_in_the_runner(tmp_path: Path) 
 
 
 def test_a_settings_file_without_hooks_is_no_hooks_and_no_warning(tmp_path: Path) -> None:
+    from dsh.hooks import _claude, _codex
     from dsh.hooks._load import load_hook_table
+    from dsh.hooks.dialect import loaded
 
     settings = tmp_path / "settings.json"
     settings.write_text(json.dumps({"model": "opus", "permissions": {"allow": ["Bash(ls *)"]}}))
-    table = load_hook_table("claude", str(settings))
+    with loaded(_claude.DIALECT, _codex.DIALECT):  # as the hooks plugin loads them
+        table = load_hook_table("claude", str(settings))
+        bare = load_hook_table("codex", {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}], "Stpo": []})
     assert table.events == {} and table.warnings == ()
-    bare = load_hook_table("codex", {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}], "Stpo": []})
     assert list(bare.events) == ["Stop"] and len(bare.warnings) == 1
 
 
 @pytest.mark.parametrize("timeout", [float("nan"), float("inf"), -1, 0])
 def test_a_timeout_that_is_not_a_positive_finite_number_is_a_warning(timeout: float) -> None:
+    from dsh.hooks import _claude
     from dsh.hooks._load import load_hook_table
+    from dsh.hooks.dialect import loaded
 
-    table = load_hook_table(
-        "claude", {"PreToolUse": [{"hooks": [{"type": "command", "command": "exit 2", "timeout": timeout}]}]}
-    )
+    with loaded(_claude.DIALECT):
+        table = load_hook_table(
+            "claude", {"PreToolUse": [{"hooks": [{"type": "command", "command": "exit 2", "timeout": timeout}]}]}
+        )
     (warning,) = table.warnings
     assert f"'timeout' must be a positive number of seconds, not {timeout!r}" in warning
 

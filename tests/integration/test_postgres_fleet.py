@@ -62,7 +62,9 @@ def test_two_hosts_see_and_resume_each_others_sessions(tmp_path: Path, postgres_
     claude = json.loads((tmp_path / "claude.json").read_text())
     codex = json.loads((tmp_path / "codex.json").read_text())
     assert claude["session_id"] == codex["session_id"] == out["session_id"]
-    assert claude["transcript_path"] == "" and codex["transcript_path"] is None
+    # Rows in a database are no transcript file: Codex gets null; Claude Code its view, kept by host A.
+    view = tmp_path / "home-a" / "transcripts" / "claude-code" / f"{out['session_id']}.jsonl"
+    assert claude["transcript_path"] == str(view) and codex["transcript_path"] is None
     listed = dsh("sessions", "list", "--json", "--deployment", str(host_b), home=tmp_path / "home-b", env=b_env)
     assert listed.returncode == 0, listed.stderr
     assert [s["id"] for s in json.loads(listed.stdout)["sessions"]] == [out["session_id"]]

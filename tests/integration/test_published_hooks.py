@@ -236,7 +236,11 @@ def test_a_loop_plugin_reads_the_last_assistant_message_from_a_claude_code_trans
     hooks = {
         "id": "hooks",
         "name": "hooks",
-        "config": {"claude": str(home / "hooks" / "claude.json"), "claude_plugins": [str(plugin)]},
+        "config": {
+            "claude": str(home / "hooks" / "claude.json"),
+            "claude_plugins": [str(plugin)],
+            "claude_transcript": "plugins",
+        },
     }
     deployment.write_text(json.dumps({"plugins": [hooks]}))
     steps = [
@@ -276,13 +280,13 @@ def test_a_loop_plugin_reads_the_last_assistant_message_from_a_claude_code_trans
     assert first["message"]["content"] == [{"type": "text", "text": "I ran it."}]
     assert steer["isMeta"] is True and "<done/>" in steer["message"]["content"]
     assert last["message"]["content"] == [{"type": "text", "text": "All of it ran. <done/>"}]
-    # The user's own hooks get the view only when asked (claude_transcript: all): here they got the
-    # persistence's own transcript path; run again with the opt-in.
+    # With claude_transcript: plugins the user's own hooks got the persistence's own transcript path;
+    # run again with the default, which hands the view to every Claude Code hook.
     (handed,) = {line.split()[0] for line in log.read_text().splitlines()}
     assert handed.startswith(f"{home / 'sessions'}/") and handed.endswith(".jsonl")
 
     log.unlink()
-    hooks["config"]["claude_transcript"] = "all"
+    del hooks["config"]["claude_transcript"]
     deployment.write_text(json.dumps({"plugins": [hooks]}))
     again = dsh(
         "run",
@@ -305,3 +309,46 @@ def test_a_loop_plugin_reads_the_last_assistant_message_from_a_claude_code_trans
     counts = [int(count) for _, _, _, count in seen]
     assert counts == sorted(counts) and counts[0] > 6 and len(set(counts)) == 3
     assert len(view.read_text().splitlines()) == 12  # both turns, each line once
+
+
+def _transcript_readers(tmp_path: Path, *, as_plugin: bool) -> tuple[Path, Path | None]:
+    """The plugin-transcript Stop hooks, as a plugin folder or as the user's own hooks; the home, and
+    the deployment file that loads the plugin (None: the default deployment reads the home's hooks)."""
+    plugin = _plugin(tmp_path, "plugin-transcript")
+    if as_plugin:
+        return _home(tmp_path), _deployment(tmp_path, plugin)
+    table = json.loads((plugin / "hooks" / "hooks.json").read_text().replace("${CLAUDE_PLUGIN_ROOT}", str(plugin)))
+    return _home(tmp_path, claude=table), None
+
+
+@pytest.mark.parametrize("as_plugin", [False, True], ids=["own-hooks", "plugin"])
+def test_stop_hooks_reading_the_transcript_see_the_current_turn_as_claude_code_writes_it(
+    tmp_path: Path, as_plugin: bool
+) -> None:
+    home, deployment = _transcript_readers(tmp_path, as_plugin=as_plugin)
+    chat = tmp_path / "chat.log"
+    steps = [
+        {"text": "Fixed."},  # the gate refuses: no test ran yet in this (first, unflushed) turn
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "python3 -m pytest --version"}}]},
+        {"text": "Fixed, and the tests ran."},
+    ]
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"turns": [{"user": "fix the bug", "steps": steps}]}))
+    chosen = ["--deployment", str(deployment)] if deployment else []
+    proc = dsh("run", "--script", str(script), *chosen, "--json", home=home, cwd=tmp_path, env={"CHAT_LOG": str(chat)})
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    (turn,) = out["turns"]
+    assert turn["text"] == "Fixed, and the tests ran." and turn["blocked"] is None, proc.stderr
+    session = out["session_id"]
+    (transcript,) = (home / "sessions").rglob(f"{session}.jsonl")
+    records = [json.loads(line) for line in transcript.read_text().splitlines()]
+    stops = [r["data"] for r in records if r.get("type") == "hook/result" and r["data"]["event"] == "Stop"]
+    gates = [[rep for rep in s["reports"] if "require_tests" in rep["command"]] for s in stops]
+    assert [g[0]["blocked"] for g in gates] == [True, False]  # once, before the test run; not eight times
+    logged = chat.read_text().split("--- ")[1:]
+    assert len(logged) == 2  # each Stop copied the conversation so far
+    first, second = (block.splitlines()[1:] for block in logged)
+    assert first == ["user: fix the bug", "assistant: Fixed."]
+    assert second[:2] == first and second[2] == 'assistant: [Bash] {"command": "python3 -m pytest --version"}'
+    assert second[3].startswith("user: [result] pytest ") and second[-1] == "assistant: Fixed, and the tests ran."

@@ -143,7 +143,8 @@ def test_hooks_run_on_the_harness_machine_with_its_paths(host: TemporaryHost, tm
     assert out["stdout"] != "0\n" and out["exit_code"] == 0, out  # the command ran as the host's user
     assert Path(f"{seen}.uid").read_text() == f"{os.getuid()}\n", "the hook ran here, as the harness's user"
     payload = json.loads(Path(f"{seen}.json").read_text())
-    assert payload["transcript_path"] == out["location"]["path"] and payload["cwd"] == str(host.home)
+    view = home / "transcripts" / "claude-code" / f"{out['session_id']}.jsonl"  # the harness's own file
+    assert payload["transcript_path"] == str(view) and payload["cwd"] == str(host.home)
 
 
 def test_a_session_works_in_a_folder_only_the_host_has(host: TemporaryHost, tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh.bash import BashExecRequest, ExecError
+from dsh.bash import BashExecRequest, ExecError, declare_harness_identity
 from dsh.bash_ssh import SshError, SshExecutor
 from dsh.bash_ssh.testing import TemporaryHost
 
@@ -70,10 +70,15 @@ def test_the_childs_dsh_variables_are_exactly_the_snapshot_whatever_the_login_se
     host: TemporaryHost, tmp_path: Path
 ) -> None:
     snapshot = {"DSH_SESSION_ID": "fresh", "DSH_SHELL": "1", "DSH_TOOL_CALL_ID": "c-1"}
-    result = _run(
-        _executor(host, tmp_path),
-        BashExecRequest("env", cwd=str(host.home), env={"ORDINARY": "yes"}, dsh_env=snapshot),
-    )
+    # A peer harness's identity variables, as a loaded hook dialect declares them.
+    undeclare = declare_harness_identity(["CODEX_THREAD_ID", "CLAUDE_ENV_FILE"])
+    try:
+        result = _run(
+            _executor(host, tmp_path),
+            BashExecRequest("env", cwd=str(host.home), env={"ORDINARY": "yes"}, dsh_env=snapshot),
+        )
+    finally:
+        undeclare()
     assert result.exit_code == 0, result  # type: ignore[attr-defined]
     stdout: str = result.stdout  # type: ignore[attr-defined]
     child = dict(line.split("=", 1) for line in stdout.splitlines() if "=" in line)

@@ -2,7 +2,15 @@ from __future__ import annotations
 
 import pytest
 
-from dsh.bash import DSH_ENV_PREFIX, HARNESS_IDENTITY_KEYS, BashExecRequest, ChannelError, LocalExecutor, is_managed_key
+from dsh.bash import (
+    DSH_ENV_PREFIX,
+    BashExecRequest,
+    ChannelError,
+    LocalExecutor,
+    declare_harness_identity,
+    harness_identity_keys,
+    is_managed_key,
+)
 from dsh.bash._env import build_child_env, compile_credential_pattern
 from dsh.bash._local import shell_argv
 
@@ -40,24 +48,31 @@ def test_child_env_is_built_in_order() -> None:
 
 
 def test_an_outer_harness_identity_never_passes_but_a_hooks_own_does() -> None:
-    outer = {
-        "CLAUDE_CODE_SESSION_ID": "outer-session",
-        "CLAUDE_ENV_FILE": "/outer/env",
-        "CLAUDE_PROJECT_DIR": "/outer/project",
-        "CLAUDE_PLUGIN_ROOT": "/outer/plugin",
-        "CLAUDE_PLUGIN_DATA": "/outer/data",
-        "CODEX_THREAD_ID": "outer-thread",
-        "CODEX_ENV_FILE": "/outer/codex-env",
-    }
-    assert set(outer) == HARNESS_IDENTITY_KEYS
-    ambient = {**AMBIENT, **outer, "CLAUDECODE": "1", "claude_code_session_id": "a different name"}
-    env = build_child_env(ambient, {}, {}, credentials=compile_credential_pattern())
-    assert not set(outer) & set(env)
-    # Names are exact (POSIX names are case-sensitive); the marker that names no session passes.
-    assert env["CLAUDECODE"] == "1" and env["claude_code_session_id"] == "a different name"
-    # A hook's own values come through the env channel, after the ambient was cleaned.
-    own = build_child_env(ambient, {"CLAUDE_CODE_SESSION_ID": "dsh-session"}, {})
-    assert own["CLAUDE_CODE_SESSION_ID"] == "dsh-session" and "CLAUDE_ENV_FILE" not in own
+    # dsh-bash names no peer: a hook dialect declares its peer's variables while it is loaded.
+    outer = {"PEER_SESSION_ID": "outer-session", "PEER_ENV_FILE": "/outer/env", "OTHER_THREAD_ID": "outer-thread"}
+    ambient = {**AMBIENT, **outer, "PEER_MARKER": "1", "peer_session_id": "a different name"}
+    peer = declare_harness_identity(["PEER_SESSION_ID", "PEER_ENV_FILE"])
+    other = declare_harness_identity(["OTHER_THREAD_ID", "PEER_ENV_FILE"])
+    try:
+        assert harness_identity_keys() >= set(outer)
+        env = build_child_env(ambient, {}, {}, credentials=compile_credential_pattern())
+        assert not set(outer) & set(env)
+        # Names are exact (POSIX names are case-sensitive); a name nobody declared passes.
+        assert env["PEER_MARKER"] == "1" and env["peer_session_id"] == "a different name"
+        # A hook's own values come through the env channel, after the ambient was cleaned.
+        own = build_child_env(ambient, {"PEER_SESSION_ID": "dsh-session"}, {})
+        assert own["PEER_SESSION_ID"] == "dsh-session" and "PEER_ENV_FILE" not in own
+        peer()
+        peer()  # idempotent
+        # Unloaded, its names pass again, but one another declaration holds stays out.
+        env = build_child_env(ambient, {}, {}, credentials=compile_credential_pattern())
+        assert env["PEER_SESSION_ID"] == "outer-session" and "PEER_ENV_FILE" not in env
+    finally:
+        peer()
+        other()
+    assert not harness_identity_keys() & set(outer)
+    with pytest.raises(ValueError, match="without '='"):
+        declare_harness_identity(["A=B"])
 
 
 def test_pwsh_child_has_no_term() -> None:

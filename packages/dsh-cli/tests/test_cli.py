@@ -117,7 +117,9 @@ def test_default_deployment_fires_hooks_from_the_home(tmp_path: Path) -> None:
     out = json.loads(dsh("exec", "--json", "--", "echo hi", home=home).stdout)
     seen = json.loads(payload.read_text())
     assert seen["hook_event_name"] == "PreToolUse" and seen["tool_name"] == "Bash"
-    assert seen["session_id"] == out["session_id"] and seen["transcript_path"] == out["location"]["path"]
+    # Every Claude Code hook is handed the Claude-Code-format view of the session (dsh-hooks' claude_transcript).
+    view = home / "transcripts" / "claude-code" / f"{out['session_id']}.jsonl"
+    assert seen["session_id"] == out["session_id"] and seen["transcript_path"] == str(view)
     assert seen["tool_input"] == {"command": "echo hi"}
 
 

@@ -19,8 +19,15 @@ def _ids(source: str, home: Path, **raw: object) -> list[str]:
 
 def test_a_file_states_only_what_it_changes(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    assert _ids("d.yaml", home) == ["bash-local", "bash-env", "tool-bash", "skills"]
-    assert _ids("d.yaml", home, persistence={"backend": "sqlite"}) == ["bash-local", "bash-env", "tool-bash", "skills"]
+    # hooks is a default with or without a hooks file: the loaded dialects keep their peers' identity from children.
+    assert _ids("d.yaml", home) == ["bash-local", "bash-env", "tool-bash", "skills", "hooks"]
+    assert _ids("d.yaml", home, persistence={"backend": "sqlite"}) == [
+        "bash-local",
+        "bash-env",
+        "tool-bash",
+        "skills",
+        "hooks",
+    ]
     # An entry with a default's id replaces it in place; a new id is added after the defaults.
     layered = layer_on_defaults(
         parse_deployment({"plugins": [{"id": "extra", "name": "tool-pwsh"}, {"id": "tool-bash", "config": {"x": 1}}]}),
@@ -32,14 +39,16 @@ def test_a_file_states_only_what_it_changes(tmp_path: Path) -> None:
         ("bash-env", "bash-env", {}),
         ("tool-bash", "tool-bash", {"x": 1}),
         ("skills", "skills", {}),
+        ("hooks", "hooks", {"home_files": True}),
         ("extra", "tool-pwsh", {}),
     ]
     assert _ids("d.yaml", home, plugins=[{"id": "tool-bash", "enabled": False}]) == [
         "bash-local",
         "bash-env",
         "skills",
+        "hooks",
     ]
-    assert _ids("d.yaml", home, plugins=[]) == ["bash-local", "bash-env", "tool-bash", "skills"]
+    assert _ids("d.yaml", home, plugins=[]) == ["bash-local", "bash-env", "tool-bash", "skills", "hooks"]
 
 
 def test_disabling_what_is_not_a_default_names_the_defaults(tmp_path: Path) -> None:
@@ -57,7 +66,7 @@ def test_turning_hooks_off_boots_alike_with_and_without_a_hooks_file(tmp_path: P
     (hooked / "hooks" / "claude.json").write_text("{}")
     assert _ids("d.yaml", hooked) == ["bash-local", "bash-env", "tool-bash", "skills", "hooks"]
     assert _ids("d.yaml", hooked, **off) == ["bash-local", "bash-env", "tool-bash", "skills"]
-    # A hooks entry of the file's own, where no hooks file makes it a default, takes the default's place.
+    # A hooks entry of the file's own takes the default's place.
     hooks_entry = {"id": "hooks", "config": {"claude": "c.json"}}
     assert _ids("d.yaml", bare, plugins=[{"id": "extra", "name": "tool-pwsh"}, hooks_entry]) == [
         "bash-local",

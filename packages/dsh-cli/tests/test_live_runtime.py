@@ -13,8 +13,8 @@ from dsh.cli._fast._choice import choose_deployment
 from dsh.cli._live import LiveRuntime
 from dsh.cli._runtime import open_runtime
 from dsh.core import FiberState
-from dsh.hooks import HOOKS
-from dsh.loader import BootError
+from dsh.hooks import HOOKS, hook_runner
+from dsh.loader import BootError, Runtime
 from dsh.testing import OTHER_UID, needs_root
 
 
@@ -32,16 +32,23 @@ def _hooks_file(home: Path, mode: int = 0o600) -> Path:
     return path
 
 
+def _claude_source(runtime: Runtime) -> str:
+    """Where the runtime's Claude Code hooks were read from ("": no file was there)."""
+    runner = hook_runner(runtime.ctx)
+    assert runner is not None
+    return runner.tables["claude"].source
+
+
 def test_nothing_moved_is_one_runtime_and_a_new_hooks_file_boots_again(tmp_path: Path) -> None:
     home, env = _home(tmp_path)
     with LiveRuntime(choose_deployment(None, env), env) as live:
         with live.use() as first, live.use() as same:
-            assert first is same and first.ctx.get(HOOKS) is None
+            assert first is same and _claude_source(first) == ""
         assert not live.changed()
-        _hooks_file(home)
+        path = _hooks_file(home)
         assert live.changed()
         with live.use() as second:
-            assert second is not first and second.ctx.get(HOOKS) is not None
+            assert second is not first and _claude_source(second) == f"claude hooks file {path}"
         assert first.ctx.fiber.state is FiberState.DISPOSED, "the runtime the files no longer describe is closed"
     assert second.ctx.fiber.state is FiberState.DISPOSED
 

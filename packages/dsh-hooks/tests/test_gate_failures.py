@@ -13,13 +13,23 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from dsh.hooks import _claude, _codex
 from dsh.hooks._outcome import HookOutcome, HookReport
 from dsh.hooks._process import HOOK_OUTPUT_LIMIT, hook_executor, run_hook
 from dsh.hooks._table import Dialect, HookCommand
+from dsh.hooks.dialect import loaded
+
+
+@pytest.fixture(autouse=True)
+def builtin_dialects() -> Iterator[None]:
+    """Claude Code and Codex loaded, as the hooks plugin loads them from their entry points."""
+    with loaded(_claude.DIALECT, _codex.DIALECT):
+        yield
 
 
 def _run(tmp_path: Path, event: str, hook: HookCommand, dialect: Dialect = "claude") -> HookReport:
@@ -103,10 +113,13 @@ def test_a_hook_that_ran_and_failed_keeps_the_non_blocking_rule(tmp_path: Path) 
 STARVED = textwrap.dedent(
     """
     import asyncio, json, resource, sys
+    from dsh.hooks import _claude
+    from dsh.hooks._dialect import register_dialect
     from dsh.hooks._outcome import HookOutcome
     from dsh.hooks._process import hook_executor, run_hook
     from dsh.hooks._table import HookCommand
 
+    register_dialect(_claude.DIALECT)  # as the hooks plugin does for each dsh.hook_dialects entry
     resource.setrlimit(resource.RLIMIT_NOFILE, (48, 48))
     executor = hook_executor(spill_dir=sys.argv[1])
     # Many guards that allow, and a last one that denies everything.

@@ -4,13 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
-from dsh.bash import HARNESS_IDENTITY_KEYS
+import pytest
+
+from dsh.bash import harness_identity_keys
+from dsh.hooks import _claude, _codex
 from dsh.hooks._dialect import dialects
 from dsh.hooks._process import hook_executor, run_hook
 from dsh.hooks._table import HookCommand
+from dsh.hooks.dialect import loaded
 from dsh.session import SessionHeader
+
+
+@pytest.fixture(autouse=True)
+def builtin_dialects() -> Iterator[None]:
+    """Claude Code and Codex loaded, as the hooks plugin loads them from their entry points."""
+    with loaded(_claude.DIALECT, _codex.DIALECT):
+        yield
+
 
 OUTER = {
     "CLAUDE_ENV_FILE": "/outer/env",
@@ -31,8 +44,9 @@ def test_every_name_a_dialect_sets_for_its_hooks_is_one_no_child_inherits() -> N
     header = SessionHeader(id="s", cwd="/w")
     for dialect in dialects():
         names = {*dialect.hook_env(hook, header), *dialect.env_file_names, *dialect.placeholders}
-        assert names <= HARNESS_IDENTITY_KEYS, (dialect.name, names - HARNESS_IDENTITY_KEYS)
-    assert set(OUTER) == HARNESS_IDENTITY_KEYS
+        assert names <= dialect.identity_variables, (dialect.name, names - dialect.identity_variables)
+        assert dialect.identity_variables <= harness_identity_keys()  # declared while it is loaded
+    assert set(OUTER) == harness_identity_keys()
 
 
 def test_a_hook_starts_from_the_given_environment_without_any_peers_identity(tmp_path: Path) -> None:

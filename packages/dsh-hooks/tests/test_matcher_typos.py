@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from dsh.hooks import _claude, _codex
 from dsh.hooks._load import load_hook_table
 from dsh.hooks._table import Dialect
+from dsh.hooks.dialect import loaded
+
+
+@pytest.fixture(autouse=True)
+def builtin_dialects() -> Iterator[None]:
+    """Claude Code and Codex loaded, as the hooks plugin loads them from their entry points."""
+    with loaded(_claude.DIALECT, _codex.DIALECT):
+        yield
 
 
 def _warnings(tmp_path: Path, dialect: Dialect, matcher: str, event: str = "PreToolUse") -> tuple[str, ...]:

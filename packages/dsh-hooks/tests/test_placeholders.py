@@ -2,8 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
+
+from dsh.hooks import _claude, _codex
 from dsh.hooks._process import command_line
 from dsh.hooks._table import HookCommand
+from dsh.hooks.dialect import loaded
+
+
+@pytest.fixture(autouse=True)
+def builtin_dialects() -> Iterator[None]:
+    """Claude Code and Codex loaded, as the hooks plugin loads them from their entry points."""
+    with loaded(_claude.DIALECT, _codex.DIALECT):
+        yield
+
 
 ENV = {"CLAUDE_PROJECT_DIR": "/p/my project", "CLAUDE_PLUGIN_ROOT": "/plug", "CLAUDE_PLUGIN_DATA": "/data"}
 

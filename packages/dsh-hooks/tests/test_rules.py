@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from dsh.hooks import _claude, _codex
 from dsh.hooks._decision import interpret
 from dsh.hooks._load import load_hook_table
 from dsh.hooks._payload import HookFacts, build_payload, dsh_tool_input, peer_tool_input
 from dsh.hooks._rules import parse_rule, rule_matches
 from dsh.hooks._table import matcher_matches
+from dsh.hooks.dialect import loaded
+
+
+@pytest.fixture(autouse=True)
+def builtin_dialects() -> Iterator[None]:
+    """Claude Code and Codex loaded, as the hooks plugin loads them from their entry points."""
+    with loaded(_claude.DIALECT, _codex.DIALECT):
+        yield
 
 
 def test_exit_codes_per_dialect() -> None:

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
+
+from dsh.hooks import _claude, _codex
 from dsh.hooks._load import load_hook_table
 from dsh.hooks._select import select_hooks
 from dsh.hooks._table import Dialect
+from dsh.hooks.dialect import loaded
+
+
+@pytest.fixture(autouse=True)
+def builtin_dialects() -> Iterator[None]:
+    """Claude Code and Codex loaded, as the hooks plugin loads them from their entry points."""
+    with loaded(_claude.DIALECT, _codex.DIALECT):
+        yield
 
 
 def _table(dialect: Dialect, event: str, *groups: tuple[str | None, list[dict[str, Any]]]) -> Any:

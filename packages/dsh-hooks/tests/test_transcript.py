@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from dsh.hooks._claude import DIALECT as CLAUDE
 from dsh.hooks._transcript import ClaudeTranscripts
 from dsh.session import SessionEvent, SessionHeader
 
@@ -40,7 +41,7 @@ def test_messages_tool_calls_and_results_become_claude_code_lines(tmp_path: Path
         ),
         SessionEvent(type="message/context", data={"text": "note", "source": "hook"}),
     ]
-    path = ClaudeTranscripts(tmp_path / "home", "m-1").update(_header(tmp_path), lambda: events)
+    path = ClaudeTranscripts(tmp_path / "home", "m-1", CLAUDE).update(_header(tmp_path), lambda: events)
     user, assistant, result, context = _lines(path)
     assert user["type"] == "user" and user["message"] == {"role": "user", "content": "list it"}
     assert user["parentUuid"] is None and user["sessionId"] == "s-1" and user["cwd"] == str(tmp_path)
@@ -71,7 +72,7 @@ def test_a_call_no_assistant_announced_gets_an_assistant_line_and_a_supplied_id_
         SessionEvent(type="tool/call", data={"call_id": "c2", "name": "bash", "supplied_call_id": "bad id"}),
         SessionEvent(type="tool/result", data={"call_id": "c2", "name": "bash", "output": "x", "is_error": True}),
     ]
-    path = ClaudeTranscripts(tmp_path / "home", "m").update(_header(tmp_path), lambda: events)
+    path = ClaudeTranscripts(tmp_path / "home", "m", CLAUDE).update(_header(tmp_path), lambda: events)
     lines = _lines(path)
     assert [line["type"] for line in lines] == ["assistant", "user", "assistant", "user"]
     assert lines[0]["message"]["content"][0]["id"] == "c1"
@@ -81,7 +82,7 @@ def test_a_call_no_assistant_announced_gets_an_assistant_line_and_a_supplied_id_
 
 def test_the_view_is_private_and_appended_to_not_rewritten(tmp_path: Path) -> None:
     events = [SessionEvent(type="message/user", data={"text": "one"})]
-    views = ClaudeTranscripts(tmp_path / "home", "m")
+    views = ClaudeTranscripts(tmp_path / "home", "m", CLAUDE)
     path = Path(views.update(_header(tmp_path), lambda: events))
     assert path == tmp_path / "home" / "transcripts" / "claude-code" / "s-1.jsonl"
     assert path.stat().st_mode & 0o777 == 0o600 and path.parent.stat().st_mode & 0o777 == 0o700
@@ -96,7 +97,7 @@ def test_the_view_is_private_and_appended_to_not_rewritten(tmp_path: Path) -> No
 
 def test_a_view_changed_under_it_is_rebuilt_from_the_events(tmp_path: Path) -> None:
     events = [SessionEvent(type="message/user", data={"text": "one"})]
-    views = ClaudeTranscripts(tmp_path / "home", "m")
+    views = ClaudeTranscripts(tmp_path / "home", "m", CLAUDE)
     path = Path(views.update(_header(tmp_path), lambda: events))
     path.write_text("planted\n")
     os.chmod(path, 0o644)
@@ -105,7 +106,7 @@ def test_a_view_changed_under_it_is_rebuilt_from_the_events(tmp_path: Path) -> N
     assert [line["type"] for line in _lines(str(path))] == ["user", "assistant"]
     assert path.stat().st_mode & 0o777 == 0o600
     # Another process (a fresh runner) rebuilds it with the same line ids.
-    again = ClaudeTranscripts(tmp_path / "home", "m")
+    again = ClaudeTranscripts(tmp_path / "home", "m", CLAUDE)
     before = _lines(str(path))
     again.update(_header(tmp_path), lambda: events)
     assert _lines(str(path)) == before
@@ -114,5 +115,5 @@ def test_a_view_changed_under_it_is_rebuilt_from_the_events(tmp_path: Path) -> N
 def test_a_subagent_session_is_a_sidechain(tmp_path: Path) -> None:
     header = _header(tmp_path, parent_session="p-1", origin="subagent", delegation_depth=1)
     events = [SessionEvent(type="message/user", data={"text": "sub"})]
-    (line,) = _lines(ClaudeTranscripts(tmp_path / "home", "m").update(header, lambda: events))
+    (line,) = _lines(ClaudeTranscripts(tmp_path / "home", "m", CLAUDE).update(header, lambda: events))
     assert line["isSidechain"] is True and line["sessionId"] == "s-1"

@@ -13,9 +13,18 @@ from collections.abc import Iterator
 import pytest
 
 from dsh.bash import LocalExecutor
+from dsh.hooks import _claude, _codex
 from dsh.hooks._outcome import HookReport
 from dsh.hooks._process import run_hook
 from dsh.hooks._table import HookCommand
+from dsh.hooks.dialect import loaded
+
+
+@pytest.fixture(autouse=True)
+def builtin_dialects() -> Iterator[None]:
+    """Claude Code and Codex loaded, as the hooks plugin loads them from their entry points."""
+    with loaded(_claude.DIALECT, _codex.DIALECT):
+        yield
 
 
 @pytest.fixture

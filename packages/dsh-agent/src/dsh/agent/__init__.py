@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ._builtins import BUILTINS
 from ._conversation import MISSING_RESULT, Answered, Outcome, Said, conversation, unknown_outcome
 from ._errors import ModelError, ScriptError, TranscriptNotSaved, TurnError, unsaved_message
+from ._hookseam import HOOKS, ONE_CALL_POINTS, STOP_BLOCK_CAP, HookRecord, HookScope, HookVerdict, LoopHooks, Notice
 from ._loop import Agent, needs_event_loop
 from ._model import MODEL, Model, ScriptedModel, ToolCall, check_model, load_model
 from ._provider import NO_KEY, provider_error, read_key, server_message, status_reason
@@ -37,15 +38,23 @@ _LAZY = {
 
 __all__ = [
     "BUILTINS",
+    "HOOKS",
     "MISSING_RESULT",
     "MODEL",
     "NO_KEY",
+    "ONE_CALL_POINTS",
     "SPAWN_DESCRIPTION",
+    "STOP_BLOCK_CAP",
     "Agent",
     "Answered",
+    "HookRecord",
+    "HookScope",
+    "HookVerdict",
+    "LoopHooks",
     "Model",
     "ModelError",
     "ModelStep",
+    "Notice",
     "Outcome",
     "Said",
     "Script",

@@ -5,17 +5,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from dsh.core import Context
-from dsh.hooks import HOOKS
 from dsh.session import Session, SessionEvent, ToolResult
 
+from ._hookseam import HOOKS, STOP_BLOCK_CAP, HookScope, HookVerdict, LoopHooks, Notice
 from ._model import ToolCall
 from ._turns import recorded
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from typing import Any
-
-    from dsh.hooks import HookOutcome, HookRunner, HookScope, Notice
 
 
 class HookPoints:
@@ -31,12 +29,10 @@ class HookPoints:
     _stopping: str | None
     """Why a hook said the turn must stop (``continue: false``), once one did."""
 
-    def _hooks(self) -> HookRunner | None:
+    def _hooks(self) -> LoopHooks | None:
         return self.ctx.get(HOOKS)
 
     def _scope(self, turn_id: str | None) -> HookScope:
-        from dsh.hooks import HookScope
-
         if self.parent is None:
             return HookScope(self.session.header, turn_id, events=self._events, ambient=self.ambient)
         parent = self.parent._scope(self.parent_turn_id)
@@ -47,7 +43,7 @@ class HookPoints:
         """The session's events so far, flushed or not: a hook handed the Claude-Code-format transcript reads them."""
         return self.session.history
 
-    def _settle(self, event: str, outcome: HookOutcome, context_for: Session | None = None) -> HookOutcome:
+    def _settle(self, event: str, outcome: HookVerdict, context_for: Session | None = None) -> HookVerdict:
         """Record what the hooks of ``event`` did, hand their context to the model, tell the user.
 
         Context goes to ``context_for`` (default this agent's session): SubagentStart's is the subagent's.
@@ -62,26 +58,32 @@ class HookPoints:
         for text in outcome.context:
             (context_for or self.session).record("message/context", text=text, source="hook", event=event)
         for notice in outcome.notices():
-            if self.notify is not None:
-                self.notify(notice)
-            else:
-                from dsh.paths.log import logger
-
-                logger("dsh.agent").warning("%s", notice.text)
+            self._tell(notice)
         return outcome
+
+    def _tell(self, notice: Notice) -> None:
+        if self.notify is not None:
+            self.notify(notice)
+        else:
+            from dsh.paths.log import logger
+
+            logger("dsh.agent").warning("%s", notice.text)
 
     def _stop_capped(self, event: str, blocks: int, reason: str) -> bool:
         """Whether a Stop block after ``blocks`` in a row is overridden (Claude Code's cap); if so, say so."""
-        from dsh.hooks import STOP_BLOCK_CAP, HookOutcome
-
         if blocks < STOP_BLOCK_CAP:
             return False
         notice = (
             f"{event} hooks blocked the agent from stopping {blocks} times in a row; the stop goes through "
             f"(the cap is {STOP_BLOCK_CAP}, as in Claude Code). Last reason: {reason}"
         )
-        self._settle(event, HookOutcome(warnings=(notice,)))
+        self._warn(event, notice)
         return True
+
+    def _warn(self, event: str, text: str) -> None:
+        """Record a warning of the loop's own about ``event``'s hooks, as their result, and tell the user."""
+        self.session.record("hook/result", event=event, reports=[], warnings=[text])
+        self._tell(Notice("warning", text))
 
     async def _post_tool_batch(self, calls: Sequence[ToolCall], results: Sequence[ToolResult], turn_id: str) -> None:
         """PostToolBatch once a step's calls have all finished: what the hooks add (context, a blocking
@@ -95,6 +97,20 @@ class HookPoints:
             self.session.record("message/context", text=text, source="hook", event="PostToolBatch")
         if outcome.stop:
             self._stopping = outcome.stop_reason
+
+    async def _model_point(self, turn_id: str, answer: tuple[str, Sequence[Mapping[str, Any]]] | None) -> str | None:
+        """``BeforeModel`` (``answer`` None) or ``AfterModel`` (the model's text and tool calls), in the
+        dialects that have them: why the turn must end (a hook blocked or stopped it), else None."""
+        hooks = self._hooks()
+        assert hooks is not None
+        scope = self._scope(turn_id)
+        if answer is None:
+            outcome = self._settle("BeforeModel", await hooks.before_model(scope))
+        else:
+            outcome = self._settle("AfterModel", await hooks.after_model(scope, answer[0], answer[1]))
+        if outcome.stop:
+            return outcome.stop_reason
+        return outcome.reason if outcome.blocked else None
 
     async def _stop_failure(self, error: Exception, turn_id: str) -> None:
         """StopFailure when the turn ends on an error (of the model or its provider); recorded only."""

@@ -7,10 +7,9 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from dsh.bash import Interrupts, interrupted_result, interruption
 from dsh.core import Context
-from dsh.hooks import HOOKS
 from dsh.loader import LOOP_LIMITS, TURN_REFRESH, LoopLimits
+from dsh.paths.interrupts import Interrupts, interruption, printed_before
 from dsh.session import (
     TOOLS,
     AgentRef,
@@ -25,13 +24,12 @@ from dsh.session import (
 
 from ._errors import ModelError, TranscriptNotSaved
 from ._hookpoints import HookPoints
+from ._hookseam import HOOKS, ONE_CALL_POINTS, Notice
 from ._model import Model, ToolCall
 from ._request import REQUEST_EVENT, request_data
 from ._turns import recorded
 
 if TYPE_CHECKING:
-    from dsh.hooks import Notice
-
     from ._steps import TurnResult
 
 current_agent: ContextVar[Agent | None] = ContextVar("dsh_current_agent", default=None)
@@ -57,18 +55,6 @@ def _call_id(given: str | None) -> tuple[str, dict[str, str]]:
     return _new_call_id(), {"supplied_call_id": given}
 
 
-ONE_CALL_EVENTS = (
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "Stop",
-    "SessionEnd",
-)
-"""The hook events a one-turn run that calls one tool (``dsh exec``) fires, in either dialect."""
-
-
 def needs_event_loop(ctx: Context, tool: str) -> bool:
     """True when one agent call of ``tool`` may have to wait under asyncio.
 
@@ -79,7 +65,7 @@ def needs_event_loop(ctx: Context, tool: str) -> bool:
     asyncio, even when the hooks plugin is loaded with nothing configured.
     """
     hooks = ctx.get(HOOKS)
-    if hooks is not None and hooks.has_hooks(ONE_CALL_EVENTS):
+    if hooks is not None and hooks.has_hooks(ONE_CALL_POINTS):
         return True
     tools = ctx.get(TOOLS)
     found = None if tools is None else tools.get(tool)
@@ -95,7 +81,7 @@ class Agent(HookPoints):
 
     Its methods are coroutines. Under asyncio, calls of one step overlap; without an event loop
     (see :func:`needs_event_loop`) a tool turn runs to its end in one ``send``, and a signal
-    arrives as :class:`dsh.bash.Interrupted` instead of ``asyncio.CancelledError``.
+    arrives as :class:`dsh.paths.interrupts.Interrupted` instead of ``asyncio.CancelledError``.
     """
 
     parent: Agent | None
@@ -232,6 +218,10 @@ class Agent(HookPoints):
                 if request != offered:  # once per turn, and again whenever the offer changes
                     session.record(REQUEST_EVENT, **request)
                     offered = request
+                ended = None if hooks is None else await self._model_point(turn_id, None)
+                if ended is not None:  # a BeforeModel hook blocked the request: the turn ends unasked
+                    result = result._replace(blocked=ended)
+                    break
                 step = await self.model.step(session, specs)
                 if not isinstance(step, ModelStep):
                     raise ModelError(
@@ -239,6 +229,11 @@ class Agent(HookPoints):
                         provider=self.model.name,
                     )
                 calls = [c if c.id else c._replace(id=_new_call_id()) for c in step.tool_calls]
+                answer = (step.text, [c.to_json() for c in calls])
+                ended = None if hooks is None else await self._model_point(turn_id, answer)
+                if ended is not None:  # an AfterModel hook refused the answer: dropped, the turn ends
+                    result = result._replace(blocked=ended)
+                    break
                 said: dict[str, Any] = {}
                 if step.reasoning:
                     said["reasoning"] = step.reasoning
@@ -322,12 +317,10 @@ class Agent(HookPoints):
         if stop.stop:
             return result._replace(stopped=stop.stop_reason)
         if stop.blocked:
-            from dsh.hooks import HookOutcome
-
-            notice = (
-                f"{event} hooks blocked the stop, but the turn reached max_steps; it ends. Reason given: {stop.reason}"
+            self._warn(
+                event,
+                f"{event} hooks blocked the stop, but the turn reached max_steps; it ends. Reason given: {stop.reason}",
             )
-            self._settle(event, HookOutcome(warnings=(notice,)))
         return result
 
     async def _call_tools(self, calls: list[ToolCall], turn_id: str) -> list[ToolResult]:
@@ -429,7 +422,7 @@ class Agent(HookPoints):
                     else "the command's process group was killed"
                 )
                 output, data = f"interrupted ({reason}): {what}", {"interrupted": reason}
-                printed = interrupted_result(exc)
+                printed = printed_before(exc)
                 if printed is not None:  # what the command printed until then is kept, as for a timeout
                     output += "".join(f"\n{text.rstrip()}" for text in (printed.stdout, printed.stderr) if text)
                     data = {**printed.as_data(), **data}

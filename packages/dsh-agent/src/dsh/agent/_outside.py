@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from dsh.bash import interruption
+from dsh.paths.interrupts import interruption
 from dsh.session import TOOLS, ToolResult, drop_nulls
 
 from ._errors import TurnError

@@ -11,7 +11,7 @@ and, for bash, ``~/.bashrc`` have had their say. The line never relies on ``Acce
    the names that make bash run code of the environment's choosing (``dsh.bash.SHELL_CODE_KEYS``) and
    without the functions the login environment exports (``BASH_FUNC_*``): no start-up file runs, and
    no function stands in for a builtin of the prelude or a command of the child;
-3. the prelude unsets an outer harness's identity (``dsh.bash.HARNESS_IDENTITY_KEYS``, exactly),
+3. the prelude unsets an outer harness's identity (``dsh.bash.harness_identity_keys()``, exactly),
    every exported ``DSH_*`` name (any case) and the credential-shaped names of the remote side,
    exports the environment dsh built (terminal settings, the ordinary ``env``, the ``DSH_*``
    snapshot last) and ``exec``s the shell's argv. So the child's environment follows the local
@@ -23,7 +23,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 
-from dsh.bash import DSH_ENV_PREFIX, EXPORTED_FUNCTION_PREFIX, HARNESS_IDENTITY_KEYS, SHELL_CODE_KEYS
+from dsh.bash import DSH_ENV_PREFIX, EXPORTED_FUNCTION_PREFIX, SHELL_CODE_KEYS, harness_identity_keys
 
 NO_CWD = "nocwd"
 """Said after the marker instead of a pid when the working directory does not exist on the host (nothing ran)."""
@@ -45,7 +45,7 @@ def remote_line(
     """The command line for sshd: working directory, marker, clean shell, prelude, then ``argv`` with ``env``."""
     exports = " ".join(f"{key}={shlex.quote(value)}" for key, value in env.items())
     prelude = [
-        f"unset -v {' '.join(sorted(HARNESS_IDENTITY_KEYS))}",  # exact names, as the local recipe drops them
+        f"unset -v {' '.join(sorted(harness_identity_keys()))}",  # exact names, as the local recipe drops them
         "shopt -s nocasematch",
         f"pattern={shlex.quote(credentials or '')}",
         f"for name in $(compgen -e); do if [[ $name == {DSH_ENV_PREFIX}* ]] "

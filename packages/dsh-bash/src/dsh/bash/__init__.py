@@ -6,18 +6,20 @@ one-shot run imports no asyncio.
 
 from typing import TYPE_CHECKING
 
+from dsh.paths.interrupts import Interrupted, Interrupts, interrupted_status, interruption
+
 from ._capture import Capture
 from ._child import UNKNOWN_STATUS, Ended
 from ._env import (
     DSH_ENV_PREFIX,
     EXPORTED_FUNCTION_PREFIX,
-    HARNESS_IDENTITY_KEYS,
     SHELL_CODE_KEYS,
     Shell,
+    declare_harness_identity,
+    harness_identity_keys,
     is_managed_key,
 )
 from ._errors import ChannelError, ExecError
-from ._interrupt import Interrupted, Interrupts, interrupted_result, interrupted_status, interruption
 from ._local import (
     SHELL_EXECUTOR,
     Executor,
@@ -28,7 +30,7 @@ from ._local import (
     executor_options,
     local_executor_plugin,
 )
-from ._request import BashExecRequest, BashExecSpec, ExecResult
+from ._request import BashExecRequest, BashExecSpec, ExecResult, interrupted_result
 from ._world import LOCAL_WORLD, Access, Mount, World, WorldKind, world_of
 
 if TYPE_CHECKING:
@@ -37,7 +39,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DSH_ENV_PREFIX",
     "EXPORTED_FUNCTION_PREFIX",
-    "HARNESS_IDENTITY_KEYS",
     "LOCAL_WORLD",
     "SHELL_CODE_KEYS",
     "SHELL_EXECUTOR",
@@ -63,7 +64,9 @@ __all__ = [
     "World",
     "WorldKind",
     "check_output_limits",
+    "declare_harness_identity",
     "executor_options",
+    "harness_identity_keys",
     "interrupted_result",
     "interrupted_status",
     "interruption",

@@ -16,8 +16,9 @@ import subprocess
 import time
 from typing import TYPE_CHECKING
 
+from dsh.paths.interrupts import Interrupts
+
 from ._child import DRAIN_GRACE, EXIT_GRACE, POLL, Ended, close_passed, kill_group, pipe_capacity, reap, spawn
-from ._interrupt import Interrupts
 
 if TYPE_CHECKING:
     from typing import IO

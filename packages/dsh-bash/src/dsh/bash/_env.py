@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Final, Literal
 
 from ._errors import ChannelError
@@ -26,23 +26,50 @@ EXPORTED_FUNCTION_PREFIX: Final = "BASH_FUNC_"
 """Ambient names bash imports as functions (``BASH_FUNC_printenv%%``): one could stand in for any
 command the child runs (``printenv``, ``env``), so none passes from the ambient environment."""
 
-HARNESS_IDENTITY_KEYS: Final = frozenset(
-    {
-        "CLAUDE_CODE_SESSION_ID",
-        "CLAUDE_ENV_FILE",
-        "CLAUDE_PROJECT_DIR",
-        "CLAUDE_PLUGIN_ROOT",
-        "CLAUDE_PLUGIN_DATA",
-        "CODEX_THREAD_ID",
-        "CODEX_ENV_FILE",
-    }
-)
-"""Ambient names by which the peer harnesses (Claude Code, Codex: the dialects dsh's hooks speak) tell
-their children which session, project, plugin and env file they belong to. In dsh's process they can
-only be an outer harness's, so none passes from the ambient environment: a command of a dsh session
-is not the outer session's, and a hook gets its own dialect's values through the ``env`` channel.
-(``CLAUDECODE=1`` passes: it says a Claude Code is somewhere above, which stays true, and names no
-session.)"""
+_IDENTITY: dict[str, int] = {}
+"""The peer harnesses' identity variables now declared, each with how many declarations hold it."""
+
+
+def harness_identity_keys() -> frozenset[str]:
+    """Ambient names by which a peer harness (Claude Code, Codex, Gemini CLI: the hook dialects loaded)
+    tells its children which session, project, plugin or env file they belong to.
+
+    In dsh's process they can only be an outer harness's, so none passes from the ambient environment:
+    a command of a dsh session is not the outer session's, and a hook gets its own dialect's values
+    through the ``env`` channel. dsh-bash names no peer: each hook dialect declares its variables
+    (:func:`declare_harness_identity`) while it is loaded. (``CLAUDECODE=1`` passes: it says a Claude
+    Code is somewhere above, which stays true, and names no session.)
+    """
+    return frozenset(_IDENTITY)
+
+
+def declare_harness_identity(names: Iterable[str]) -> Callable[[], None]:
+    """Keep ``names`` out of every child's ambient environment until the returned disposer is called
+    (idempotent). Declarations of one name add up: it passes again only when all are disposed."""
+    held = tuple(dict.fromkeys(names))
+    for name in held:
+        if not isinstance(name, str) or not name or "=" in name:
+            raise ValueError(f"a harness identity variable must be a non-empty name without '=', not {name!r}")
+    for name in held:
+        _IDENTITY[name] = _IDENTITY.get(name, 0) + 1
+    _VERDICTS.clear()
+    done = False
+
+    def dispose() -> None:
+        nonlocal done
+        if done:
+            return
+        done = True
+        for name in held:
+            count = _IDENTITY.get(name, 0) - 1
+            if count > 0:
+                _IDENTITY[name] = count
+            else:
+                _IDENTITY.pop(name, None)
+        _VERDICTS.clear()
+
+    return dispose
+
 
 TERMINAL_ENV: Final[Mapping[str, str]] = {"NO_COLOR": "1", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
 """Settings for a non-interactive child; pwsh gets them without ``TERM``."""
@@ -101,7 +128,7 @@ def _passes(name: str, credentials: re.Pattern[str] | None) -> bool:
     return (
         not is_managed_key(name)
         and name not in SHELL_CODE_KEYS
-        and name not in HARNESS_IDENTITY_KEYS
+        and name not in _IDENTITY
         and not name.startswith(EXPORTED_FUNCTION_PREFIX)
         and (credentials is None or not credentials.search(name))
     )

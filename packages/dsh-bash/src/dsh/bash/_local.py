@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from dsh.core import Context, FieldError, Plugin, ServiceKey
 from dsh.paths import resolve_dsh_home
+from dsh.paths.interrupts import Interrupted, Interrupts, interrupted_status, interruption
 from dsh.session import DSH_HOME
 
 from ._capture import Capture
 from ._child import Ended, close_passed
 from ._env import DEFAULT_CREDENTIAL_PATTERN, Shell, build_child_env, compile_credential_pattern
-from ._interrupt import Interrupted, Interrupts, interrupted_status, interruption
 from ._request import BashExecRequest, BashExecSpec, ExecResult
 from ._world import LOCAL_WORLD, World
 

@@ -7,6 +7,7 @@ of which cost every cold ``dsh`` about half a millisecond); change one with ``_r
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from dsh.paths.interrupts import printed_before
 from dsh.session import EMPTY_MAPPING
 
 from ._env import Shell
@@ -85,3 +86,10 @@ class ExecResult(NamedTuple):
         if self.sandbox is not None:
             data["sandbox"] = dict(self.sandbox)
         return data
+
+
+def interrupted_result(exc: BaseException) -> ExecResult | None:
+    """What the command an interruption ``exc`` stopped had printed, as this executor's result (its
+    ``128+N`` status included): :func:`dsh.paths.interrupts.printed_before`, when it is an :class:`ExecResult`."""
+    printed = printed_before(exc)
+    return printed if isinstance(printed, ExecResult) else None

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from dsh.hooks import HOOKS
+from dsh.hooks import hook_runner
 from dsh.loader import Runtime
 
 from ._fast._choice import DeploymentChoice
@@ -29,14 +29,15 @@ Watched = tuple[str, ...]
 def watched(runtime: Runtime, path: str | None) -> Watched:
     """What booting ``runtime`` read whose change would change it: the deployment file in effect
     (``path``, or the home's ``deployment.yaml`` that would take over from the built-in one), the
-    home's default hook files, and every path the hooks service loaded or trusted (hook files,
+    home's hooks folder, and every path the hooks service loaded or trusted (hook files, each
+    installed dialect's file in that folder whether it is there yet or not,
     Claude Code plugin folders, their ``skills`` and data folders); and every folder above each,
     since trust is the whole walk's (:func:`dsh.paths.check_trusted`)."""
     home = str(runtime.home)
     hooks_dir = os.path.join(home, "hooks")
-    paths = [home, hooks_dir, os.path.join(hooks_dir, "claude.json"), os.path.join(hooks_dir, "codex.json")]
+    paths = [home, hooks_dir]
     paths.append(os.path.abspath(path) if path is not None else os.path.join(home, "deployment.yaml"))
-    hooks = runtime.ctx.get(HOOKS)
+    hooks = hook_runner(runtime.ctx)
     if hooks is not None:
         paths.extend(os.path.abspath(f) for f in hooks.files())
     walk: dict[str, None] = {}

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from dsh.agent import BUILTINS
-from dsh.hooks import HOOKS
+from dsh.hooks import hook_runner
 from dsh.loader import (
     Catalog,
     Deployment,
@@ -30,22 +30,22 @@ from ._fast._choice import DeploymentChoice, choose_deployment
 
 DEFAULT_SOURCE = "<default deployment>"
 DEFAULT_IDS = ("bash-local", "bash-env", "tool-bash", "skills", "hooks")
-"""The ids :func:`default_plugins` can give, in their order: ``hooks`` only where a hooks file exists."""
+"""The ids :func:`default_plugins` gives, in their order."""
 
 
 def default_plugins(home: Path) -> list[PluginEntry]:
     """The default plugin set: the local executor, bash-env, the bash tool, skills, and hooks when configured.
 
-    Hooks are added when ``<home>/hooks/claude.json`` (a Claude Code ``settings.json``-style file)
-    or ``<home>/hooks/codex.json`` (a Codex ``hooks.json``) exists.
+    Hooks are always there: each installed hook dialect reads its own file under ``<home>/hooks/``
+    when it exists (``claude.json``, a Claude Code ``settings.json``-style file; ``codex.json``, a
+    Codex ``hooks.json``; ``gemini.json`` with dsh-hooks-gemini installed), and while a dialect is
+    loaded its peer's identity variables never reach a child, hooks configured or not.
     """
     hooks_dir = home / "hooks"
     if hooks_dir.is_dir():
         check_trusted(hooks_dir, "hooks directory")  # never run hooks others could have written
     plugins = [PluginEntry(id=name, name=name) for name in DEFAULT_IDS if name != "hooks"]
-    hooks = {d: str(hooks_dir / f"{d}.json") for d in ("claude", "codex") if (hooks_dir / f"{d}.json").is_file()}
-    if hooks:
-        plugins.append(PluginEntry(id="hooks", name="hooks", config=hooks))
+    plugins.append(PluginEntry(id="hooks", name="hooks", config={"home_files": True}))
     return plugins
 
 
@@ -169,5 +169,5 @@ def warnings(runtime: Runtime) -> list[str]:
     A broken third-party contributor must not stop the harness, but it must not go unseen either;
     hook types and fields dsh cannot honour are skipped, never fatal, and never silent.
     """
-    hooks = runtime.ctx.get(HOOKS)
+    hooks = hook_runner(runtime.ctx)
     return [*runtime.warnings(), *([] if hooks is None else hooks.warnings)]

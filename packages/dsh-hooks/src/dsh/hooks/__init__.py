@@ -1,4 +1,6 @@
-"""Hooks for dsh in the Claude Code and Codex dialects.
+"""Hooks for dsh: the runner the loop's hook seam (:data:`dsh.agent.HOOKS`) plugs into, and its
+dialects (Claude Code and Codex here; others, Gemini CLI's, from their own distributions through
+the ``dsh.hook_dialects`` entry points).
 
 Existing hook scripts run unchanged: each learns its session from the JSON on its stdin
 (``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name`` and the event's fields).
@@ -15,7 +17,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from ._key import HOOKS
+from ._key import HOOKS, hook_runner
 
 if TYPE_CHECKING:
     from typing import Any
@@ -48,6 +50,7 @@ __all__ = [
     "HookScope",
     "HooksConfig",
     "Notice",
+    "hook_runner",
     "plugin",
 ]
 

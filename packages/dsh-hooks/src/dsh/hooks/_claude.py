@@ -28,6 +28,14 @@ if TYPE_CHECKING:
 
 _SHELL_TOOLS = frozenset({"bash", "pwsh"})
 
+PROJECT_DIR = "CLAUDE_PROJECT_DIR"
+SESSION_ID = "CLAUDE_CODE_SESSION_ID"
+ENV_FILE = "CLAUDE_ENV_FILE"
+PLUGIN_ROOT = "CLAUDE_PLUGIN_ROOT"
+PLUGIN_DATA = "CLAUDE_PLUGIN_DATA"
+IDENTITY_VARIABLES = frozenset({SESSION_ID, ENV_FILE, PROJECT_DIR, PLUGIN_ROOT, PLUGIN_DATA})
+"""What Claude Code tells its children (and hooks) about their session, project, plugin and env file."""
+
 TOOL_NAMES: Mapping[str, str] = {
     "bash": "Bash",
     "pwsh": "PowerShell",
@@ -68,6 +76,7 @@ class ClaudeCode(HookDialect):
 
     name = "claude"
     peer = "Claude Code"
+    identity_variables = IDENTITY_VARIABLES
     events = frozenset(
         {
             *("PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch", "PermissionRequest"),
@@ -100,8 +109,8 @@ class ClaudeCode(HookDialect):
         }
     )
     failed_tool_event = "PostToolUseFailure"
-    env_file_names = ("CLAUDE_ENV_FILE",)
-    placeholders = ("CLAUDE_PROJECT_DIR", "CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA")
+    env_file_names = (ENV_FILE,)
+    placeholders = (PROJECT_DIR, PLUGIN_ROOT, PLUGIN_DATA)
 
     event_keys = EVENT_KEYS
     omits_nulls = True
@@ -145,11 +154,8 @@ class ClaudeCode(HookDialect):
         return rule is not None and rule_matches(rule, subjects, self.tool_input(tool, tool_input or {}))
 
     def hook_env(self, hook: HookCommand, header: SessionHeader) -> dict[str, str]:
-        env = {"CLAUDE_PROJECT_DIR": header.cwd, "CLAUDE_CODE_SESSION_ID": header.id}
-        if hook.plugin_root is not None:
-            env["CLAUDE_PLUGIN_ROOT"] = hook.plugin_root
-        if hook.plugin_data is not None:
-            env["CLAUDE_PLUGIN_DATA"] = hook.plugin_data
+        env = {PROJECT_DIR: header.cwd, SESSION_ID: header.id}
+        env.update(plugin_env(hook))
         return env
 
     def path_value(self, path: str | None) -> str:
@@ -187,10 +193,10 @@ class ClaudeCode(HookDialect):
     def transcript_views(self, home: Path, model: str) -> TranscriptViews:
         from ._transcript import ClaudeTranscripts
 
-        return ClaudeTranscripts(home, model)
+        return ClaudeTranscripts(home, model, self)
 
     def wants_view(self, hook: HookCommand, mode: str) -> bool:
-        """Plugin hooks by default (``plugins``), every hook with ``all``, none with ``off``."""
+        """Every hook with ``all`` (the default), plugin hooks only with ``plugins``, none with ``off``."""
         return mode == "all" or (mode == "plugins" and hook.plugin_root is not None)
 
     def extra_tables(self, ctx: Context, config: Any, base: Path | None, home: Path | None) -> list[HookTable]:
@@ -205,6 +211,16 @@ class ClaudeCode(HookDialect):
         for loaded in plugins:
             load_plugin_skills(ctx, loaded)
         return [p.table for p in plugins]
+
+
+def plugin_env(hook: HookCommand) -> dict[str, str]:
+    """A plugin hook's folders, as Claude Code names them (Codex sets them too)."""
+    env = {}
+    if hook.plugin_root is not None:
+        env[PLUGIN_ROOT] = hook.plugin_root
+    if hook.plugin_data is not None:
+        env[PLUGIN_DATA] = hook.plugin_data
+    return env
 
 
 def _seconds(value: Any) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from . import _claude as claude
 from ._dialect import HookDialect
 
 if TYPE_CHECKING:
@@ -24,6 +25,11 @@ if TYPE_CHECKING:
     from ._table import HookCommand
 
 TOOL_NAMES: Mapping[str, str] = {"bash": "Bash", "pwsh": "PowerShell"}
+
+THREAD_ID = "CODEX_THREAD_ID"
+ENV_FILE = "CODEX_ENV_FILE"
+IDENTITY_VARIABLES = frozenset({THREAD_ID, ENV_FILE, claude.ENV_FILE, claude.PLUGIN_ROOT, claude.PLUGIN_DATA})
+"""What Codex tells its children and hooks (it sets Claude Code's env-file and plugin names too)."""
 
 _IDENTITY = ("session_id", "transcript_path", "cwd", "hook_event_name", "permission_mode", "model")
 _AGENT = ("agent_id", "agent_type")
@@ -53,6 +59,7 @@ class Codex(HookDialect):
 
     name = "codex"
     peer = "Codex"
+    identity_variables = IDENTITY_VARIABLES
     events = frozenset(
         {
             *("PreToolUse", "PermissionRequest", "PostToolUse", "UserPromptSubmit", "Stop", "StopFailure"),
@@ -72,7 +79,7 @@ class Codex(HookDialect):
     known_tools = frozenset(
         {*TOOL_NAMES.values(), "apply_patch", "Write", "Edit", "spawn_agent", "bash_output", "bash_stop"}
     )
-    env_file_names = ("CODEX_ENV_FILE", "CLAUDE_ENV_FILE")
+    env_file_names = (ENV_FILE, claude.ENV_FILE)
 
     event_keys = EVENT_KEYS
 
@@ -81,13 +88,8 @@ class Codex(HookDialect):
     reserved_answer_fails_closed = True
 
     def hook_env(self, hook: HookCommand, header: SessionHeader) -> dict[str, str]:
-        env = {"CODEX_THREAD_ID": header.id}
         # A plugin's folders wherever its hooks are (plugins load as Claude Code hooks today).
-        if hook.plugin_root is not None:
-            env["CLAUDE_PLUGIN_ROOT"] = hook.plugin_root
-        if hook.plugin_data is not None:
-            env["CLAUDE_PLUGIN_DATA"] = hook.plugin_data
-        return env
+        return {THREAD_ID: header.id, **claude.plugin_env(hook)}
 
 
 DIALECT = Codex()

@@ -10,24 +10,6 @@ from ._dialect import Dialect, dialect_of
 from ._outcome import HookReport
 from ._payload import dsh_tool_input
 
-CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit"})
-"""Events whose plain (non-JSON) stdout is context for the model, in both dialects."""
-
-BLOCKING_EVENTS = frozenset(
-    {
-        "PreToolUse",
-        "PermissionRequest",
-        "PostToolUse",
-        "PostToolUseFailure",
-        "PostToolBatch",
-        "UserPromptSubmit",
-        "Stop",
-        "SubagentStop",
-    }
-)
-"""Events where exit 2 or ``decision: "block"`` acts (after a call: its reason is added to the result
-the model reads); elsewhere exit 2 is only reported to the user."""
-
 
 def _read_json(stdout: str) -> Mapping[str, Any] | None:
     text = stdout.strip()
@@ -44,10 +26,6 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
-GATE_EVENTS = frozenset({"PreToolUse", "UserPromptSubmit"})
-"""Events whose hooks decide whether something happens at all: a verdict that cannot be read refuses."""
-
-
 def unknown_status(dialect: Dialect, event: str, command: str, stdout: str, stderr: str) -> HookReport:
     """A hook whose exit status another reaper took: an error, and at a gate a refusal (fail closed).
 
@@ -61,9 +39,32 @@ def unknown_status(dialect: Dialect, event: str, command: str, stdout: str, stde
 
 def _refusal(base: HookReport, event: str, why: str, reason: str) -> HookReport:
     """``base`` failed with ``why``; at a gate it also refuses, with ``reason``."""
-    if event in GATE_EVENTS:
+    if event in dialect_of(base.dialect).gate_events:
         return base._replace(blocked=True, reason=reason, error=why)
     return base._replace(error=why)
+
+
+def dialect_failed(
+    dialect: Dialect,
+    event: str,
+    command: str,
+    exc: Exception,
+    exit_code: int | None = None,
+    stdout: str = "",
+    stderr: str = "",
+) -> HookReport:
+    """A hook whose dialect's own code raised (building its payload or environment, reading its
+    output): a defect of the distribution that provides the dialect, never the hook's verdict.
+
+    An error naming the dialect; at a gate also a refusal, since no guard's verdict could be read.
+    """
+    peer = dialect_of(dialect)
+    why = (
+        f"the {peer.peer} hook dialect ({dialect!r}) failed: {type(exc).__name__}: {exc}; "
+        "fix or uninstall the distribution that provides it"
+    )
+    base = HookReport(dialect, event, command, exit_code, stdout, stderr)
+    return _refusal(base, event, why, f"{why}; refused to be safe")
 
 
 def not_started(
@@ -129,14 +130,15 @@ def interpret(
     stderr: str,
     tool: str | None = None,
 ) -> HookReport:
-    """Read a finished hook's exit code and output the way its dialect does."""
+    """Read a finished hook's exit code and output by the common rules (the default of
+    :meth:`~._dialect.HookDialect.interpret`), tuned by the dialect's flags."""
     base = HookReport(dialect, event, command, exit_code, stdout, stderr)
     peer = dialect_of(dialect)
     if exit_code == 2:
         why = stderr.strip()
         if not peer.blocks_without_reason and not why:
             return base._replace(error=f"exited 2 without a reason on stderr; {peer.peer} does not block on that")
-        if event not in BLOCKING_EVENTS:
+        if event not in peer.blocking_events:
             return base._replace(error=f"exited 2 ({event} cannot block): {why[:500]}")
         return base._replace(blocked=True, reason=why or f"blocked by hook: {command}")
     if exit_code != 0:
@@ -147,7 +149,7 @@ def interpret(
         if peer.invalid_json_fails and text.startswith("{"):
             # Such a dialect fails a hook whose stdout looks like JSON but is not; others read it as text.
             return base._replace(error=f"printed invalid JSON on stdout: {text[:200]}")
-        return base._replace(additional_context=text) if text and event in CONTEXT_EVENTS else base
+        return base._replace(additional_context=text) if text and event in peer.context_events else base
     raw_specific = output.get("hookSpecificOutput")
     specific: Mapping[str, Any] = raw_specific if isinstance(raw_specific, Mapping) else {}
     decision: Literal["allow", "deny", "ask"] | None = None
@@ -158,7 +160,7 @@ def interpret(
         decision = "allow"
     if event == "PermissionRequest":
         return _permission_answer(dialect, base, output, specific, tool)
-    blocked = decision == "deny" or (output.get("decision") == "block" and event in BLOCKING_EVENTS)
+    blocked = decision == "deny" or (output.get("decision") == "block" and event in peer.blocking_events)
     reason = None
     if blocked or decision == "ask":
         reason = _text(specific.get("permissionDecisionReason")) or _text(output.get("reason"))

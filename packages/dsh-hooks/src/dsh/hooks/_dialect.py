@@ -6,12 +6,18 @@ name with :func:`dialect_of`. A dialect module (one per peer) subclasses it and 
 the events and handler fields its files may hold, its matcher rule, its tool names and payload
 shapes, its environment variables, and how its exit codes and JSON are read. The defaults here are
 the plainest reading (regular-expression matchers, dsh's own tool names, every hook run), so a
-dialect states only where its peer departs from them. A third peer is one more module.
+dialect states only where its peer departs from them.
+
+Dialects are plugins: each is an entry of the ``dsh.hook_dialects`` group (Claude Code and Codex are
+dsh-hooks' own entries, found like any third party's), loaded by the hooks plugin in a child fiber
+that registers it here (:func:`register_dialect`) for as long as the fiber lives. The contract a
+dialect meets is ``docs/extension-points/hook-dialects.md``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -20,6 +26,8 @@ if TYPE_CHECKING:
     from dsh.core import Context
     from dsh.session import SessionEvent, SessionHeader
 
+    from ._outcome import HookReport
+    from ._payload import HookFacts
     from ._table import HookCommand, HookTable
 
 Dialect = str
@@ -49,6 +57,23 @@ class HookDialect:
     """The config key (``hooks.<name>``) and how reports name the dialect."""
     peer: str = ""
     """The peer's own name, for messages."""
+    hooks_file: str = ""
+    """Its hooks file under ``<DSH_HOME>/hooks/`` (default ``<name>.json``), read when the config gives
+    the dialect no source of its own and asks for the home's files (``home_files``)."""
+    identity_variables: frozenset[str] = frozenset()
+    """The variables by which the peer tells its children which session, project, plugin or env file
+    they belong to. In dsh's process they can only be an outer harness's, so no child started through
+    dsh-bash inherits them from the ambient environment while the dialect is loaded; the dialect sets
+    its own values in its hooks' environment (:meth:`hook_env`)."""
+
+    def file_name(self) -> str:
+        """:attr:`hooks_file`, or ``<name>.json``."""
+        return self.hooks_file or f"{self.name}.json"
+
+    def peer_event(self, point: str) -> str | None:
+        """The peer's event for one of dsh's hook points (named as Claude Code and Codex name them:
+        ``PreToolUse``, ``Stop``, ..., and ``BeforeModel`` / ``AfterModel``); None: the peer has none."""
+        return point if point in self.event_keys else None
 
     # -- what its files may hold ---------------------------------------------------------------
     events: frozenset[str] = frozenset()
@@ -58,7 +83,28 @@ class HookDialect:
     command_fields: frozenset[str] = frozenset({"type", "command", "timeout", "async", "statusMessage"})
     """Fields of a command handler, in the peer's spelling; any other is a warning."""
     timeout_fields: tuple[str, ...] = ("timeout",)
-    """Where a handler's timeout (seconds) may be given, first found wins."""
+    """Where a handler's timeout may be given, first found wins."""
+    timeout_unit: float = 1.0
+    """Seconds per unit of a handler's timeout (0.001 for a peer that counts milliseconds)."""
+    default_timeout: float = 600.0
+    """Seconds a command hook may run when its timeout is absent."""
+    group_fields: frozenset[str] = frozenset({"matcher", "hooks"})
+    """Fields of a matcher group, in the peer's spelling; any other is a warning."""
+    gate_events: frozenset[str] = frozenset({"PreToolUse", "UserPromptSubmit"})
+    """The peer's events whose hooks decide whether something happens at all: a hook whose verdict
+    cannot be read there (it could not start, its status was lost, its output was too long) refuses."""
+    blocking_events: frozenset[str] = frozenset(
+        {"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure", "PostToolBatch"}
+        | {"UserPromptSubmit", "Stop", "SubagentStop"}
+    )
+    """The peer's events where exit 2 or a ``block`` decision acts (the default :meth:`interpret`);
+    elsewhere exit 2 is only reported."""
+    context_events: frozenset[str] = frozenset({"SessionStart", "UserPromptSubmit"})
+    """The peer's events whose plain (non-JSON) stdout is context for the model (the default :meth:`interpret`)."""
+    tool_events: frozenset[str] = frozenset(
+        {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PermissionDenied"}
+    )
+    """The peer's events whose matcher is matched against a tool name."""
     min_timeout: float = 0.0
     """A shorter positive timeout is raised to this."""
     async_fields: tuple[str, ...] = ("async",)
@@ -79,6 +125,39 @@ class HookDialect:
     matcher is an unanchored regular expression)."""
     runs_duplicates_once: bool = False
     """Identical command hooks of one event run once (:attr:`HookCommand.identity`)."""
+
+    def matches(self, matcher: str, subjects: Sequence[str], event: str) -> bool:
+        """Whether a matcher that is not ``*`` or empty matches one of ``subjects`` of ``event``.
+
+        The default: with :attr:`exact_name_matchers`, a matcher of only letters, digits, ``_`` and
+        ``|`` is a list of exact names; every other matcher is an unanchored regular expression, and
+        an invalid one never matches.
+        """
+        from ._table import exact_names
+
+        if self.exact_name_matchers and exact_names(matcher):
+            return any(value in matcher.split("|") for value in subjects)
+        import re
+
+        try:
+            pattern = re.compile(matcher)
+        except re.error:
+            return False
+        return any(pattern.search(value) is not None for value in subjects)
+
+    def invalid_matcher(self, matcher: str) -> str | None:
+        """Why ``matcher`` can never match (its regular expression's error), or None."""
+        from ._table import exact_names
+
+        if self.exact_name_matchers and exact_names(matcher):
+            return None
+        import re
+
+        try:
+            re.compile(matcher)
+        except re.error as exc:
+            return str(exc)
+        return None
 
     def condition_applies(
         self, hook: HookCommand, event: str, tool: str | None, tool_input: Mapping[str, Any] | None
@@ -127,6 +206,11 @@ class HookDialect:
         """A call's result as the peer's tool reports it."""
         return dict(response)
 
+    def extra_fields(self, event: str, facts: HookFacts) -> dict[str, Any]:
+        """Payload keys the peer sends that dsh's facts do not hold as such (a timestamp, the turn's
+        prompt); they join the payload before the event's keys are kept (:attr:`event_keys`)."""
+        return {}
+
     def stop_error(self, kind: str) -> str:
         """A ``StopFailure`` category (dsh tells ``rate_limit``, ``overloaded``, ...) as the peer names it."""
         return kind
@@ -149,38 +233,112 @@ class HookDialect:
     """A PermissionRequest answer with a field the peer reserves (``updatedInput``,
     ``updatedPermissions``, ``interrupt``) refuses the call."""
 
+    def interpret(
+        self,
+        event: str,
+        command: str,
+        exit_code: int,
+        stdout: str,
+        stderr: str,
+        tool: str | None = None,
+        tool_input: Mapping[str, Any] | None = None,
+    ) -> HookReport:
+        """A finished hook's exit code and output as a report (``tool_input``: the call's input as the
+        peer's tool took it). The default reads them as Claude Code and Codex do, tuned by the flags
+        above; a peer with other rules overrides this."""
+        from ._decision import interpret
+
+        return interpret(self.name, event, command, exit_code, stdout, stderr, tool)
+
     # -- configuration -------------------------------------------------------------------------
     def extra_tables(self, ctx: Context, config: Any, base: Path | None, home: Path | None) -> list[HookTable]:
         """Hook tables the dialect loads beyond its hooks file (the config's other keys for it)."""
         return []
 
 
-_KNOWN: dict[Dialect, HookDialect] = {}
+_KNOWN: dict[Dialect, tuple[HookDialect, int]] = {}
+"""The dialects loaded in this process, each with how many fibers hold it."""
+
+DIALECT_GROUP = "dsh.hook_dialects"
+"""The entry-point group of dialects (a contract): each names a :class:`HookDialect` instance, or a
+zero-argument callable returning one."""
+
+
+def register_dialect(dialect: HookDialect) -> Callable[[], None]:
+    """Make ``dialect`` known (its hooks can load and run) until the returned disposer is called.
+
+    A second dialect object of a name already known is refused, naming both peers.
+    """
+    if not isinstance(dialect, HookDialect) or not dialect.name:
+        raise TypeError(f"a hook dialect must be a named dsh.hooks.dialect.HookDialect, not {dialect!r}")
+    held = _KNOWN.get(dialect.name)
+    if held is not None and held[0] is not dialect:
+        raise ValueError(
+            f"two hook dialects are named {dialect.name!r} ({held[0].peer} and {dialect.peer}); uninstall one"
+        )
+    _KNOWN[dialect.name] = (dialect, (held[1] if held else 0) + 1)
+    done = False
+
+    def dispose() -> None:
+        nonlocal done
+        if done:
+            return
+        done = True
+        current = _KNOWN.get(dialect.name)
+        if current is None:
+            return
+        if current[1] <= 1:
+            del _KNOWN[dialect.name]
+        else:
+            _KNOWN[dialect.name] = (dialect, current[1] - 1)
+
+    return dispose
+
+
+def load_dialect(dialect: HookDialect) -> Callable[[], None]:
+    """What the hooks plugin does for each dialect while its fiber lives: register it
+    (:func:`register_dialect`) and keep its peer's identity variables from every child
+    (:func:`dsh.bash.declare_harness_identity`); undone by the returned disposer."""
+    from dsh.bash import declare_harness_identity
+
+    release = register_dialect(dialect)
+    undeclare = declare_harness_identity(dialect.identity_variables)
+
+    def dispose() -> None:
+        undeclare()
+        release()
+
+    return dispose
+
+
+@contextmanager
+def loaded(*given: HookDialect) -> Iterator[None]:
+    """``given`` loaded (:func:`load_dialect`) inside the block: for a test or a host that drives the
+    stages without a deployment."""
+    held = [load_dialect(dialect) for dialect in given]
+    try:
+        yield
+    finally:
+        for dispose in reversed(held):
+            dispose()
 
 
 def dialects() -> tuple[HookDialect, ...]:
-    """Every dialect, in the order their hooks run and are reported."""
-    if not _KNOWN:
-        from . import _claude, _codex  # the dialect modules
-
-        for module in (_claude, _codex):
-            _KNOWN[module.DIALECT.name] = module.DIALECT
-    return tuple(_KNOWN.values())
+    """Every dialect loaded, in the order their hooks run and are reported (by name)."""
+    return tuple(_KNOWN[name][0] for name in sorted(_KNOWN))
 
 
 def dialect_names() -> tuple[Dialect, ...]:
-    """Every dialect's name (its key in the hooks config)."""
-    return tuple(d.name for d in dialects())
+    """Every loaded dialect's name (its key in the hooks config)."""
+    return tuple(sorted(_KNOWN))
 
 
 def dialect_of(name: Dialect) -> HookDialect:
-    """The dialect called ``name``; a name no dialect has is a ``ValueError`` listing the known ones."""
-    if not _KNOWN:
-        dialects()
+    """The dialect called ``name``; a name no loaded dialect has is a ``ValueError`` listing the known ones."""
     found = _KNOWN.get(name)
     if found is None:
-        raise ValueError(f"no hook dialect named {name!r}; dialects: {', '.join(_KNOWN)}")
-    return found
+        raise ValueError(f"no hook dialect named {name!r} is loaded; dialects: {', '.join(sorted(_KNOWN)) or 'none'}")
+    return found[0]
 
 
 def all_placeholders() -> tuple[str, ...]:

@@ -19,13 +19,7 @@ from dsh.paths import UntrustedPathError, check_trusted, read_trusted_text
 
 from ._dialect import HookDialect, dialect_of
 from ._errors import HookConfigError
-from ._table import DEFAULT_TIMEOUT, Dialect, HookCommand, HookTable, MatcherGroup, invalid_matcher, matcher_typo
-
-TOOL_MATCHER_EVENTS = frozenset(
-    {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PermissionDenied"}
-)
-"""Events whose matcher is matched against a tool name."""
-_GROUP_FIELDS = frozenset({"matcher", "hooks"})
+from ._table import Dialect, HookCommand, HookTable, MatcherGroup, invalid_matcher, matcher_typo
 
 
 def read_hook_file(path: Path, where: str, what: str = "hooks file") -> Any:
@@ -108,7 +102,7 @@ def _parse_group(peer: HookDialect, event: str, item: Any, where: str, warnings:
     if not isinstance(item, Mapping):
         warnings.append(f"{where}: event '{event}': a matcher group must be an object; skipped")
         return None
-    unknown = sorted(set(item) - _GROUP_FIELDS)
+    unknown = sorted(set(item) - peer.group_fields)
     if unknown:
         warnings.append(f"{where}: event '{event}': unknown matcher group field(s) {', '.join(unknown)}; ignored")
     matcher = item.get("matcher")
@@ -119,7 +113,7 @@ def _parse_group(peer: HookDialect, event: str, item: Any, where: str, warnings:
         error = invalid_matcher(peer.name, matcher)
         if error is not None:
             warnings.append(f"{where}: event '{event}': invalid matcher {matcher!r} ({error}); it never matches")
-        elif event in TOOL_MATCHER_EVENTS and (guess := matcher_typo(peer.name, matcher, peer.known_tools)):
+        elif event in peer.tool_events and (guess := matcher_typo(peer.name, matcher, peer.known_tools, event)):
             warnings.append(
                 f"{where}: event '{event}': matcher {matcher!r} misspells a tool name (matchers are "
                 f"case-sensitive), so its hooks never run for that tool; did you mean {guess!r}?"
@@ -155,7 +149,7 @@ def _parse_handler(peer: HookDialect, event: str, raw: Any, where: str, warnings
         bad("'command' must be a non-blank string")
         return None
     timeout_raw = next((raw[name] for name in peer.timeout_fields if name in raw), None)
-    timeout = DEFAULT_TIMEOUT
+    timeout = peer.default_timeout
     if timeout_raw is not None:
         if (
             isinstance(timeout_raw, bool)
@@ -163,9 +157,10 @@ def _parse_handler(peer: HookDialect, event: str, raw: Any, where: str, warnings
             or not math.isfinite(timeout_raw)
             or timeout_raw <= 0
         ):
-            bad(f"'timeout' must be a positive number of seconds, not {timeout_raw!r}")
+            unit = "seconds" if peer.timeout_unit == 1.0 else "milliseconds" if peer.timeout_unit == 0.001 else "units"
+            bad(f"'timeout' must be a positive number of {unit}, not {timeout_raw!r}")
             return None
-        timeout = float(max(timeout_raw, peer.min_timeout))
+        timeout = float(max(timeout_raw * peer.timeout_unit, peer.min_timeout))
     run_async = any(raw.get(name) is True for name in peer.async_fields)
     extras = peer.command_extras(raw, bad)
     if extras is None:

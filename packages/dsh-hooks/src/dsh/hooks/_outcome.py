@@ -7,13 +7,12 @@ How a finished hook's exit code and output become a report is :mod:`._decision`.
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from dsh.agent import STOP_BLOCK_CAP, Notice
+
 if TYPE_CHECKING:
     from ._table import Dialect
 
-
-STOP_BLOCK_CAP = 8
-"""Stop (or SubagentStop) blocks honoured in a row within a turn, the cap the peers document; the
-next one is overridden: the agent stops, with a notice."""
+__all__ = ["STOP_BLOCK_CAP", "HookOutcome", "HookReport", "Notice"]
 
 
 class HookReport(NamedTuple):
@@ -70,13 +69,6 @@ class HookReport(NamedTuple):
         }
         row.update({k: v for k, v in extras.items() if v is not None})
         return row
-
-
-class Notice(NamedTuple):
-    """A line for the user: a hook's ``systemMessage`` or a warning about a hook that failed."""
-
-    kind: Literal["message", "warning"]
-    text: str
 
 
 class HookOutcome(NamedTuple):

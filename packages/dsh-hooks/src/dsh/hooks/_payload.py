@@ -96,6 +96,7 @@ def build_payload(dialect: Dialect, facts: HookFacts) -> dict[str, Any]:
         if value is None and (key in ("agent_id", "agent_type") or peer.omits_nulls):
             continue
         payload[key] = value
+    payload.update(peer.extra_fields(facts.event, facts))
     allowed = peer.event_keys.get(facts.event)
     if allowed is not None:
         payload = {k: v for k, v in payload.items() if k in allowed}

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple, Protocol
 from dsh.core import Context, Disposer, Plugin, ServiceKey
 from dsh.paths import UntrustedPathError, check_trusted, ensure_private_dir
 
+from . import _claude
 from ._errors import HookConfigError
 from ._load import load_hook_table, read_hook_file
 from ._table import HookTable, merge_tables
@@ -80,7 +81,7 @@ def load_claude_plugin(path: str, base: Path | None, home: Path | None) -> Claud
     data = ensure_private_dir(home / "plugins" / "data" / name, "plugin data folder") if home is not None else None
     tables = [_hook_file(root / "hooks" / "hooks.json", name)] if (root / "hooks" / "hooks.json").exists() else []
     tables.extend(_manifest_hooks(manifest.get("hooks"), root, name, where))
-    table = merge_tables("claude", tables, where)
+    table = merge_tables(_claude.DIALECT.name, tables, where)
     # What a long-lived host watches besides the files read: the folders trusted here (and the data
     # folder its hooks write to), so a change of their owner or mode is seen as a cold start sees it.
     watched = [str(root / "hooks" / "hooks.json"), str(root / ".claude-plugin" / "plugin.json"), str(root / "skills")]
@@ -107,14 +108,14 @@ def _manifest(root: Path, where: str) -> Mapping[str, Any]:
 
 
 def _hook_file(path: Path, name: str) -> HookTable:
-    return load_hook_table("claude", str(path), None, label=f"claude plugin {name} hooks file {path}")
+    return load_hook_table(_claude.DIALECT.name, str(path), None, label=f"claude plugin {name} hooks file {path}")
 
 
 def _manifest_hooks(value: Any, root: Path, name: str, where: str) -> list[HookTable]:
     if value is None:
         return []
     if isinstance(value, Mapping):
-        return [load_hook_table("claude", dict(value), None, label=f"claude plugin {name} manifest hooks")]
+        return [load_hook_table(_claude.DIALECT.name, dict(value), None, label=f"claude plugin {name} manifest hooks")]
     paths = [value] if isinstance(value, str) else value
     if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
         raise HookConfigError(

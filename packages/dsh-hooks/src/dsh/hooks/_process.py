@@ -12,8 +12,8 @@ from typing import Any
 
 from dsh.bash import BashExecRequest, Executor, LocalExecutor
 
-from ._decision import GATE_EVENTS, interpret, not_started, oversized, unknown_status
-from ._dialect import all_placeholders
+from ._decision import dialect_failed, not_started, oversized, unknown_status
+from ._dialect import all_placeholders, dialect_of
 from ._outcome import HookReport
 from ._table import Dialect, HookCommand
 
@@ -89,8 +89,9 @@ def hook_request(
     ambient: Mapping[str, str] | None = None,
 ) -> BashExecRequest:
     """The executor request that runs ``hook`` with ``payload`` on stdin, from ``ambient`` (None: this
-    process's environment). The executor drops an outer harness's identity from it
-    (``dsh.bash.HARNESS_IDENTITY_KEYS``); ``env`` holds the hook's own dialect's."""
+    process's environment). The executor drops an outer harness's identity from it (every loaded
+    dialect's :attr:`~._dialect.HookDialect.identity_variables`, see :func:`dsh.bash.harness_identity_keys`);
+    ``env`` holds the hook's own dialect's."""
     return BashExecRequest(
         command=command_line(hook, env, tool_input),
         cwd=cwd if Path(cwd).is_dir() else None,
@@ -138,9 +139,13 @@ async def run_hook(
         return unknown_status(dialect, event, hook.label, result.stdout, result.stderr)
     if result.stdout_spill is not None or len(result.stdout) > HOOK_OUTPUT_LIMIT:
         return oversized(dialect, event, hook.label, result.exit_code, result.stdout, result.stderr, HOOK_OUTPUT_LIMIT)
-    if result.exit_code in NOT_STARTED_STATUSES and event in GATE_EVENTS:
+    peer = dialect_of(dialect)
+    if result.exit_code in NOT_STARTED_STATUSES and event in peer.gate_events:
         why = result.stderr.strip().splitlines()[-1:] or [f"exit status {result.exit_code}"]
         return not_started(
             dialect, event, hook.label, result.exit_code, result.stdout, result.stderr, f"could not start: {why[0]}"
         )
-    return interpret(dialect, event, hook.label, result.exit_code, result.stdout, result.stderr, tool)
+    try:
+        return peer.interpret(event, hook.label, result.exit_code, result.stdout, result.stderr, tool, tool_input)
+    except Exception as exc:  # the dialect's code, not the hook, failed: its verdict cannot be read
+        return dialect_failed(dialect, event, hook.label, exc, result.exit_code, result.stdout, result.stderr)

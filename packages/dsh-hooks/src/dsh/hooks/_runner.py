@@ -1,34 +1,50 @@
-"""The ``hooks`` plugin: its config, and loading the hook runner into the ``hooks`` service.
+"""The ``hooks`` plugin: its config, its dialects (each in a child fiber), and the ``hooks`` service.
 
 Importing this module is cheap: the runner (asyncio, the executor) and the hook-file loader are
-imported only when the plugin is applied, i.e. when a deployment configures hooks.
+imported only when the plugin is applied.
 """
 
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from dsh.core import Context, Plugin
-from dsh.session import DSH_HOME
+from dsh.session import DSH_HOME, EMPTY_MAPPING
 
 from ._key import HOOKS
 
 if TYPE_CHECKING:
-    from ._table import Dialect, HookTable
+    from pathlib import Path
+
+    from dsh.loader import EntryPointItem
+
+    from ._dialect import HookDialect
+    from ._table import HookTable
 
 
 class HooksConfig(NamedTuple):
-    """Config of the ``hooks`` plugin: each dialect inline or as a path to the peer's file."""
+    """Config of the ``hooks`` plugin: each dialect's hooks inline or as a path to the peer's file.
+
+    ``dialects`` gives any loaded dialect's (a third party's included) by its name; the two dialects
+    dsh-hooks ships keep their top-level keys (``claude``, ``codex``), which deployment files use.
+    """
 
     claude: dict[str, Any] | str | None = None
     codex: dict[str, Any] | str | None = None
+    dialects: Mapping[str, dict[str, Any] | str] = EMPTY_MAPPING
+    """Per dialect name, its hooks inline or a path to its file (``{gemini: ~/.gemini/settings.json}``)."""
+    home_files: bool = False
+    """Read each dialect this config gives no source from its file under ``<DSH_HOME>/hooks/``
+    (``<name>.json``: ``claude.json``, ``codex.json``, ``gemini.json``), if it is there. The ``dsh``
+    command's default deployment sets it."""
     claude_plugins: tuple[str, ...] = ()
     """Claude Code plugin folders to load by path (``~/.claude/plugins/x``): their ``hooks/hooks.json``
     (and manifest hooks) join the Claude Code hooks, with ``CLAUDE_PLUGIN_ROOT`` and ``CLAUDE_PLUGIN_DATA``;
     their ``skills/`` become a source of the ``skills`` service."""
-    claude_transcript: Literal["plugins", "all", "off"] = "plugins"
+    claude_transcript: Literal["plugins", "all", "off"] = "all"
     """Which Claude Code hooks get, as ``transcript_path``, a view of the session in Claude Code's own
     ``.jsonl`` format (under ``<DSH_HOME>/transcripts/claude-code/``, current when the hook runs):
-    those of ``claude_plugins`` folders (the default), every Claude Code hook, or none. The others get
-    the persistence's ``locate()``."""
+    every Claude Code hook (the default), only those of ``claude_plugins`` folders, or none. The others
+    get the persistence's ``locate()``."""
     model: str = "dsh-scripted"
     """The model name Codex payloads carry."""
     permission_mode: Literal["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"] = "default"
@@ -42,32 +58,20 @@ class HooksConfig(NamedTuple):
 
 
 def _apply(ctx: Context, config: HooksConfig) -> None:
-    # Imported here, not at the top: a deployment without hooks never pays for the runner.
+    # Imported here, not at the top: what a deployment without hooks never needs.
     from pathlib import Path
 
-    from ._dialect import dialects
-    from ._load import load_hook_table
+    from dsh.loader import CATALOG, Catalog, follow_group
+
+    from ._dialect import DIALECT_GROUP
     from ._process import hook_executor
     from ._service import HookRunner
-    from ._table import merge_tables
 
     base = Path(config.base_dir).expanduser() if config.base_dir else None
     home = ctx.get(DSH_HOME)
-    tables: dict[Dialect, HookTable] = {}
-    for dialect in dialects():
-        # Each dialect's hooks file is the config field of its name; it may load more (plugin folders).
-        own = load_hook_table(dialect.name, getattr(config, dialect.name), base)
-        extra = dialect.extra_tables(ctx, config, base, home)
-        tables[dialect.name] = merge_tables(dialect.name, [own, *extra], own.source) if extra else own
-    if any(table.warnings for table in tables.values()):
-        from dsh.paths.log import logger  # only to report them: a clean hooks config loads no logging
-
-        for table in tables.values():
-            for warning in table.warnings:
-                logger("dsh.hooks").warning("%s", warning)
     runner = HookRunner(
         ctx,
-        tables,
+        {},
         model=config.model,
         permission_mode=config.permission_mode,
         ask=config.ask,
@@ -79,7 +83,95 @@ def _apply(ctx: Context, config: HooksConfig) -> None:
         ),
     )
     ctx.effect(lambda: runner.close, label="hook runner")
+    catalog = ctx.get(CATALOG) or Catalog()
+    # Every installed dialect's hooks are read now, so a hooks file that cannot be read or trusted
+    # fails this plugin (and the boot) as it always has; each dialect then lives in a child fiber
+    # (below), so uninstalling its distribution and refreshing removes it and its hooks stop.
+    ready: dict[str, tuple[HookDialect, HookTable]] = {}
+    for item in catalog.items(DIALECT_GROUP):
+        try:
+            dialect = as_dialect(item.load(), item.who())
+        except Exception:
+            continue
+        ready[item.name] = (dialect, _read_table(ctx, dialect, config, base, home, hold=False))
     ctx.provide(HOOKS, runner)
+
+    def dialect_plugin(item: "EntryPointItem") -> Plugin:
+        def apply(child: Context, _: None) -> None:
+            preloaded = ready.pop(item.name, None)
+            dialect = preloaded[0] if preloaded else as_dialect(item.load(), item.who())
+            _hold(child, dialect)
+            table = preloaded[1] if preloaded else _read_table(child, dialect, config, base, home, hold=True)
+            child.effect(lambda: runner.add_dialect(dialect.name, table), label=f"{dialect.peer} hooks")
+
+        return Plugin(name=f"hooks:{item.name}", apply=apply)
+
+    follow_group(ctx, DIALECT_GROUP, dialect_plugin, label="hooks")
+    named = set(config.dialects)
+    unknown = sorted(named - {d.name for d in runner.dialects()})
+    if unknown:
+        runner.add_warnings(
+            f"hooks config: no hook dialect named {name!r} is installed; its hooks do not run "
+            f"(dialects: {', '.join(d.name for d in runner.dialects()) or 'none'})"
+            for name in unknown
+        )
+    if runner.warnings:
+        from dsh.paths.log import logger  # only to report them: a clean hooks config loads no logging
+
+        for warning in runner.warnings:
+            logger("dsh.hooks").warning("%s", warning)
+
+
+def as_dialect(value: object, who: str) -> "HookDialect":
+    """The dialect an entry point names (an instance, or a zero-argument callable returning one)."""
+    from ._dialect import HookDialect
+
+    if not isinstance(value, HookDialect) and callable(value):
+        value = value()
+    if not isinstance(value, HookDialect) or not value.name:
+        raise TypeError(
+            f"hook dialect entry point {who} names {value!r}, not a named dsh.hooks.dialect.HookDialect; "
+            "point it at an instance (or a class) of a HookDialect subclass"
+        )
+    return value
+
+
+def _hold(ctx: Context, dialect: "HookDialect") -> None:
+    """Make ``dialect`` known, and its peer's identity variables kept from children, for ``ctx``'s fiber."""
+    from ._dialect import load_dialect
+
+    ctx.effect(lambda: load_dialect(dialect), label=f"{dialect.peer} hook dialect")
+
+
+def _source(dialect: "HookDialect", config: HooksConfig, home: "Path | None") -> tuple[Any, str | None]:
+    """Where ``dialect``'s hooks come from (None: nowhere), and the home file that would be it."""
+    given = config.dialects.get(dialect.name)
+    if given is None and dialect.name in HooksConfig._fields:
+        given = getattr(config, dialect.name)
+    if given is None and config.home_files and home is not None:
+        path = home / "hooks" / dialect.file_name()
+        return (str(path) if path.is_file() else None), str(path)
+    return given, None
+
+
+def _read_table(
+    ctx: Context, dialect: "HookDialect", config: HooksConfig, base: "Path | None", home: "Path | None", *, hold: bool
+) -> "HookTable":
+    """``dialect``'s hooks: its source (:func:`_source`) and what it loads beyond (plugin folders)."""
+    from ._dialect import register_dialect
+    from ._load import load_hook_table
+    from ._table import merge_tables
+
+    release: Callable[[], None] = (lambda: None) if hold else register_dialect(dialect)
+    try:
+        source, home_file = _source(dialect, config, home)
+        own = load_hook_table(dialect.name, source, base)
+        if source is None and home_file is not None:  # watched: its appearance changes the hooks
+            own = own._replace(files=(home_file,))
+        extra = dialect.extra_tables(ctx, config, base, home)
+    finally:
+        release()
+    return merge_tables(dialect.name, [own, *extra], own.source) if extra else own
 
 
 plugin = Plugin(name="hooks", apply=_apply, Config=HooksConfig)

@@ -28,7 +28,7 @@ def select_hooks(
     seen: set[tuple[Any, ...]] = set()
     chosen: list[HookCommand] = []
     for group in table.groups(event):
-        if not group.matches(subjects):
+        if not group.matches(subjects, event):
             continue
         for hook in group.hooks:
             if not dialect.condition_applies(hook, event, tool, tool_input):

@@ -27,7 +27,8 @@ from dsh.paths.log import logger
 from dsh.session import DSH_HOME, SessionHeader
 from dsh.session.persistence import SESSION_PERSISTENCE
 
-from ._dialect import Dialect, TranscriptViews, dialect_of, dialects
+from ._decision import dialect_failed
+from ._dialect import Dialect, HookDialect, TranscriptViews, dialect_of, dialects
 from ._envfile import EnvFiles
 from ._outcome import HookOutcome, HookReport
 from ._payload import HookFacts, build_payload, peer_tool_input, tool_subjects
@@ -70,6 +71,36 @@ def error_kind(error: BaseException) -> str:
     return "unknown"
 
 
+async def _settled(report: HookReport) -> HookReport:
+    """``report`` as one of the jobs an event awaits (a hook the dialect's failure kept from running)."""
+    return report
+
+
+def _conversation(scope: HookScope) -> list[dict[str, str]]:
+    """The session's messages so far as ``role`` (``user``, ``assistant``) and text ``content``."""
+    if scope.events is None:
+        return []
+    roles = {"message/user": "user", "message/context": "user", "message/assistant": "assistant"}
+    found = []
+    for event in scope.events():
+        role = roles.get(event.type)
+        text = event.data.get("text")
+        if role is not None and isinstance(text, str) and text:
+            found.append({"role": role, "content": text})
+    return found
+
+
+def _last_prompt(scope: HookScope) -> str | None:
+    """The prompt the user gave the turn (the last ``message/user`` of their own), if the events say."""
+    if scope.events is None:
+        return None
+    for event in reversed(scope.events()):
+        if event.type == "message/user" and not event.data.get("source"):
+            text = event.data.get("text")
+            return text if isinstance(text, str) else None
+    return None
+
+
 class HookRunner:
     """The ``hooks`` service: fires lifecycle events at the configured hooks of every dialect."""
 
@@ -82,7 +113,7 @@ class HookRunner:
         permission_mode: str = "default",
         ask: Literal["deny", "allow"] = "deny",
         executor: Executor | None = None,
-        transcript_view: TranscriptView = "plugins",
+        transcript_view: TranscriptView = "all",
     ) -> None:
         self._ctx = ctx
         self.tables = dict(tables)
@@ -100,8 +131,28 @@ class HookRunner:
         self._order = itertools.count(1)
         self.transcript_view: TranscriptView = transcript_view if self._home is not None else "off"
         self._views: dict[Dialect, TranscriptViews | None] = {}
+        self._warnings: list[str] = []
 
     # -- configuration ------------------------------------------------------------------------
+
+    def add_dialect(self, dialect: Dialect, table: HookTable) -> Callable[[], None]:
+        """Run ``table``'s hooks for ``dialect`` until the returned disposer is called (its fiber unloads)."""
+        self.tables[dialect] = table
+
+        def remove() -> None:
+            if self.tables.get(dialect) is table:
+                del self.tables[dialect]
+                self._views.pop(dialect, None)
+
+        return remove
+
+    def dialects(self) -> list[HookDialect]:
+        """The dialects whose hooks this runner runs, in order."""
+        return [d for d in dialects() if d.name in self.tables]
+
+    def add_warnings(self, lines: Iterable[str]) -> None:
+        """Add lines to :attr:`warnings` (configuration problems outside any one table)."""
+        self._warnings.extend(lines)
 
     def files(self) -> list[str]:
         """Every file the hooks were read from (or would be, once it appears), each once."""
@@ -110,16 +161,23 @@ class HookRunner:
     @property
     def warnings(self) -> list[str]:
         """Everything skipped or ignored while loading the hook files, one line each."""
-        return [w for table in self.tables.values() for w in table.warnings]
+        return [*self._warnings, *(w for table in self.tables.values() for w in table.warnings)]
 
     def has_hooks(self, events: Iterable[str]) -> bool:
-        """Whether any enabled hook file configures a hook for one of ``events`` (peer event names).
+        """Whether any enabled hook file configures a hook for one of ``events``.
 
-        Cheap (no matching, no process): a host asks it before choosing to run without asyncio,
+        ``events`` are dsh's hook points (``PreToolUse``, ``Stop``, ...), each dialect asked for its
+        own name of each. Cheap (no matching, no process): a host asks it before choosing to run without asyncio,
         since an event without hooks returns at once, without suspending.
         """
         wanted = set(events)
-        return any(group.hooks for table in self.tables.values() for event in wanted for group in table.groups(event))
+        for name, table in self.tables.items():
+            peer = dialect_of(name)
+            for event in wanted:
+                own = peer.peer_event(event)
+                if own is not None and any(group.hooks for group in table.groups(own)):
+                    return True
+        return False
 
     def close(self) -> None:
         """Remove the env files' folder; background tasks still running are cancelled (detached
@@ -163,7 +221,13 @@ class HookRunner:
 
     def _events(self, event: str) -> dict[Dialect, str]:
         """``event`` for every dialect that fires it."""
-        return {d.name: event for d in dialects() if event in d.event_keys}
+        found = {d.name: d.peer_event(event) for d in self.dialects()}
+        return {name: peer for name, peer in found.items() if peer is not None}
+
+    def _failed_events(self) -> dict[Dialect, str]:
+        """The event each dialect fires after a failed call (:attr:`~._dialect.HookDialect.failed_tool_event`)."""
+        found = {d.name: d.peer_event(d.failed_tool_event) for d in self.dialects()}
+        return {name: peer for name, peer in found.items() if peer is not None}
 
     def session_env(self, header: SessionHeader) -> Mapping[str, str]:
         """What SessionStart hooks exported through their env file for this session (or its parent)."""
@@ -277,7 +341,7 @@ class HookRunner:
         if error is not None:
             fields.update(error=error, is_interrupt=False)
         return await self._fire(
-            {d.name: d.failed_tool_event if error is not None else "PostToolUse" for d in dialects()},
+            self._events("PostToolUse") if error is None else self._failed_events(),
             scope,
             fields,
             subject=lambda d: tool_subjects(d, tool),
@@ -325,9 +389,36 @@ class HookRunner:
             subject=lambda d: dialect_of(d).stop_error(kind),
         )
 
+    async def before_model(self, scope: HookScope) -> HookOutcome:
+        """``BeforeModel`` (in the dialects that have it): the conversation the model is about to be asked.
+
+        Fields in dsh's terms: ``model`` and ``messages`` (``role`` ``user`` or ``assistant``, the
+        text ``content``), from the session's events; each dialect shapes them as its peer does.
+        A block or ``continue: false`` ends the turn before the model is asked.
+        """
+        fields = {"model_name": self.model, "messages": _conversation(scope)}
+        return await self._fire(self._events("BeforeModel"), scope, {**scope.agent_fields(), **fields})
+
+    async def after_model(
+        self, scope: HookScope, text: str, tool_calls: Sequence[Mapping[str, Any]] = ()
+    ) -> HookOutcome:
+        """``AfterModel``: the model's answer (its ``text`` and the ``tool_calls`` it asked for) before
+        the loop acts on it; a block or ``continue: false`` ends the turn and the answer is dropped."""
+        fields = {
+            "model_name": self.model,
+            "messages": _conversation(scope),
+            "response_text": text,
+            "response_tool_calls": [dict(c) for c in tool_calls],
+        }
+        return await self._fire(self._events("AfterModel"), scope, {**scope.agent_fields(), **fields})
+
     async def stop(self, scope: HookScope, *, stop_hook_active: bool, last_message: str | None) -> HookOutcome:
         """``Stop`` for the main agent; inside a subagent ``SubagentStop``, carrying the parent's identity."""
-        fields = {"stop_hook_active": stop_hook_active, "last_assistant_message": last_message}
+        fields = {
+            "stop_hook_active": stop_hook_active,
+            "last_assistant_message": last_message,
+            "prompt": _last_prompt(scope),
+        }
         if scope.parent is None:
             return await self._fire(self._events("Stop"), scope, fields)
         location = self._transcript_path(scope.header)
@@ -416,33 +507,41 @@ class HookRunner:
         """
         jobs: list[Coroutine[Any, Any, HookReport]] = []
         warnings: list[str] = []
-        for dialect in (d.name for d in dialects()):
+        for dialect in (d.name for d in self.dialects()):
             event = events.get(dialect)
             if event is None:
                 continue
             table = self.tables.get(dialect)
             if table is None:
                 continue
-            hooks = select_hooks(
-                table,
-                event,
-                subject(dialect),
-                tool=tool,
-                tool_input=tool_input,
-                done=lambda hook: (scope.header.id, dialect, event, hook) in self._done_once,  # noqa: B023 (used at once)
-            )
+            try:
+                hooks = select_hooks(
+                    table,
+                    event,
+                    subject(dialect),
+                    tool=tool,
+                    tool_input=tool_input,
+                    done=lambda hook: (scope.header.id, dialect, event, hook) in self._done_once,  # noqa: B023 (used at once)
+                )
+                peer_input = None if tool is None or not hooks else peer_tool_input(dialect, tool, tool_input or {})
+            except Exception as exc:  # the dialect's matcher or tool names failed: none of its hooks can be chosen
+                jobs.append(_settled(dialect_failed(dialect, event, f"{dialect} {event} hooks", exc)))
+                continue
             if not hooks:
                 continue
             payloads: dict[bool, str] = {}  # one per kind of transcript_path: the view, or locate()
-            peer_input = None if tool is None else peer_tool_input(dialect, tool, tool_input or {})
             for index, hook in enumerate(hooks):
-                view = self._wants_view(dialect, hook)
-                if view not in payloads:
-                    payloads[view] = self._payload(dialect, event, scope, fields, view, subagent, warnings)
-                payload = payloads[view]
+                try:
+                    view = self._wants_view(dialect, hook)
+                    if view not in payloads:
+                        payloads[view] = self._payload(dialect, event, scope, fields, view, subagent, warnings)
+                    payload = payloads[view]
+                    env = dialect_of(dialect).hook_env(hook, scope.header)
+                except Exception as exc:  # the dialect's code failed: the hook cannot run as its peer runs it
+                    jobs.append(_settled(dialect_failed(dialect, event, hook.label, exc)))
+                    continue
                 if hook.once:
                     self._done_once.add((scope.header.id, dialect, event, hook))
-                env = dialect_of(dialect).hook_env(hook, scope.header)
                 if extra_env is not None:
                     env.update(extra_env(dialect, index))
                 cwd = scope.header.cwd

@@ -16,7 +16,8 @@ from ._dialect import Dialect as Dialect  # re-exported: the name tables and tes
 from ._dialect import dialect_of
 
 DEFAULT_TIMEOUT = 600.0
-"""Seconds a command hook may run when its ``timeout`` is absent (both peers: 600)."""
+"""The field's default for a :class:`HookCommand` built by hand; the loader gives each hook its
+dialect's own (:attr:`~._dialect.HookDialect.default_timeout`)."""
 
 _EXACT_MATCHER = re.compile(r"[A-Za-z0-9_|]+")
 
@@ -60,9 +61,9 @@ class MatcherGroup(NamedTuple):
     hooks: tuple[HookCommand, ...]
     dialect: Dialect
 
-    def matches(self, subjects: Sequence[str] | str | None) -> bool:
-        """Whether this group applies to an event whose subject is one of ``subjects``."""
-        return matcher_matches(self.dialect, self.matcher, subjects)
+    def matches(self, subjects: Sequence[str] | str | None, event: str = "") -> bool:
+        """Whether this group applies to ``event`` whose subject is one of ``subjects``."""
+        return matcher_matches(self.dialect, self.matcher, subjects, event)
 
 
 class HookTable(NamedTuple):
@@ -85,34 +86,31 @@ class HookTable(NamedTuple):
         return () if self.disabled else self.events.get(event, ())
 
 
+def exact_names(matcher: str) -> bool:
+    """Whether ``matcher`` is made only of letters, digits, ``_`` and ``|`` (a list of names)."""
+    return _EXACT_MATCHER.fullmatch(matcher) is not None
+
+
 def _exact(dialect: Dialect, matcher: str) -> bool:
     """Whether ``matcher`` is a list of exact names under ``dialect``'s rule."""
-    return dialect_of(dialect).exact_name_matchers and _EXACT_MATCHER.fullmatch(matcher) is not None
+    return dialect_of(dialect).exact_name_matchers and exact_names(matcher)
 
 
-def matcher_matches(dialect: Dialect, matcher: str | None, subjects: Sequence[str] | str | None) -> bool:
-    """Match as the peer does.
+def matcher_matches(
+    dialect: Dialect, matcher: str | None, subjects: Sequence[str] | str | None, event: str = ""
+) -> bool:
+    """Match as the peer does (:meth:`~._dialect.HookDialect.matches`).
 
-    ``None``, ``""`` and ``"*"`` match everything, as does an event without a subject. A dialect
-    with exact-name matchers treats a matcher of only letters, digits, ``_`` and ``|`` as a list of
-    exact names; every other matcher is an unanchored regular expression. An invalid expression
-    never matches.
+    ``None``, ``""`` and ``"*"`` match everything, as does an event without a subject.
     """
     if not matcher or matcher == "*" or subjects is None:
         return True
     values = [subjects] if isinstance(subjects, str) else list(subjects)
-    if _exact(dialect, matcher):
-        names = matcher.split("|")
-        return any(value in names for value in values)
-    try:
-        pattern = re.compile(matcher)
-    except re.error:
-        return False
-    return any(pattern.search(value) is not None for value in values)
+    return dialect_of(dialect).matches(matcher, values, event)
 
 
-def matcher_typo(dialect: Dialect, matcher: str, names: Collection[str]) -> str | None:
-    """A did-you-mean for a tool matcher that misspells tool ``names`` (``bash``, ``BASH``, ``Bash ``,
+def matcher_typo(dialect: Dialect, matcher: str, names: Collection[str], event: str) -> str | None:
+    """A did-you-mean for a tool matcher of ``event`` that misspells tool ``names`` (``bash``, ``BASH``, ``Bash ``,
     ``Bash,Write``, ``bash|Write``); None when it matches them as written, or resembles none of them
     (a third party's tool, say)."""
     if not matcher or matcher == "*" or "mcp__" in matcher or invalid_matcher(dialect, matcher) is not None:
@@ -120,7 +118,7 @@ def matcher_typo(dialect: Dialect, matcher: str, names: Collection[str]) -> str 
     wrong = False  # a list of exact names is wrong only where one of its names is
     if _exact(dialect, matcher):
         words = matcher.split("|")
-    elif matcher_matches(dialect, matcher, list(names)):
+    elif matcher_matches(dialect, matcher, list(names), event):
         return None
     else:
         words, wrong = re.split(r"[\s,;|/]+", matcher.strip()), True
@@ -137,13 +135,9 @@ def matcher_typo(dialect: Dialect, matcher: str, names: Collection[str]) -> str 
 
 def invalid_matcher(dialect: Dialect, matcher: str) -> str | None:
     """Why ``matcher`` can never match (the regular expression's error), or None when it is valid."""
-    if not matcher or matcher == "*" or _exact(dialect, matcher):
+    if not matcher or matcher == "*":
         return None
-    try:
-        re.compile(matcher)
-    except re.error as exc:
-        return str(exc)
-    return None
+    return dialect_of(dialect).invalid_matcher(matcher)
 
 
 def merge_tables(dialect: Dialect, tables: Sequence[HookTable], source: str) -> HookTable:

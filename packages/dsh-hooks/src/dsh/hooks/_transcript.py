@@ -29,7 +29,7 @@ from typing import Any
 from dsh.paths import create_private_file, ensure_private_dir
 from dsh.session import SessionEvent, SessionHeader
 
-from ._payload import peer_tool_input, peer_tool_name, peer_tool_response
+from ._dialect import HookDialect
 
 VIEW_FOLDER = ("transcripts", "claude-code")
 """Where the views live under the home."""
@@ -43,11 +43,12 @@ _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "
 class _Lines:
     """What rendering needs to remember between calls: the chain's end and the tool calls announced."""
 
-    __slots__ = ("header", "model", "parent", "tool_ids")
+    __slots__ = ("dialect", "header", "model", "parent", "tool_ids")
 
-    def __init__(self, header: SessionHeader, model: str) -> None:
+    def __init__(self, header: SessionHeader, model: str, dialect: HookDialect) -> None:
         self.header = header
         self.model = model
+        self.dialect = dialect
         self.parent: str | None = None
         self.tool_ids: dict[str, str] = {}
         """dsh call id -> the ``tool_use`` id an assistant line gave it (a supplied id may differ)."""
@@ -122,8 +123,8 @@ class _Lines:
         return {
             "type": "tool_use",
             "id": given,
-            "name": peer_tool_name("claude", tool),
-            "input": peer_tool_input("claude", tool, arguments),
+            "name": self.dialect.tool_names.get(tool, tool),
+            "input": self.dialect.tool_input(tool, arguments),
         }
 
     def _unannounced_call(self, index: int, data: Mapping[str, Any], at: float) -> list[str]:
@@ -160,7 +161,7 @@ class _Lines:
         }
         given = data.get("data")
         recorded: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
-        result = peer_tool_response("claude", tool, {**recorded, "output": output, "is_error": is_error})
+        result = self.dialect.tool_response(tool, {**recorded, "output": output, "is_error": is_error})
         return [self.line(index, 0, "user", {"role": "user", "content": [block]}, at, toolUseResult=result)]
 
 
@@ -181,9 +182,10 @@ class _View:
 class ClaudeTranscripts:
     """Claude-Code-format views of sessions, kept under ``<home>/transcripts/claude-code/``."""
 
-    def __init__(self, home: Path, model: str) -> None:
+    def __init__(self, home: Path, model: str, dialect: HookDialect) -> None:
         self._folder = home.joinpath(*VIEW_FOLDER)
         self._model = model
+        self._dialect = dialect
         self._views: dict[str, _View] = {}
 
     def path_for(self, header: SessionHeader) -> Path:
@@ -226,7 +228,7 @@ class ClaudeTranscripts:
     def _rebuild(self, header: SessionHeader, known: Sequence[SessionEvent]) -> _View:
         folder = ensure_private_dir(self._folder, "Claude Code transcript folder")
         path = self.path_for(header)
-        lines = _Lines(header, self._model)
+        lines = _Lines(header, self._model, self._dialect)
         temporary = folder / f".{header.id}.{os.getpid()}.tmp"
         with contextlib.suppress(FileNotFoundError):
             temporary.unlink()

@@ -8,6 +8,10 @@ is lost). Inside :meth:`Interrupts.protected` (a spawn, a flush) and once a comm
 :meth:`Interrupts.waiting` (where a command or a resolve is waited for), so it never lands in the
 middle of a spawn or a flush, and one that comes after the command ended does not undo its record.
 :func:`interruption` recognises both, without importing asyncio.
+
+It lives beside :mod:`dsh.paths.signals`, below every distribution, so that a layer which runs
+commands without being an executor (the agent loop) tells and records an interruption without
+depending on one: the executors (dsh-bash) raise and arm it, the loop and the command read it.
 """
 
 from __future__ import annotations
@@ -16,43 +20,60 @@ import contextlib
 import signal
 import sys
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from dsh.paths import signals
+from . import signals
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
     from types import FrameType
 
-    from dsh.paths.signals import Handler
+    from .signals import Handler
 
-    from ._request import ExecResult
+
+@runtime_checkable
+class Printed(Protocol):
+    """What a command printed until its group was killed, as an executor's result carries it
+    (``dsh.bash.ExecResult`` is one)."""
+
+    @property
+    def stdout(self) -> str:
+        """What it wrote on stdout."""
+        ...
+
+    @property
+    def stderr(self) -> str:
+        """What it wrote on stderr."""
+        ...
+
+    def as_data(self) -> dict[str, Any]:
+        """The result as plain data, for a transcript's record."""
+        ...
 
 
 class Interrupted(BaseException):
     """The run was interrupted (``reason``: a signal's name); like ``asyncio.CancelledError``, not an Exception.
 
     ``result``: when a command had started, what it printed until its group was killed (see
-    :func:`interrupted_result`).
+    :func:`printed_before`).
     """
 
-    def __init__(self, reason: str, result: ExecResult | None = None) -> None:
+    def __init__(self, reason: str, result: Printed | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.result = result
 
 
-def interrupted_result(exc: BaseException) -> ExecResult | None:
-    """What the command an interruption ``exc`` stopped had printed, with ``128+N`` as its status.
+def printed_before(exc: BaseException) -> Printed | None:
+    """What the command an interruption ``exc`` stopped had printed (the executor's result, with
+    ``128+N`` as its status).
 
     The executors keep it on :class:`Interrupted` (without an event loop) and on
     ``dsh.bash.CommandCancelled``, the ``asyncio.CancelledError`` they raise when a cancellation
     stopped a command. None when no command had started (or ``exc`` is no interruption).
     """
-    from ._request import ExecResult
-
     result = getattr(exc, "result", None) if interruption(exc) is not None else None
-    return result if isinstance(result, ExecResult) else None
+    return result if isinstance(result, Printed) else None
 
 
 def interrupted_status(reason: str) -> int:
