@@ -199,6 +199,21 @@ def test_the_postgres_driver_is_pinned_in_its_backend_and_nowhere_else() -> None
     assert "dsh.session" in sources and "dsh.agent" not in sources and "dsh.bash" not in sources
 
 
+def test_the_library_stands_apart_from_the_command() -> None:
+    """Issue 40: the front door is dsh-harness's; nothing but the command itself needs dsh-cli."""
+    layers = dict(_readme_layers())
+    assert layers["dsh-harness"] == "dsh.harness"
+    for pkg in PACKAGES:
+        if pkg.name == "dsh-cli":
+            continue
+        deps = _meta(pkg)["project"].get("dependencies", [])
+        assert not [d for d in deps if d.startswith("dsh-cli")], f"{pkg.name} depends on dsh-cli"
+        for source in (pkg / "src").rglob("*.py"):
+            assert "dsh.cli" not in _imports(source), f"{source} imports dsh.cli"
+    mcp = [d.split("==")[0] for d in _meta(REPO / "packages" / "dsh-mcp")["project"]["dependencies"]]
+    assert "dsh-harness" in mcp
+
+
 def test_lazy_cli_exports_resolve() -> None:
     import dsh.cli
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from dsh.agent import Agent, ModelError, load_model
-from dsh.cli import open_runtime
+from dsh.harness import open_runtime
 from dsh.loader import BootError, ModelChoice, Runtime
 from dsh.models.openai import OpenAIConfig, OpenAIModel, drop_nulls, function_tools, strict_schema
 from dsh.session import SESSIONS, TOOLS, Session

@@ -7,7 +7,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh.cli import Harness
+from dsh.harness import Harness
 from dsh.mcp._server import call_id, mcp_tool, shell_tools
 from dsh.session import TOOLS, anthropic_tool, is_safe_id
 

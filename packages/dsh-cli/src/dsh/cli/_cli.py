@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 
 from dsh.core import DshError
 from dsh.paths import signals
+from dsh.paths.deployment import choose_deployment, relative_home
 from dsh.paths.log import configure_command
 from dsh.session import SessionLockedError, SessionNotFoundError
 
-from ._fast._choice import choose_deployment, relative_home
 from ._fast._client import _stop_loading
 from ._fast._exec_argv import ExecArgs
 from ._fast._status import FAILURE_EXIT, failure_document

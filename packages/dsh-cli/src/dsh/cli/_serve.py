@@ -4,7 +4,7 @@ A served ``dsh exec`` behaves as an in-process one: the command gets the client'
 its ambient environment (minus ``DSH_*`` and credential-shaped names, as always), the client's
 working directory, and a session of its own; the deployment is re-read for new distributions at
 every turn, and booted again before a request when its file, a hook file or the trust of either
-moved since (:mod:`._live`), so the server enforces what a cold ``dsh exec`` would. What it saves
+moved since (:class:`dsh.harness.LiveRuntime`), so the server enforces what a cold ``dsh exec`` would. What it saves
 is the start-up: interpreter, imports, models, distribution scan.
 
 Guarantees (see the package README): the socket lives in a private ``run/`` directory and is 0600;
@@ -32,15 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from dsh.core import DshError, EscapedError, describe
+from dsh.harness import LiveRuntime, warnings
 from dsh.paths import ensure_private_dir, seal_process, signals
 
 from ._errors import ServeError
 from ._exec import exec_command
 from ._fast._status import FAILURE_EXIT
 from ._fast._wire import HEADER_SIZE, KEEPALIVE, WireError, decode, encode, frame_length, peer_uid, socket_path
-from ._live import LiveRuntime
 from ._output import json_text
-from ._runtime import warnings
 from ._serve_protocol import CLIENT_GONE, Request, failure_answer, interrupted_answer, request_from, watch_client
 
 DEFAULT_IDLE_TIMEOUT = 10.0

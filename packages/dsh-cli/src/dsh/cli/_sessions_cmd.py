@@ -9,13 +9,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dsh.bash_env import SESSION_ID_KEY, SESSION_JSONL_KEY, TOOL_CALL_ID_KEY, TURN_ID_KEY
+from dsh.harness import open_runtime
 from dsh.persistence.jsonl import JsonlPersistence
 from dsh.session import SESSIONS, PersistenceError, Session, SessionEvent, SessionNotFoundError, validate_session_id
 
 from ._errors import UsageError
 from ._exec import location_json
 from ._output import print_json, say
-from ._runtime import open_runtime
 
 FORK_EVENT = "session/fork"
 

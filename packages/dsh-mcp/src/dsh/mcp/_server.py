@@ -1,7 +1,7 @@
 """The stdio MCP server: dsh's shell tools for one client connection, as one dsh session.
 
 The SDK's low-level :class:`mcp.server.Server` serves the connection on the main thread's asyncio
-loop; every hook, tool call and record runs on the :class:`dsh.cli.Harness` loop (its own thread),
+loop; every hook, tool call and record runs on the :class:`dsh.harness.Harness` loop (its own thread),
 reached through ``Harness.arun``. Calls that overlap share one turn (:class:`_Turns`), so the
 transcript stays a sequence of whole turns however the client interleaves them.
 """
@@ -22,8 +22,8 @@ import anyio
 
 import mcp.types as types
 from dsh.agent import TranscriptNotSaved, Turn, TurnError
-from dsh.cli import Harness, HarnessSession
 from dsh.core import DshError
+from dsh.harness import Harness, HarnessSession, notice_line
 from dsh.paths import seal_process
 from dsh.session import TOOLS, ToolResult, ToolSpec, anthropic_tool, is_safe_id
 from dsh.tool_bash import ShellTool
@@ -344,8 +344,6 @@ async def _stdin_pipe() -> _PipeLines | None:
 
 def _notice(notice: Notice) -> None:
     """Hook messages and warnings go to stderr (the client's server log); stdout is the wire."""
-    from dsh.cli import notice_line
-
     print(notice_line(notice), file=sys.stderr, flush=True)
 
 

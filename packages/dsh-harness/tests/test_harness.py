@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from dsh.agent import TurnError
-from dsh.cli import Harness
+from dsh.harness import Harness
 from dsh.loader import Deployment, DeploymentError, PluginEntry
 from dsh.session import TOOLS, SessionLockedError, openai_tool, strict_problems
 

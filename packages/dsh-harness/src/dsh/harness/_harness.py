@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from dsh.agent import Agent, Model, ScriptedModel, Turn, TurnResult
 from dsh.core import DshError
 from dsh.loader import Deployment, Runtime, parse_deployment
+from dsh.paths.deployment import choose_deployment
 from dsh.session import (
     SESSIONS,
     TOOLS,
@@ -32,7 +33,6 @@ from dsh.session import (
     openai_tool,
 )
 
-from ._fast._choice import choose_deployment
 from ._live import Stamp, Watched, stamp, watched
 from ._runtime import DEFAULT_SOURCE, boot_layered, layered, open_runtime
 
@@ -40,6 +40,16 @@ if TYPE_CHECKING:
     from dsh.hooks import Notice
 
 T = TypeVar("T")
+
+
+def notice_line(notice: Notice) -> str:
+    """How dsh prints a hook notice: ``dsh: hook: ...`` for a message, ``dsh: warning: ...``.
+
+    Public so every host of a harness (the ``dsh`` command, ``dsh mcp``, an integrator's program)
+    prints notices alike.
+    """
+    return f"dsh: {'hook' if notice.kind == 'message' else 'warning'}: {notice.text}"
+
 
 DeploymentSource = str | os.PathLike[str] | Mapping[str, Any] | Deployment | None
 """What :class:`Harness` takes: a file, the structure of one, typed objects, or None (the one in effect)."""
