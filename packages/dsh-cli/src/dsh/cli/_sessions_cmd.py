@@ -10,6 +10,7 @@ from typing import Any
 
 from dsh.bash_env import SESSION_ID_KEY, SESSION_JSONL_KEY, TOOL_CALL_ID_KEY, TURN_ID_KEY
 from dsh.harness import open_runtime
+from dsh.paths import trust_fault
 from dsh.persistence.jsonl import JsonlPersistence
 from dsh.session import SESSIONS, PersistenceError, Session, SessionEvent, SessionNotFoundError, validate_session_id
 
@@ -114,20 +115,24 @@ def _check_file(path: str, session_id: str, verdict: Verdict) -> list[SessionEve
         verdict.problems.append(f"{path} is not a regular file")
         verdict.unreadable = True
         return []
-    if st.st_uid != os.getuid():
-        verdict.problems.append(f"{path} is owned by uid {st.st_uid}, not by you (uid {os.getuid()})")
-    if st.st_mode & 0o022:
-        who = " and ".join(w for w, bit in (("group", 0o020), ("others", 0o002)) if st.st_mode & bit)
+    # Owner and mode by dsh-paths' one trust rule (trust_fault), in this verb's words.
+    fault = trust_fault(st)
+    if fault == "owner":
+        verdict.problems.append(f"{path} is owned by uid {st.st_uid}, not by you (uid {os.geteuid()}) or root")
+    elif fault == "mode":
+        who = " and ".join(w for w, bit in (("group", stat.S_IWGRP), ("others", stat.S_IWOTH)) if st.st_mode & bit)
         verdict.problems.append(
             f"{path} is writable by {who} (mode {stat.S_IMODE(st.st_mode):04o}); dsh writes transcripts 0600"
         )
     directory = os.path.dirname(path)
     try:
-        dst = os.stat(directory)
-        if dst.st_mode & 0o002 and not dst.st_mode & stat.S_ISVTX:
-            verdict.problems.append(f"{directory} is writable by others, who could replace the transcript")
+        folder = trust_fault(os.stat(directory), above=True)
     except OSError:
-        pass
+        folder = None
+    if folder == "owner":
+        verdict.problems.append(f"{directory} is owned by someone else, who could replace the transcript")
+    elif folder == "mode":
+        verdict.problems.append(f"{directory} is writable by group or others, who could replace the transcript")
     try:
         stored = JsonlPersistence.load_file(path)
     except (PersistenceError, OSError) as exc:
