@@ -214,6 +214,24 @@ def test_the_library_stands_apart_from_the_command() -> None:
     assert "dsh-harness" in mcp
 
 
+_SETS_HANDLERS = ("signal.signal", "add_signal_handler", "remove_signal_handler", "set_wakeup_fd", "_signal.signal")
+
+
+def test_one_module_sets_signal_handlers() -> None:
+    """Issue 40: dsh.paths.signals sets every handler; only the fenced fast path keeps its own calls."""
+    owner = REPO / "packages" / "dsh-paths" / "src" / "dsh" / "paths" / "signals.py"
+    fence = REPO / "packages" / "dsh-cli" / "src" / "dsh" / "cli" / "_fast"
+    for source in REPO.glob("packages/*/src/**/*.py"):
+        if source == owner or fence in source.parents:
+            continue
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.Call):
+                called = ast.unparse(node.func)
+                assert not called.endswith(_SETS_HANDLERS), (
+                    f"{source}:{node.lineno} calls {called}; set handlers through dsh.paths.signals"
+                )
+
+
 def test_lazy_cli_exports_resolve() -> None:
     import dsh.cli
 

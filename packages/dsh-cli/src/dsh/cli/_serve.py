@@ -275,16 +275,11 @@ async def serve(
     stop = asyncio.Event()
     received: list[str] = []
 
-    def on_signal(sig: signal.Signals) -> None:
-        received.append(sig.name)
+    def on_signal(signum: int) -> None:
+        received.append(signal.Signals(signum).name)
         stop.set()
 
-    loop = asyncio.get_running_loop()
-    # A signal the caller ignores stays ignored: `nohup dsh serve &` outlives the terminal.
-    # (asyncio's own handlers: the event loop installs them, through its wakeup fd.)
-    taken = [sig for sig in STOP_SIGNALS if not signals.ignored(sig)]
-    for sig in taken:
-        loop.add_signal_handler(sig, on_signal, sig)
+    undo = signals.on_loop(asyncio.get_running_loop(), STOP_SIGNALS, on_signal)
     _log(f"listening on {path}")
     try:
         await stop.wait()
@@ -293,8 +288,7 @@ async def serve(
         await server.stop(received[0])
         _log(f"stopped on {received[0]}")
     finally:
-        for sig in taken:
-            loop.remove_signal_handler(sig)
+        undo()
         listener.close()
         _release(path, inode)
     return 0

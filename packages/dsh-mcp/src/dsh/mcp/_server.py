@@ -25,6 +25,7 @@ from dsh.agent import TranscriptNotSaved, Turn, TurnError
 from dsh.core import DshError
 from dsh.harness import Harness, HarnessSession, notice_line
 from dsh.paths import seal_process
+from dsh.paths.signals import on_loop
 from dsh.session import TOOLS, ToolResult, ToolSpec, anthropic_tool, is_safe_id
 from dsh.tool_bash import ShellTool
 from mcp.server import Server, ServerRequestContext
@@ -230,19 +231,14 @@ class _Signals:
     def __init__(self) -> None:
         self.caught: list[int] = []
         self.scope: anyio.CancelScope | None = None
-        self._loop = asyncio.get_running_loop()
-        self._numbers = [getattr(signal, name) for name in ENDING_SIGNALS if hasattr(signal, name)]
-        for number in self._numbers:
-            self._loop.add_signal_handler(number, self._caught, number)
+        numbers = [getattr(signal, name) for name in ENDING_SIGNALS if hasattr(signal, name)]
+        self.close = on_loop(asyncio.get_running_loop(), numbers, self._caught)
+        """Give the signals back (dsh.paths.signals, the one owner of the process's handlers)."""
 
     def _caught(self, number: int) -> None:
         self.caught.append(number)
         if self.scope is not None:
             self.scope.cancel()
-
-    def close(self) -> None:
-        for number in self._numbers:
-            self._loop.remove_signal_handler(number)
 
 
 MAX_LINE = 64 * 1024 * 1024
