@@ -214,6 +214,19 @@ def test_the_library_stands_apart_from_the_command() -> None:
     assert "dsh-harness" in mcp
 
 
+def test_a_persistence_backend_is_imported_only_by_its_own_distribution() -> None:
+    """Issue 40: everything else reaches a backend through the SessionPersistence seam (dsh.session.persistence).
+
+    dsh-testing, the test utility (never a runtime dependency), may start a backend's test server.
+    """
+    for pkg in PACKAGES:
+        for source in (pkg / "src").rglob("*.py"):
+            for target in _imports(source):
+                if target.startswith("dsh.persistence.") and pkg.name != "dsh-testing":
+                    own = "dsh-persistence-" + target.split(".")[2]
+                    assert pkg.name == own, f"{source} imports {target}; go through dsh.session.persistence"
+
+
 _SETS_HANDLERS = ("signal.signal", "add_signal_handler", "remove_signal_handler", "set_wakeup_fd", "_signal.signal")
 
 

@@ -11,8 +11,8 @@ from typing import Any
 from dsh.bash_env import SESSION_ID_KEY, SESSION_JSONL_KEY, TOOL_CALL_ID_KEY, TURN_ID_KEY
 from dsh.harness import open_runtime
 from dsh.paths import trust_fault
-from dsh.persistence.jsonl import JsonlPersistence
 from dsh.session import SESSIONS, PersistenceError, Session, SessionEvent, SessionNotFoundError, validate_session_id
+from dsh.session.persistence import FilePersistence, SessionPersistence
 
 from ._errors import UsageError
 from ._exec import location_json
@@ -97,8 +97,10 @@ def _is_first_turn(turn_id: str | None, session_id: str) -> bool:
     return turn_id == f"{session_id}:turn-1"
 
 
-def _check_file(path: str, session_id: str, verdict: Verdict) -> list[SessionEvent] | None:
-    """File checks, then the header; the events, or None when the file does not exist."""
+def _check_file(
+    path: str, session_id: str, verdict: Verdict, persistence: SessionPersistence
+) -> list[SessionEvent] | None:
+    """File checks, then the header, read by the deployment's backend; the events, or None when there is no file."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -133,8 +135,15 @@ def _check_file(path: str, session_id: str, verdict: Verdict) -> list[SessionEve
         verdict.problems.append(f"{directory} is owned by someone else, who could replace the transcript")
     elif folder == "mode":
         verdict.problems.append(f"{directory} is writable by group or others, who could replace the transcript")
+    if not isinstance(persistence, FilePersistence):
+        verdict.problems.append(
+            f"{path}: the deployment's {type(persistence).__name__} keeps no transcript files, so it cannot read "
+            "this one; verify the session with --session ID, or pass the deployment that wrote it (--deployment)"
+        )
+        verdict.unreadable = True
+        return []
     try:
-        stored = JsonlPersistence.load_file(path)
+        stored = persistence.load_file(path)
     except (PersistenceError, OSError) as exc:
         verdict.problems.append(str(exc))
         verdict.unreadable = True
@@ -186,20 +195,21 @@ def run_verify(
     verdict = Verdict(session_id, os.path.abspath(path) if path else None)
     events: list[SessionEvent] | None
     where = path or f"session {session_id}"
-    if verdict.path is not None:
-        events = _check_file(verdict.path, session_id, verdict)
-    else:
-        with open_runtime(deployment) as runtime:
-            store = runtime.ctx.require(SESSIONS)
+    # The transcript is read through the deployment's backend (the persistence seam), never by name.
+    with open_runtime(deployment) as runtime:
+        store = runtime.ctx.require(SESSIONS)
+        if verdict.path is not None:
+            events = _check_file(verdict.path, session_id, verdict, store.persistence())
+        else:
             try:
-                stored = store.resume(session_id, history=False)  # read below only if not a JSONL file
+                stored = store.resume(session_id, history=False)  # read below only if not a transcript file
             except SessionNotFoundError:
                 events = None
             else:
                 location = stored.locate()
-                if location is not None and location.kind == "jsonl":
+                if location is not None and isinstance(store.persistence(), FilePersistence):
                     verdict.path = where = location.path
-                    events = _check_file(location.path, session_id, verdict)
+                    events = _check_file(location.path, session_id, verdict, store.persistence())
                 else:
                     where = f"session {session_id} in the deployment's {type(store.persistence()).__name__}"
                     events = list(stored.history)
