@@ -263,8 +263,9 @@ def test_the_caller_chooses_the_tools_and_spawn_agent_is_offered_only_with_a_mod
         assert default == sorted(default) and "bash" in default and "spawn_agent" not in default
         assert [t["function"]["name"] for t in harness.openai_tools(["skill", "bash"])] == ["skill", "bash"]
         assert [t["name"] for t in harness.anthropic_tools(["bash_stop"])] == ["bash_stop"]
-        with pytest.raises(DshError, match=r"no tool named 'pwsh' in this deployment; its tools: bash, "):
+        with pytest.raises(DshError, match=r"no tool named 'pwsh' in this deployment; its tools: bash, ") as refused:
             harness.tools(["bash", "pwsh"])
+        assert str(refused.value).endswith(", ".join(default))  # what this caller may ask for
         with pytest.raises(DshError, match="'bash' is asked for twice"):
             harness.tools(["bash", "bash"])
         with pytest.raises(TypeError, match="list of tool names"):

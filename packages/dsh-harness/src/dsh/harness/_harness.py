@@ -452,9 +452,10 @@ def _select(runtime: Runtime, names: Iterable[str] | None, *, refusal: str | Non
     if isinstance(names, str):
         raise TypeError(f"tools(names) takes a list of tool names, not the string {names!r}")
     chosen: list[ToolSpec] = []
+    offered = sorted(name for name in specs if refusal is None or name != SPAWN_AGENT)
     for name in names:
         if name not in specs:
-            raise DshError(f"no tool named {name!r} in this deployment; its tools: {', '.join(sorted(specs))}")
+            raise DshError(f"no tool named {name!r} in this deployment; its tools: {', '.join(offered)}")
         if name == SPAWN_AGENT and refusal is not None:
             raise DshError(refusal)
         if any(spec.name == name for spec in chosen):
