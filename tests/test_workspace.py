@@ -227,6 +227,18 @@ def test_a_persistence_backend_is_imported_only_by_its_own_distribution() -> Non
                     assert pkg.name == own, f"{source} imports {target}; go through dsh.session.persistence"
 
 
+_MODE_BITS = re.compile(r"\bS_IW(GRP|OTH)\b|\b0o0?(22|77|20|02)\b")
+
+
+def test_one_trust_rule_judges_owner_and_mode() -> None:
+    """Issue 40: owner and mode are judged by dsh.paths' trust rule (trust_fault) alone, never by one's own."""
+    owner = REPO / "packages" / "dsh-paths" / "src" / "dsh" / "paths" / "_trust.py"
+    for source in REPO.glob("packages/*/src/**/*.py"):
+        if source != owner:
+            found = _MODE_BITS.search(source.read_text())
+            assert found is None, f"{source} tests the bits {found and found[0]}; ask dsh.paths.trust_fault"
+
+
 _SETS_HANDLERS = ("signal.signal", "add_signal_handler", "remove_signal_handler", "set_wakeup_fd", "_signal.signal")
 
 

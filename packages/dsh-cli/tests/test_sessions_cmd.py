@@ -110,7 +110,7 @@ def test_verify_finds_a_recorded_call_and_reports_each_problem_on_its_own_line(t
     bad = dsh("sessions", "verify", home=home, env={**env, "DSH_SESSION_JSONL": str(copy)})
     assert bad.returncode == 1
     assert bad.stdout.splitlines() == [
-        f"{copy} is writable by group and others (mode 0666); dsh writes transcripts 0600",
+        f"{copy} is writable by group or others (mode 0666); dsh writes transcripts 0600",
         f"{copy}: the header's session id is {other['session_id']}, not {out['session_id']}",
     ]
     never = dsh("sessions", "verify", "--call", home=home, env={**env, "DSH_TOOL_CALL_ID": "call-never"})

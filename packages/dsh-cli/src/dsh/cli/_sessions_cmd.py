@@ -122,9 +122,8 @@ def _check_file(
     if fault == "owner":
         verdict.problems.append(f"{path} is owned by uid {st.st_uid}, not by you (uid {os.geteuid()}) or root")
     elif fault == "mode":
-        who = " and ".join(w for w, bit in (("group", stat.S_IWGRP), ("others", stat.S_IWOTH)) if st.st_mode & bit)
         verdict.problems.append(
-            f"{path} is writable by {who} (mode {stat.S_IMODE(st.st_mode):04o}); dsh writes transcripts 0600"
+            f"{path} is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o}); dsh writes transcripts 0600"
         )
     directory = os.path.dirname(path)
     try:
