@@ -7,16 +7,14 @@ call and record of its sessions runs there, so its sync methods may be called fr
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Mapping
-from concurrent.futures import Future
 from contextlib import ExitStack
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from dsh.agent import Agent, Model, ScriptedModel, SpawnTool, Turn, TurnResult
+from dsh.agent import Agent, Model, ScriptedModel, SpawnTool
 from dsh.core import DshError
 from dsh.loader import Deployment, Runtime, parse_deployment
 from dsh.paths.deployment import choose_deployment
@@ -36,7 +34,14 @@ from dsh.session import (
 from ._live import Stamp, Watched, stamp, watched
 from ._runtime import DEFAULT_SOURCE, boot_layered, layered, open_runtime
 
+# asyncio (with ssl, inspect, concurrent.futures and logging behind it) is imported where a harness
+# runs its loop, not here: the `dsh` command imports this package for open_runtime on every cold
+# `dsh exec`, which never opens a Harness (tests/integration/test_cold_imports.py).
 if TYPE_CHECKING:
+    import asyncio
+    from concurrent.futures import Future
+
+    from dsh.agent import Turn, TurnResult
     from dsh.hooks import Notice
 
 T = TypeVar("T")
@@ -100,12 +105,16 @@ class Harness:
         self.close()
 
     async def __aenter__(self) -> Harness:
+        import asyncio
+
         await asyncio.to_thread(self.open)
         return self
 
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        import asyncio
+
         await asyncio.to_thread(self.close)
 
     def open(self) -> None:
@@ -115,6 +124,8 @@ class Harness:
         self._runtime = self._boot()
         self._watched = watched(self._runtime, self._file)
         self._stamp = stamp(self._watched)
+        import asyncio
+
         loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=loop.run_forever, name="dsh-harness", daemon=True)
         self._loop = loop
@@ -195,10 +206,14 @@ class Harness:
         if threading.current_thread() is self._thread:
             coroutine.close()
             raise DshError("a harness method was called from a hook or tool running on the harness itself")
+        import asyncio
+
         return asyncio.run_coroutine_threadsafe(coroutine, loop)
 
     async def arun(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Await ``coroutine`` run on the harness's loop, from another asyncio loop."""
+        import asyncio
+
         return await asyncio.wrap_future(self.submit(coroutine))
 
     # -- tools ------------------------------------------------------------------------------------
@@ -338,6 +353,8 @@ class HarnessSession:
         opens a turn of tool calls alone. Also ``async with``.
         """
         self._check_open()
+        from dsh.agent import Turn  # its module imports asyncio (see the top)
+
         return HarnessTurn(self, Turn(self.agent, prompt))
 
     def run_turn(self, prompt: str, model: Model) -> TurnResult:
