@@ -355,7 +355,7 @@ LOAD_FLOOR = (
 
 BOOT_TIMED = (
     "import time\n"
-    "from dsh.cli._runtime import open_runtime\n"
+    "from dsh.harness import open_runtime\n"
     "from dsh.bash_env import BASH_ENV\n"
     "start = time.perf_counter()\n"
     "with open_runtime() as runtime:\n"

@@ -199,6 +199,64 @@ def test_the_postgres_driver_is_pinned_in_its_backend_and_nowhere_else() -> None
     assert "dsh.session" in sources and "dsh.agent" not in sources and "dsh.bash" not in sources
 
 
+def test_the_library_stands_apart_from_the_command() -> None:
+    """Issue 40: the front door is dsh-harness's; nothing but the command itself needs dsh-cli."""
+    layers = dict(_readme_layers())
+    assert layers["dsh-harness"] == "dsh.harness"
+    for pkg in PACKAGES:
+        if pkg.name == "dsh-cli":
+            continue
+        deps = _meta(pkg)["project"].get("dependencies", [])
+        assert not [d for d in deps if d.startswith("dsh-cli")], f"{pkg.name} depends on dsh-cli"
+        for source in (pkg / "src").rglob("*.py"):
+            assert "dsh.cli" not in _imports(source), f"{source} imports dsh.cli"
+    mcp = [d.split("==")[0] for d in _meta(REPO / "packages" / "dsh-mcp")["project"]["dependencies"]]
+    assert "dsh-harness" in mcp
+
+
+def test_a_persistence_backend_is_imported_only_by_its_own_distribution() -> None:
+    """Issue 40: everything else reaches a backend through the SessionPersistence seam (dsh.session.persistence).
+
+    dsh-testing, the test utility (never a runtime dependency), may start a backend's test server.
+    """
+    for pkg in PACKAGES:
+        for source in (pkg / "src").rglob("*.py"):
+            for target in _imports(source):
+                if target.startswith("dsh.persistence.") and pkg.name != "dsh-testing":
+                    own = "dsh-persistence-" + target.split(".")[2]
+                    assert pkg.name == own, f"{source} imports {target}; go through dsh.session.persistence"
+
+
+_MODE_BITS = re.compile(r"\bS_IW(GRP|OTH)\b|\b0o0?(22|77|20|02)\b")
+
+
+def test_one_trust_rule_judges_owner_and_mode() -> None:
+    """Issue 40: owner and mode are judged by dsh.paths' trust rule (trust_fault) alone, never by one's own."""
+    owner = REPO / "packages" / "dsh-paths" / "src" / "dsh" / "paths" / "_trust.py"
+    for source in REPO.glob("packages/*/src/**/*.py"):
+        if source != owner:
+            found = _MODE_BITS.search(source.read_text())
+            assert found is None, f"{source} tests the bits {found and found[0]}; ask dsh.paths.trust_fault"
+
+
+_SETS_HANDLERS = ("signal.signal", "add_signal_handler", "remove_signal_handler", "set_wakeup_fd", "_signal.signal")
+
+
+def test_one_module_sets_signal_handlers() -> None:
+    """Issue 40: dsh.paths.signals sets every handler; only the fenced fast path keeps its own calls."""
+    owner = REPO / "packages" / "dsh-paths" / "src" / "dsh" / "paths" / "signals.py"
+    fence = REPO / "packages" / "dsh-cli" / "src" / "dsh" / "cli" / "_fast"
+    for source in REPO.glob("packages/*/src/**/*.py"):
+        if source == owner or fence in source.parents:
+            continue
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.Call):
+                called = ast.unparse(node.func)
+                assert not called.endswith(_SETS_HANDLERS), (
+                    f"{source}:{node.lineno} calls {called}; set handlers through dsh.paths.signals"
+                )
+
+
 def test_lazy_cli_exports_resolve() -> None:
     import dsh.cli
 

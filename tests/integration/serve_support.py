@@ -160,7 +160,7 @@ def group_alive(pgid: int) -> bool:
 
 def session_lock_released_after_flush(tmp_path: Path) -> bool:
     """Whether the JSONL backend lets go of a session's lock once its turn is flushed (#9)."""
-    from dsh.cli import open_runtime
+    from dsh.harness import open_runtime
     from dsh.session import SESSIONS
 
     home = tmp_path / "probe-home"

@@ -57,6 +57,13 @@ def test_the_guide_has_every_part() -> None:
     assert len(_blocks()) >= 8
 
 
+def test_the_guide_imports_only_library_modules() -> None:
+    """An integrator needs the library, not the command: no block imports ``dsh.cli`` (dsh-cli's)."""
+    imported = {m[1] for _, code in _blocks() for m in re.finditer(r"^\s*(?:from|import) (dsh\.[a-z_.]+)", code, re.M)}
+    assert "dsh.harness" in imported
+    assert not [m for m in imported if m == "dsh.cli" or m.startswith("dsh.cli.")], sorted(imported)
+
+
 def test_every_block_of_the_guide_runs(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()

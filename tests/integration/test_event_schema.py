@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from dsh.agent import Agent, ModelStep, ScriptedModel, ToolCall
-from dsh.cli import Harness
+from dsh.harness import Harness
 from dsh.session import SESSIONS, SessionEvent
 from dsh.session.events import EVENTS, event_problems
 from tests.helpers import dsh, harness

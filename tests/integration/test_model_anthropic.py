@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from dsh.agent import Agent, ModelError, load_model
-from dsh.cli import open_runtime
+from dsh.harness import open_runtime
 from dsh.loader import BootError, ModelChoice, Runtime
 from dsh.models.anthropic import AnthropicConfig, AnthropicModel, tool_definitions
 from dsh.session import SESSIONS, TOOLS, Session

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from dsh.agent import Agent, ModelError, load_model
-from dsh.cli import open_runtime
+from dsh.harness import open_runtime
 from dsh.loader import BootError, ModelChoice, Runtime
-from dsh.models.openai import OpenAIConfig, OpenAIModel, drop_nulls, function_tools, strict_schema
-from dsh.session import SESSIONS, TOOLS, Session
+from dsh.models.openai import OpenAIConfig, OpenAIModel
+from dsh.session import SESSIONS, TOOLS, Session, drop_nulls, openai_tool, strict_schema
 from dsh.testing import Endpoint, load_exchanges
 from tests.helpers import record_hook
 
@@ -75,7 +75,7 @@ def test_two_turns_send_the_recorded_requests_and_record_reasoning_and_usage(tmp
         assert seen.headers["content-type"] == "application/json"
         assert seen.headers["user-agent"].startswith("AsyncOpenAI/Python")
         assert without_tools(seen.body) == recorded["body"]
-        assert seen.body["tools"] == function_tools(specs)
+        assert seen.body["tools"] == [openai_tool(spec) for spec in specs]
         assert [t["function"]["name"] for t in seen.body["tools"]] == recorded["tool_names"]
     # The open exchange's reasoning goes back to the model; the next turn's requests drop it.
     assert endpoint.seen[1].body["messages"][1]["reasoning_content"] == "Two commands, run at once."
@@ -227,7 +227,7 @@ def test_malformed_arguments_and_an_unknown_tool_go_back_to_the_model_as_tool_er
 def test_strict_mode_makes_dsh_schemas_strict_and_drops_the_nulls_of_optional_arguments(tmp_path: Path) -> None:
     with runtime(tmp_path) as rt:
         specs = rt.ctx.require(TOOLS).specs()
-    for tool in function_tools(specs, strict=True):
+    for tool in (openai_tool(spec, strict=True) for spec in specs):
         schema = tool["function"]["parameters"]
         assert tool["function"]["strict"] is True and schema["additionalProperties"] is False
         assert set(schema["required"]) == set(schema["properties"])

@@ -22,7 +22,7 @@ EXAMPLE = REPO / "examples" / "dsh-example-region"
 LIVE = textwrap.dedent(
     """
     import json, sys
-    from dsh.cli import open_runtime
+    from dsh.harness import open_runtime
     from dsh.bash_env import BASH_ENV
     from dsh.session import AgentRef, SessionHeader, ToolExecution
     runtime = open_runtime()

@@ -46,3 +46,19 @@ def test_verify_by_session_id_asks_the_deployment(tmp_path: Path) -> None:
     said = dsh("sessions", "verify", "--session", stored["session_id"], "--deployment", str(deployment), home=home)
     assert (said.returncode, said.stderr) == (0, "")
     assert said.stdout == f"ok: stored session {stored['session_id']} is consistent\n"  # not "X belongs to X"
+
+
+def test_a_transcript_file_is_read_by_the_deployment_s_backend_through_the_seam(tmp_path: Path) -> None:
+    """Issue 40: dsh-cli named the JSONL backend to read a file; now the deployment's backend reads it (or says no)."""
+    home = tmp_path / "home"
+    out = _exec(home, "true")
+    deployment = tmp_path / "sqlite.yaml"
+    deployment.write_text("persistence: {backend: sqlite}\n")
+    args = ("sessions", "verify", "--session", out["session_id"], "--path", out["location"]["path"])
+    assert dsh(*args, home=home).returncode == 0  # the default deployment's JSONL backend reads its file
+    refused = dsh(*args, "--deployment", str(deployment), home=home)
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert refused.stderr == (
+        f"dsh: {out['location']['path']}: the deployment's SqlitePersistence keeps no transcript files, so it cannot read "
+        "this one; verify the session with --session ID, or pass the deployment that wrote it (--deployment)\n"
+    )

@@ -71,3 +71,19 @@ def test_wheels_install_a_chosen_subset_without_an_index(tmp_path: Path) -> None
         [root / "bin" / "dsh", "exec", "--", "printenv DSH_EXAMPLE_REGION"], capture_output=True, text=True, env=env
     )
     assert (region.returncode, region.stdout) == (0, "eu-example-1\n"), region.stderr
+
+    # The library apart from the application (issue 40): an integrator, and dsh-mcp, install no command.
+    library = tmp_path / "library"
+    venv.EnvBuilder(with_pip=True).create(library)
+    lib_pip = [library / "bin" / "pip", *pip[1:]]
+    assert subprocess.run([*lib_pip, "dsh-harness", "dsh-mcp"], capture_output=True, text=True).returncode == 0
+    assert not (library / "bin" / "dsh").exists() and (library / "bin" / "dsh-mcp").exists()
+    probe = (
+        "import importlib.util\n"
+        "from dsh.harness import Harness\n"
+        "assert importlib.util.find_spec('dsh.cli') is None, 'dsh-cli came along'\n"
+        "with Harness() as harness, harness.session(cwd='.') as session, session.turn() as turn:\n"
+        "    print(turn.call('bash', {'command': 'echo $DSH_SESSION_ID'}).data['stdout'].strip() == session.id)\n"
+    )
+    embedded = subprocess.run([library / "bin" / "python", "-c", probe], capture_output=True, text=True, env=env)
+    assert (embedded.returncode, embedded.stdout) == (0, "True\n"), embedded.stderr[-3000:]

@@ -522,3 +522,23 @@ def test_dsh_s_stderr_is_line_buffered_and_drops_what_fd_2_refuses() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stderr, done.stdout) == (0, "|ab\n|c", "survived\n")
+
+
+@pytest.mark.parametrize(
+    ("script", "message"),
+    [
+        ("turns: 3\n", "field 'turns' must be a list"),
+        ("- user: hi\n", "the top level must be a mapping of fields"),
+        (
+            "turns:\n - user: hi\n   steps: [{tool_calls: [{name: bash, argumnts: {}}]}]\n",
+            "field 'turns[0].steps[0].tool_calls[0].argumnts' is not a known field (check its spelling)",
+        ),
+    ],
+)
+def test_script_errors_name_file_and_field_in_plain_words(tmp_path: Path, script: str, message: str) -> None:
+    path = tmp_path / "script.yaml"
+    path.write_text(script)
+    proc = dsh("run", "--script", str(path), home=tmp_path / "home")
+    assert proc.returncode == 1
+    assert proc.stderr == f"dsh: {path}: {message}\n"
+    assert "Input should" not in proc.stderr

@@ -109,3 +109,27 @@ def test_the_real_command_runs_an_installed_verb(site: Path, tmp_path: Path) -> 
         [sys.executable, "-m", "dsh.cli", "frob"], capture_output=True, text=True, env=env, timeout=60, check=False
     )
     assert (done.returncode, done.stdout) == (3, "frob built-in\n"), done.stderr
+
+
+def test_a_verb_that_raises_a_bug_is_one_line_naming_its_distribution(site: Path, tmp_path: Path) -> None:
+    """Issue 40 (what dsh does when a plugin misbehaves): a third party's bug was a traceback."""
+    _install(site, source=FROB.replace('print("frob "', 'print({}["missing"]'))
+    env = {**os.environ, "DSH_HOME": str(tmp_path / "home"), "PYTHONPATH": str(site)}
+    for extra, lines in (([], 1), (["--debug"], None)):
+        done = subprocess.run(
+            [sys.executable, "-m", "dsh.cli", "frob", *extra],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 1
+        assert done.stderr.endswith(
+            "dsh: `dsh frob` (dsh-frob 0.3) failed: KeyError: 'missing'; this is a fault of that distribution "
+            "(--debug shows where)\n"
+        )
+        if lines is not None:
+            assert done.stderr.count("\n") == lines
+        else:
+            assert "Traceback" in done.stderr and "frob_cmd.py" in done.stderr

@@ -110,7 +110,7 @@ def test_verify_finds_a_recorded_call_and_reports_each_problem_on_its_own_line(t
     bad = dsh("sessions", "verify", home=home, env={**env, "DSH_SESSION_JSONL": str(copy)})
     assert bad.returncode == 1 and bad.stdout == ""
     assert bad.stderr.splitlines() == [
-        f"dsh: {copy} is writable by group and others (mode 0666); dsh writes transcripts 0600",
+        f"dsh: {copy} is writable by group or others (mode 0666); dsh writes transcripts 0600",
         f"dsh: {copy}: the header's session id is {other['session_id']}, not {out['session_id']}",
     ]
     never = dsh("sessions", "verify", "--call", home=home, env={**env, "DSH_TOOL_CALL_ID": "call-never"})
@@ -123,6 +123,17 @@ def test_verify_finds_a_recorded_call_and_reports_each_problem_on_its_own_line(t
         dsh("sessions", "verify", "--json", home=home, env={**env, "DSH_SESSION_JSONL": str(copy)}).stdout
     )
     assert as_json["status"] == "inconsistent" and len(as_json["problems"]) == 2
+
+    # The folder is judged by dsh-paths' one trust rule too: group-writable is as bad as others-writable.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o770)
+    kept = shared / "kept.jsonl"
+    shutil.copy(out["location"]["path"], kept)
+    os.chmod(kept, 0o600)
+    loose = dsh("sessions", "verify", home=home, env={**env, "DSH_SESSION_JSONL": str(kept)})
+    assert loose.returncode == 1
+    assert loose.stdout.splitlines() == [f"{shared} is writable by group or others, who could replace the transcript"]
 
 
 def test_verify_refuses_symlinks_and_a_vanished_transcript(tmp_path: Path) -> None:

@@ -164,11 +164,11 @@ def test_a_cache_file_someone_else_could_write_is_never_believed(home: Path) -> 
     (entry,) = forged["environments"][0]["deployments"].values()
     entry["deployment"]["persistence"]["backend"] = "forged"
     cached.write_text(json.dumps(forged))
-    cached.chmod(0o644)
+    cached.chmod(0o664)  # the group could have written it: dsh-paths' one trust rule refuses it
     assert load_deployment(path, validated=ValidatedCache(str(cached), catalog.key)).persistence.backend == "sqlite"
     cached.chmod(0o600)
     assert load_deployment(path, validated=ValidatedCache(str(cached), catalog.key)).persistence.backend == "forged"
-    # ... which is why the file must be private: a private file of our own is our own word.
+    # ... which is why only a file no one else can write is believed: such a file of our own is our own word.
     assert load_deployment(path, validated=ValidatedCache(str(cached), "another key")).persistence.backend == "sqlite"
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh.cli import Harness
+from dsh.harness import Harness
 from dsh.mcp._server import call_id, mcp_tool, shell_tools
 from dsh.session import TOOLS, anthropic_tool, is_safe_id
 
@@ -27,7 +27,7 @@ def test_only_the_shell_tools_and_their_companions_are_offered(tmp_path: Path) -
     with Harness(env={"DSH_HOME": str(tmp_path / "home")}) as harness:
         registry, specs = harness.runtime.ctx.require(TOOLS), harness.tools()
         offered = shell_tools(specs, {spec.name: registry.get(spec.name) for spec in specs})
-        assert {s.name for s in specs} > {"bash", "bash_output", "bash_stop", "skill"}
+        assert {s.name for s in specs} >= {"bash", "bash_output", "bash_stop", "skill"}  # skill: not a shell tool
         assert [s.name for s in offered] == ["bash", "bash_output", "bash_stop"]
         for spec in offered:
             tool = mcp_tool(spec)

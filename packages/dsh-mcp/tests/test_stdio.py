@@ -1,4 +1,4 @@
-"""``dsh mcp`` as a client meets it: the SDK's own stdio client and a real ``dsh mcp`` process."""
+"""``dsh mcp`` as a client meets it: the SDK's own stdio client and a real server process (``python -m dsh.mcp``)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from dsh.cli import Harness
+from dsh.harness import Harness
 
 pytestmark = pytest.mark.integration
 
@@ -30,9 +30,7 @@ def _env(home: Path) -> dict[str, str]:
 
 @asynccontextmanager
 async def _connect(home: Path, *args: str, cwd: Path | None = None) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "dsh.cli", "mcp", *args], env=_env(home), cwd=cwd
-    )
+    params = StdioServerParameters(command=sys.executable, args=["-m", "dsh.mcp", *args], env=_env(home), cwd=cwd)
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session
@@ -189,7 +187,7 @@ def test_background_companions_run_and_stop_a_task(tmp_path: Path) -> None:
 
 def _raw_server(home: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "dsh.cli", "mcp"],
+        [sys.executable, "-m", "dsh.mcp"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -242,7 +240,7 @@ def test_a_malformed_request_gets_a_json_rpc_error_and_the_server_goes_on(tmp_pa
 
 def test_a_closed_stdin_is_one_line_before_anything_is_served(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "dsh.cli", "mcp"],
+        [sys.executable, "-m", "dsh.mcp"],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -268,7 +266,7 @@ def test_a_client_pipe_that_cannot_take_an_answer_is_one_line_naming_it(tmp_path
     }
     with open("/dev/full", "w") as full:
         done = subprocess.run(
-            [sys.executable, "-m", "dsh.cli", "mcp"],
+            [sys.executable, "-m", "dsh.mcp"],
             input=json.dumps(hello) + "\n",
             stdout=full,
             stderr=subprocess.PIPE,
@@ -289,7 +287,7 @@ CLIENT = textwrap.dedent(
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     async def main():
-        params = StdioServerParameters(command=sys.executable, args=["-m", "dsh.cli", "mcp"], env=dict(
+        params = StdioServerParameters(command=sys.executable, args=["-m", "dsh.mcp"], env=dict(
             DSH_HOME=sys.argv[1], PYTHONPATH=sys.argv[2]))
         async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
             await client.initialize()
@@ -376,7 +374,7 @@ def test_a_session_another_connection_holds_is_refused_in_one_line(tmp_path: Pat
             held = _text(await client.call_tool("bash", {"command": "echo $DSH_SESSION_ID"})).split()[0]
             return await asyncio.to_thread(
                 subprocess.run,
-                [sys.executable, "-m", "dsh.cli", "mcp", "--session", held],
+                [sys.executable, "-m", "dsh.mcp", "--session", held],
                 input="",
                 capture_output=True,
                 text=True,

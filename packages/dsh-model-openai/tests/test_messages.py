@@ -1,9 +1,9 @@
-"""Chat Completions messages from a session's events, and dsh's tool specs as (strict) function tools."""
+"""Chat Completions messages from a session's events, and dsh's tool specs as the (strict) function tools sent."""
 
 from __future__ import annotations
 
-from dsh.models.openai import chat_messages, drop_nulls, function_tools, strict_schema
-from dsh.session import SessionEvent, ToolSpec
+from dsh.models.openai import chat_messages
+from dsh.session import SessionEvent, ToolSpec, drop_nulls, openai_tool, strict_schema
 
 SPEC = ToolSpec(
     name="bash",
@@ -49,7 +49,7 @@ def test_chat_messages_answer_every_call_and_place_hook_context_after_the_answer
 
 
 def test_strict_mode_closes_every_object_and_makes_optional_arguments_nullable() -> None:
-    (tool,) = function_tools([SPEC], strict=True)
+    tool = openai_tool(SPEC, strict=True)  # dsh-session's, the one owner: what the model sends
     schema = tool["function"]["parameters"]
     assert tool["function"]["strict"] is True
     assert schema == {
@@ -69,7 +69,7 @@ def test_strict_mode_closes_every_object_and_makes_optional_arguments_nullable()
     }
     assert strict_schema(dict(SPEC.parameters)) == schema
     assert drop_nulls({"command": "ls", "timeout": None, "env": None}, dict(SPEC.parameters)) == {"command": "ls"}
-    (plain,) = function_tools([SPEC])
+    plain = openai_tool(SPEC)
     assert plain == {
         "type": "function",
         "function": {"name": "bash", "description": "Run a command.", "parameters": dict(SPEC.parameters)},

@@ -204,3 +204,33 @@ def test_a_trusted_read_is_checked_on_what_it_opened(tmp_path: Path) -> None:
         open_trusted(home / "link", follow=False)
     with pytest.raises(FileNotFoundError):
         read_trusted_text(home / "missing")
+
+
+def test_trust_fault_is_the_one_rule_on_owner_and_mode(tmp_path: Path) -> None:
+    from dsh.paths import trust_fault
+
+    path = tmp_path / "f"
+    path.write_text("")
+    for mode, fault in ((0o600, None), (0o644, None), (0o620, "mode"), (0o602, "mode"), (0o666, "mode")):
+        path.chmod(mode)
+        assert trust_fault(os.stat(path)) == fault, oct(mode)
+    folder = tmp_path / "d"
+    folder.mkdir()
+    folder.chmod(0o1777)  # /tmp: a folder above a trusted path may be shared when sticky, never the path itself
+    assert trust_fault(os.stat(folder), above=True) is None
+    assert trust_fault(os.stat(folder)) == "mode"
+    folder.chmod(0o777)
+    assert trust_fault(os.stat(folder), above=True) == "mode"
+
+
+@needs_root
+def test_trust_fault_allows_root_and_refuses_another_owner(tmp_path: Path) -> None:
+    from dsh.paths import trust_fault
+
+    path = tmp_path / "f"
+    path.write_text("")
+    path.chmod(0o600)
+    os.chown(path, 0, 0)
+    assert trust_fault(os.stat(path)) is None
+    os.chown(path, OTHER_UID, OTHER_UID)
+    assert trust_fault(os.stat(path)) == "owner"

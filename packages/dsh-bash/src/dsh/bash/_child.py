@@ -1,12 +1,10 @@
 """What the two ways of waiting share: how a child ended, and killing its whole process group."""
 
-from __future__ import annotations
-
 import contextlib
 import errno
 import os
 import signal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from . import _supervisor
 from ._errors import ExecError
@@ -61,7 +59,7 @@ UNKNOWN_NOTE = (
 """The line appended to the command's stderr when its status is :data:`UNKNOWN_STATUS`."""
 
 
-def reap(proc: subprocess.Popen[bytes], pidfd: int | None = None, *, block: bool = False) -> bool:
+def reap(proc: "subprocess.Popen[bytes]", pidfd: int | None = None, *, block: bool = False) -> bool:
     """Collect the shell's status into ``proc.returncode`` (through ``pidfd`` when given); whether it has one.
 
     Never ``Popen.poll``/``wait``: they turn ECHILD (another ``waitpid()`` in this process took the
@@ -96,19 +94,16 @@ def shell_status(returncode: int) -> int:
     return returncode if returncode >= 0 else 128 - returncode
 
 
-class Ended:
+class Ended(NamedTuple):
     """How a child ended; its output is in the :class:`~._capture.Capture` objects it was read into."""
 
-    __slots__ = ("returncode", "timed_out", "why")
-
-    def __init__(self, returncode: int | None, timed_out: bool, why: str | None = None) -> None:
-        self.returncode = returncode
-        """As ``subprocess`` reports it (negative for a signal); None when it could not be reaped;
-        :data:`UNKNOWN_STATUS` when another reaper took it, or the status could not be learned at all."""
-        self.timed_out = timed_out
-        self.why = why
-        """With :data:`UNKNOWN_STATUS`: the line saying why the status is unknown, when not another
-        reaper (an executor that lost its connection to the host, say); None for :data:`UNKNOWN_NOTE`."""
+    returncode: int | None
+    """As ``subprocess`` reports it (negative for a signal); None when it could not be reaped;
+    :data:`UNKNOWN_STATUS` when another reaper took it, or the status could not be learned at all."""
+    timed_out: bool
+    why: str | None = None
+    """With :data:`UNKNOWN_STATUS`: the line saying why the status is unknown, when not another
+    reaper (an executor that lost its connection to the host, say); None for :data:`UNKNOWN_NOTE`."""
 
     @property
     def exit_code(self) -> int:
@@ -130,7 +125,7 @@ class Ended:
         return None if self.known else self.why or UNKNOWN_NOTE
 
 
-def spawn(spec: BashExecSpec) -> subprocess.Popen[bytes]:
+def spawn(spec: "BashExecSpec") -> "subprocess.Popen[bytes]":
     """Start ``spec`` in its own process group (so the whole group can be killed), its output on new pipes."""
     try:
         proc = _popen(spec)
@@ -173,7 +168,7 @@ def _popen(spec: BashExecSpec) -> subprocess.Popen[bytes]:
     return proc
 
 
-def supervised(pgid: int, reap_shell: Callable[[], object]) -> None:
+def supervised(pgid: int, reap_shell: "Callable[[], object]") -> None:
     """Register the group of a shell just started with the supervisor; if that fails, kill and reap it, and raise."""
     try:
         _supervisor.supervise(pgid)
@@ -191,7 +186,7 @@ MAX_ARG_STRLEN = 32 * 4096
 """Linux's limit on one argument or one ``NAME=value`` of the environment (bytes, with its NUL)."""
 
 
-def too_big(spec: BashExecSpec) -> ExecError:
+def too_big(spec: "BashExecSpec") -> ExecError:
     """The error for a command the kernel refused with ``E2BIG``, naming the limit it passed.
 
     A decision: the command is not handed over some other way (a script file, a descriptor), which

@@ -1,4 +1,7 @@
-"""The ``dsh`` command: its verbs, ``dsh serve`` and its client, the wire protocol, the default deployment.
+"""The ``dsh`` command: its verbs, ``dsh serve`` and its client, the wire protocol.
+
+The embedding front door (``Harness``), the default deployment and ``open_runtime`` are the
+dsh-harness library's (``dsh.harness``), which this command is built on.
 
 Exports resolve lazily: the served ``dsh exec`` imports this package on its start-up path and needs
 none of them.
@@ -12,38 +15,21 @@ if TYPE_CHECKING:
 
     from ._commands import COMMANDS_GROUP, Command
     from ._errors import MissingPluginError, ServeError, UsageError
-    from ._exec import notice_line
-    from ._harness import Harness, HarnessSession, HarnessTurn
-    from ._runtime import DEFAULT_SOURCE, default_deployment, open_runtime
 
 _EXPORTS = {
     "COMMANDS_GROUP": "._commands",
     "Command": "._commands",
-    "Harness": "._harness",
-    "HarnessSession": "._harness",
-    "HarnessTurn": "._harness",
     "MissingPluginError": "._errors",
     "ServeError": "._errors",
     "UsageError": "._errors",
-    "notice_line": "._exec",
-    "DEFAULT_SOURCE": "._runtime",
-    "default_deployment": "._runtime",
-    "open_runtime": "._runtime",
 }
 
 __all__ = [
     "COMMANDS_GROUP",
-    "DEFAULT_SOURCE",
     "Command",
-    "Harness",
-    "HarnessSession",
-    "HarnessTurn",
     "MissingPluginError",
     "ServeError",
     "UsageError",
-    "default_deployment",
-    "notice_line",
-    "open_runtime",
 ]
 
 

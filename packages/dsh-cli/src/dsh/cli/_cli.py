@@ -13,12 +13,12 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
-from dsh.core import DshError
+from dsh.core import DshError, describe
 from dsh.paths import signals
+from dsh.paths.deployment import choose_deployment, relative_home
 from dsh.paths.log import configure_command
 from dsh.session import SessionLockedError, SessionNotFoundError
 
-from ._fast._choice import choose_deployment, relative_home
 from ._fast._client import _stop_loading
 from ._fast._exec_argv import ExecArgs
 from ._fast._status import FAILURE_EXIT, failure_document
@@ -84,7 +84,15 @@ def dispatch(args: Args) -> int:
             import gc
 
             gc.enable()  # it may run for long (`dsh mcp` serves a client until it goes)
-            code: int = command.run(args)
+            try:
+                code: int = command.run(args)
+            except (DshError, OSError):
+                raise  # the verb's own one-line refusal
+            except Exception as exc:  # a bug of a third party's verb: one line naming it, not a traceback
+                raise DshError(
+                    f"`dsh {args.verb}` ({args.plugin_source}) failed: {describe(exc)}; this is a fault of that "
+                    "distribution (--debug shows where)"
+                ) from exc
             return code
         if args.verb == "skills":
             from ._skills_cmd import skills

@@ -30,7 +30,7 @@ class Command(Protocol):
 
     ``configure`` adds the verb's own options to its sub-parser (``--deployment`` and ``--debug``
     are there already); ``run`` gets the parsed line, with ``args.choice`` the deployment in
-    effect (:class:`dsh.cli._fast._choice.DeploymentChoice`), and returns the exit status. A
+    effect (:class:`dsh.paths.deployment.DeploymentChoice`), and returns the exit status. A
     :class:`dsh.core.DshError` or ``OSError`` it raises is one ``dsh:`` line and status 1.
     """
 

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 from dsh.bash_env import BASH_ENV, TOOL_CALL_ID_KEY, TURN_ID_KEY, CollectionError
 from dsh.core import Fiber
+from dsh.harness import open_runtime
 from dsh.loader import Runtime
 from dsh.session import SESSIONS, AgentRef, ToolExecution
 
 from ._output import print_json, say
-from ._runtime import open_runtime
 
 if TYPE_CHECKING:
     import argparse

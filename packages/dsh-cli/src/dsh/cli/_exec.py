@@ -4,19 +4,17 @@ import math
 import os
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from dsh.agent import Agent, ScriptedModel, ToolCall, TranscriptNotSaved, unsaved_message
 from dsh.bash import SHELL_EXECUTOR, ExecResult, Executor, interrupted_result, interruption, world_of
+from dsh.harness import notice_line
 from dsh.loader import Runtime
 from dsh.paths import INTERRUPTS
 from dsh.session import SESSIONS, TOOLS, PersistenceError, Session, ToolResult
 
 from ._errors import UsageError
 from ._fast._status import BLOCKED_EXIT
-
-if TYPE_CHECKING:
-    from dsh.hooks import Notice
 
 
 class ExecOutcome(NamedTuple):
@@ -210,14 +208,6 @@ async def exec_command(
         status_known=known,
         notices=tuple(notices),
     )
-
-
-def notice_line(notice: "Notice") -> str:
-    """How ``dsh`` prints a hook notice: ``dsh: hook: ...`` for a message, ``dsh: warning: ...``.
-
-    Public (``dsh.cli.notice_line``) so a verb of another distribution prints notices as ``dsh`` does.
-    """
-    return f"dsh: {'hook' if notice.kind == 'message' else 'warning'}: {notice.text}"
 
 
 def location_json(session: Session) -> dict[str, str] | None:

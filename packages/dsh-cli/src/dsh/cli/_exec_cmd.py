@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from dsh.agent import needs_event_loop
 from dsh.bash import Interrupted, Interrupts
+from dsh.harness import open_runtime
 
 from ._drive import interruptible as _interruptible
 from ._drive import run_async, run_sync
@@ -21,7 +22,6 @@ from ._fast._exec_argv import command_line
 from ._fast._status import exec_notices, exec_status
 from ._fast._streams import write_outputs
 from ._output import print_json
-from ._runtime import open_runtime
 
 if TYPE_CHECKING:
     import argparse
@@ -74,7 +74,8 @@ def serve_verb(args: argparse.Namespace) -> int:
     """``dsh serve``: keep the deployment loaded and answer ``dsh exec`` clients."""
     import asyncio
 
-    from ._live import LiveRuntime
+    from dsh.harness import LiveRuntime
+
     from ._serve import serve
 
     async def main() -> int:

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from dsh.agent import Agent, ModelError, ToolCall, load_model
 from dsh.bash import Interrupted, Interrupts
+from dsh.harness import notice_line, open_runtime
 from dsh.loader import ModelChoice, Runtime
 from dsh.session import SESSIONS, Session, ToolResult
 
 from ._errors import UsageError
-from ._exec import location_json, notice_line
+from ._exec import location_json
 from ._output import print_json, say
-from ._runtime import open_runtime
 
 if TYPE_CHECKING:
     from dsh.agent import TurnResult

@@ -375,7 +375,7 @@ def _added_verbs(commands: dict[str, EntryPointItem], running: str | None, verb:
         if name == running:
             command = _commands.load(item)
             command.configure(p)
-            p.set_defaults(plugin_command=command)
+            p.set_defaults(plugin_command=command, plugin_source=f"{item.distribution} {item.version}")
     for name, dist in _commands.KNOWN_COMMANDS.items():
         if name not in commands and running is None:
             verb(name, f"install {dist} to use it (not installed)")

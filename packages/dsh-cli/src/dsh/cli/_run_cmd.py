@@ -8,12 +8,12 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from dsh.agent import Agent, ScriptedModel, load_script
+from dsh.harness import notice_line, open_runtime
 from dsh.session import SESSIONS, Session, SessionStore
 
 from ._errors import UsageError
-from ._exec import location_json, notice_line
+from ._exec import location_json
 from ._output import print_json, say
-from ._runtime import open_runtime
 
 if TYPE_CHECKING:
     from dsh.hooks import Notice

@@ -4,7 +4,7 @@ A served ``dsh exec`` behaves as an in-process one: the command gets the client'
 its ambient environment (minus ``DSH_*`` and credential-shaped names, as always), the client's
 working directory, and a session of its own; the deployment is re-read for new distributions at
 every turn, and booted again before a request when its file, a hook file or the trust of either
-moved since (:mod:`._live`), so the server enforces what a cold ``dsh exec`` would. What it saves
+moved since (:class:`dsh.harness.LiveRuntime`), so the server enforces what a cold ``dsh exec`` would. What it saves
 is the start-up: interpreter, imports, models, distribution scan.
 
 Guarantees (see the package README): the socket lives in a private ``run/`` directory and is 0600;
@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh.core import DshError, EscapedError, describe
+from dsh.harness import LiveRuntime, warnings
 from dsh.paths import ensure_private_dir, seal_process, signals
 
 from ._errors import ServeError
@@ -49,9 +50,7 @@ from ._fast._wire import (
     peer_uid,
     socket_path,
 )
-from ._live import LiveRuntime
 from ._output import json_text
-from ._runtime import warnings
 from ._serve_protocol import CLIENT_GONE, Request, failure_answer, interrupted_answer, request_from, watch_client
 
 DEFAULT_IDLE_TIMEOUT = 10.0
@@ -334,16 +333,11 @@ async def serve(
     stop = asyncio.Event()
     received: list[str] = []
 
-    def on_signal(sig: signal.Signals) -> None:
-        received.append(sig.name)
+    def on_signal(signum: int) -> None:
+        received.append(signal.Signals(signum).name)
         stop.set()
 
-    loop = asyncio.get_running_loop()
-    # A signal the caller ignores stays ignored: `nohup dsh serve &` outlives the terminal.
-    # (asyncio's own handlers: the event loop installs them, through its wakeup fd.)
-    taken = [sig for sig in STOP_SIGNALS if not signals.ignored(sig)]
-    for sig in taken:
-        loop.add_signal_handler(sig, on_signal, sig)
+    undo = signals.on_loop(asyncio.get_running_loop(), STOP_SIGNALS, on_signal)
     _log(f"listening on {path}")
     try:
         await stop.wait()
@@ -352,8 +346,7 @@ async def serve(
         await server.stop(received[0])
         _log(f"stopped on {received[0]}")
     finally:
-        for sig in taken:
-            loop.remove_signal_handler(sig)
+        undo()
         listener.close()
         _release(path, inode)
     return 0

@@ -1,15 +1,13 @@
 """What a served ``dsh exec`` connection says, seen from the server: the request checked field by
 field, what may follow it while the command runs, and the shapes of the answers."""
 
-from __future__ import annotations
-
 import asyncio
 import math
 import os
 import select
 import signal
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from dsh.paths import INTERRUPTS
 
@@ -25,20 +23,15 @@ CLIENT_GONE = "the client went away"
 """What a turn is recorded as interrupted by when its client closed the connection."""
 
 
-class Request:
+class Request(NamedTuple):
     """One validated ``dsh exec`` request."""
 
-    __slots__ = ("command", "cwd", "env", "json", "session", "timeout")
-
-    def __init__(
-        self, command: str, env: dict[str, str], cwd: str, session: str | None, timeout: float | None, json: bool
-    ) -> None:
-        self.command = command
-        self.env = env
-        self.cwd = cwd
-        self.session = session
-        self.timeout = timeout
-        self.json = json
+    command: str
+    env: dict[str, str]
+    cwd: str
+    session: str | None
+    timeout: float | None
+    json: bool
 
 
 def request_from(request: Mapping[str, Any], deployment: str | None) -> Request:

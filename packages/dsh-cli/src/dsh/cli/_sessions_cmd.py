@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dsh.bash_env import SESSION_ID_KEY, SESSION_JSONL_KEY, TOOL_CALL_ID_KEY, TURN_ID_KEY
-from dsh.persistence.jsonl import JsonlPersistence
+from dsh.harness import open_runtime
+from dsh.paths import trust_fault
 from dsh.session import (
     SESSIONS,
     PersistenceError,
@@ -21,12 +22,11 @@ from dsh.session import (
     SessionNotFoundError,
     validate_session_id,
 )
-from dsh.session.persistence import BEGAN_EVENT, SessionPersistence, unsettled
+from dsh.session.persistence import BEGAN_EVENT, FilePersistence, SessionPersistence, unsettled
 
 from ._errors import UsageError
 from ._exec import location_json
 from ._output import print_json, say
-from ._runtime import open_runtime
 
 FORK_EVENT = "session/fork"
 
@@ -110,8 +110,10 @@ def _is_first_turn(turn_id: str | None, session_id: str) -> bool:
     return turn_id == f"{session_id}:turn-1"
 
 
-def _check_file(path: str, session_id: str, verdict: Verdict) -> list[SessionEvent] | None:
-    """File checks, then the header; the events, or None when the file does not exist."""
+def _check_file(
+    path: str, session_id: str, verdict: Verdict, persistence: SessionPersistence
+) -> list[SessionEvent] | None:
+    """File checks, then the header, read by the deployment's backend; the events, or None when there is no file."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -128,22 +130,32 @@ def _check_file(path: str, session_id: str, verdict: Verdict) -> list[SessionEve
         verdict.problems.append(f"{path} is not a regular file")
         verdict.unreadable = True
         return []
-    if st.st_uid != os.getuid():
-        verdict.problems.append(f"{path} is owned by uid {st.st_uid}, not by you (uid {os.getuid()})")
-    if st.st_mode & 0o022:
-        who = " and ".join(w for w, bit in (("group", 0o020), ("others", 0o002)) if st.st_mode & bit)
+    # Owner and mode by dsh-paths' one trust rule (trust_fault), in this verb's words.
+    fault = trust_fault(st)
+    if fault == "owner":
+        verdict.problems.append(f"{path} is owned by uid {st.st_uid}, not by you (uid {os.geteuid()}) or root")
+    elif fault == "mode":
         verdict.problems.append(
-            f"{path} is writable by {who} (mode {stat.S_IMODE(st.st_mode):04o}); dsh writes transcripts 0600"
+            f"{path} is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o}); dsh writes transcripts 0600"
         )
     directory = os.path.dirname(path)
     try:
-        dst = os.stat(directory)
-        if dst.st_mode & 0o002 and not dst.st_mode & stat.S_ISVTX:
-            verdict.problems.append(f"{directory} is writable by others, who could replace the transcript")
+        folder = trust_fault(os.stat(directory), above=True)
     except OSError:
-        pass
+        folder = None
+    if folder == "owner":
+        verdict.problems.append(f"{directory} is owned by someone else, who could replace the transcript")
+    elif folder == "mode":
+        verdict.problems.append(f"{directory} is writable by group or others, who could replace the transcript")
+    if not isinstance(persistence, FilePersistence):
+        verdict.problems.append(
+            f"{path}: the deployment's {type(persistence).__name__} keeps no transcript files, so it cannot read "
+            "this one; verify the session with --session ID, or pass the deployment that wrote it (--deployment)"
+        )
+        verdict.unreadable = True
+        return []
     try:
-        stored = JsonlPersistence.load_file(path)
+        stored = persistence.load_file(path)
     except (PersistenceError, OSError) as exc:
         verdict.problems.append(str(exc))
         verdict.unreadable = True
@@ -214,16 +226,18 @@ def _writer_running(backend: SessionPersistence, session: Session) -> bool:
     return False
 
 
-def _jsonl_began(path: str, session_id: str, verdict: Verdict) -> tuple[Sequence[SessionEvent], bool]:
+def _file_began(
+    path: str, session_id: str, verdict: Verdict, persistence: FilePersistence
+) -> tuple[Sequence[SessionEvent], bool]:
     """The write-ahead records beside the transcript ``path`` it does not hold, and whether their writer runs."""
     try:
-        found = JsonlPersistence.unsettled_at(path, session_id)
+        found = persistence.unsettled_at(path, session_id)
     except (PersistenceError, OSError) as exc:
         verdict.problems.append(f"{path}: its write-ahead records cannot be read: {exc}")
         return (), False
     if found is None:
         return (), False
-    return found.events, JsonlPersistence.lock_held(path)
+    return found.events, persistence.lock_held(path)
 
 
 def run_verify(
@@ -247,24 +261,26 @@ def run_verify(
     where = path or f"session {session_id}"
     records: Sequence[SessionEvent] = ()
     running = False
-    if verdict.path is not None:
-        events = _check_file(verdict.path, session_id, verdict)
-        records, running = _jsonl_began(verdict.path, session_id, verdict)
-    else:
-        with open_runtime(deployment) as runtime:
-            store = runtime.ctx.require(SESSIONS)
+    # The transcript is read through the deployment's backend (the persistence seam), never by name.
+    with open_runtime(deployment) as runtime:
+        store = runtime.ctx.require(SESSIONS)
+        backend = store.persistence()
+        if verdict.path is not None:
+            events = _check_file(verdict.path, session_id, verdict, backend)
+            if isinstance(backend, FilePersistence):
+                records, running = _file_began(verdict.path, session_id, verdict, backend)
+        else:
             try:
-                stored = store.resume(session_id, history=False)  # read below only if not a JSONL file
+                stored = store.resume(session_id, history=False)  # read below only if not a transcript file
             except SessionNotFoundError:
                 events = None
             else:
                 location = stored.locate()
-                if location is not None and location.kind == "jsonl":
+                if location is not None and isinstance(backend, FilePersistence):
                     verdict.path = where = location.path
-                    events = _check_file(location.path, session_id, verdict)
-                    records, running = _jsonl_began(location.path, session_id, verdict)
+                    events = _check_file(location.path, session_id, verdict, backend)
+                    records, running = _file_began(location.path, session_id, verdict, backend)
                 else:
-                    backend = store.persistence()
                     where = f"session {session_id} in the deployment's {type(backend).__name__}"
                     found = unsettled(backend, session_id)
                     records = () if found is None else found.events

@@ -5,12 +5,12 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, TextIO
 
+from dsh.harness import open_runtime
 from dsh.loader import Runtime
 from dsh.session import SESSIONS
 
 from ._exec import location_json
 from ._output import on_terminal, print_json, say, terminal_safe
-from ._runtime import open_runtime
 from ._show import render
 
 if TYPE_CHECKING:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from dsh.harness import open_runtime
 from dsh.skills import SKILLS
 
 from ._errors import MissingPluginError
 from ._output import print_json, say
-from ._runtime import open_runtime
 
 
 def skills(args: argparse.Namespace) -> int:

@@ -11,13 +11,19 @@ import errno
 import os
 import re
 import shutil
-import stat
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from dsh.bash import DSH_ENV_PREFIX, SHELL_CODE_KEYS, BashExecRequest, Executor, is_managed_key
-from dsh.paths import NotRegularFileError, UntrustedPathError, check_trusted, ensure_private_dir, open_regular
+from dsh.paths import (
+    NotRegularFileError,
+    UntrustedPathError,
+    check_trusted,
+    ensure_private_dir,
+    open_regular,
+    trust_fault,
+)
 
 _SPLIT = "__dsh_env_file_split__"
 _SHELL_STATE = frozenset({"_", "SHLVL", "PWD", "OLDPWD", "SHELLOPTS", "BASHOPTS", "PS1", "PS2", "PS4", "IFS"})
@@ -138,7 +144,7 @@ def _read_env_file(path: Path) -> str:
     fd = open_regular(path, "hook env file", follow=False)
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
-        if info.st_uid not in (os.geteuid(), 0) or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        if trust_fault(info) is not None:
             check_trusted(path, "hook env file")  # names the fault; the descriptor is what was judged
             raise UntrustedPathError(path, f"refusing hook env file {path}: it changed while it was read")
         data = handle.read(ENV_FILE_LIMIT + 1)

@@ -6,8 +6,9 @@ and parse every distribution only to learn what it learnt last time. The key is 
 :class:`~dsh.loader.Catalog.refresh` compares), computed with ``os.scandir``/``stat`` alone: any
 install, uninstall or reinstall moves it, and the next command rescans.
 
-The file is never trusted: it is read only when it is a regular file (never through a symbolic
-link) owned by this user and private (0600), and it must parse completely, up to its end line.
+The file is never trusted further than dsh-paths' one rule: it is read only when it is a regular
+file (never through a symbolic link) that passes that rule (owned by this user or root, writable by
+no one else, under folders that pass it too), and it must parse completely, up to its end line.
 Anything else (damaged, foreign, unreadable) is ignored and rewritten; failing to write it is
 never fatal. It is written whole under a random temporary name and renamed into place, so a
 reader sees the old file or the new one, never half of one.
@@ -64,11 +65,11 @@ read, so a bloated or planted file costs one miss, never seconds and gigabytes o
 
 
 def read_private(path: str) -> str | None:
-    """The text of ``path`` when it is a regular file (never a link), ours and private (0600), of at most
-    :data:`MAX_CACHE_BYTES`; else None.
+    """The text of ``path`` when it is a regular file (never a link) that passes the one trust rule
+    (:func:`dsh.paths.open_trusted`), of at most :data:`MAX_CACHE_BYTES`; else None.
 
-    The trust rule of every run-time cache in ``<home>/run``: a file someone else could have
-    written is never believed, only replaced.
+    How every run-time cache in ``<home>/run`` is read: a file someone else could have written is
+    never believed, only replaced.
     """
     try:
         # One trusted walk to the descriptor checked below, never through a link; a FIFO planted
@@ -78,7 +79,7 @@ def read_private(path: str) -> str | None:
         return None
     try:
         info = os.fstat(fd)
-        if info.st_uid != os.geteuid() or info.st_mode & 0o077 or info.st_size > MAX_CACHE_BYTES:
+        if info.st_size > MAX_CACHE_BYTES:  # owner and mode: the one rule, judged by open_trusted
             return None
         with os.fdopen(fd, "r", encoding="utf-8", closefd=False) as handle:
             return handle.read()

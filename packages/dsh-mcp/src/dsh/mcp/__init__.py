@@ -4,7 +4,7 @@ Each client connection is one dsh session; every ``tools/call`` runs in a turn t
 deployment's hooks, is recorded in the transcript, and its child gets that session's ``DSH_*``.
 """
 
-from ._command import McpCommand, command
+from ._command import McpCommand, command, main
 from ._server import serve
 
-__all__ = ["McpCommand", "command", "serve"]
+__all__ = ["McpCommand", "command", "main", "serve"]

@@ -1,7 +1,7 @@
 """The stdio MCP server: dsh's shell tools for one client connection, as one dsh session.
 
 The SDK's low-level :class:`mcp.server.Server` serves the connection on the main thread's asyncio
-loop; every hook, tool call and record runs on the :class:`dsh.cli.Harness` loop (its own thread),
+loop; every hook, tool call and record runs on the :class:`dsh.harness.Harness` loop (its own thread),
 reached through ``Harness.arun``. Calls that overlap share one turn (:class:`_Turns`), so the
 transcript stays a sequence of whole turns however the client interleaves them.
 """
@@ -22,9 +22,10 @@ import anyio
 
 import mcp.types as types
 from dsh.agent import TranscriptNotSaved, Turn, TurnError
-from dsh.cli import Harness, HarnessSession
 from dsh.core import DshError
+from dsh.harness import Harness, HarnessSession, notice_line
 from dsh.paths import seal_process
+from dsh.paths.signals import on_loop
 from dsh.session import TOOLS, ToolResult, ToolSpec, anthropic_tool, is_safe_id
 from dsh.tool_bash import ShellTool
 from mcp.server import Server, ServerRequestContext
@@ -230,19 +231,14 @@ class _Signals:
     def __init__(self) -> None:
         self.caught: list[int] = []
         self.scope: anyio.CancelScope | None = None
-        self._loop = asyncio.get_running_loop()
-        self._numbers = [getattr(signal, name) for name in ENDING_SIGNALS if hasattr(signal, name)]
-        for number in self._numbers:
-            self._loop.add_signal_handler(number, self._caught, number)
+        numbers = [getattr(signal, name) for name in ENDING_SIGNALS if hasattr(signal, name)]
+        self.close = on_loop(asyncio.get_running_loop(), numbers, self._caught)
+        """Give the signals back (dsh.paths.signals, the one owner of the process's handlers)."""
 
     def _caught(self, number: int) -> None:
         self.caught.append(number)
         if self.scope is not None:
             self.scope.cancel()
-
-    def close(self) -> None:
-        for number in self._numbers:
-            self._loop.remove_signal_handler(number)
 
 
 MAX_LINE = 64 * 1024 * 1024
@@ -344,8 +340,6 @@ async def _stdin_pipe() -> _PipeLines | None:
 
 def _notice(notice: Notice) -> None:
     """Hook messages and warnings go to stderr (the client's server log); stdout is the wire."""
-    from dsh.cli import notice_line
-
     print(notice_line(notice), file=sys.stderr, flush=True)
 
 

@@ -5,7 +5,8 @@ environment variable (a blank value counts as unset), else ``~/.dsh``. The resul
 always absolute with ``~`` expanded. Resolution is pure: it creates nothing.
 
 :func:`ensure_private_dir`, :func:`check_trusted`, :func:`open_trusted`, :func:`read_trusted_text` and
-:func:`create_private_file` are the one trust rule every consumer of the home applies (see ``_trust``);
+:func:`create_private_file` are the one trust rule every consumer of the home applies (see ``_trust``),
+and :func:`trust_fault` that rule on owner and mode, judged on a status, for every other check;
 :func:`open_regular` and :func:`read_regular_text` the one safe way to open a file someone could
 replace by a FIFO (see ``_read``). :data:`INTERRUPTS` and :mod:`dsh.paths.signals` own the process's
 signals (see there). :func:`seal_process` keeps a long-lived server's commands out of it (``_seal``).
@@ -24,6 +25,7 @@ from ._trust import (
     ensure_private_dir,
     open_trusted,
     read_trusted_text,
+    trust_fault,
     trusted_paths,
 )
 
@@ -49,6 +51,7 @@ __all__ = [
     "read_trusted_text",
     "resolve_dsh_home",
     "seal_process",
+    "trust_fault",
     "trusted_paths",
 ]
 

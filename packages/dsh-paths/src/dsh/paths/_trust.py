@@ -39,6 +39,7 @@ __all__ = [
     "ensure_private_dir",
     "open_trusted",
     "read_trusted_text",
+    "trust_fault",
     "trusted_paths",
 ]
 
@@ -67,6 +68,22 @@ def trusted_paths() -> frozenset[str]:
 
 def _owner_ok(uid: int) -> bool:
     return uid in (os.geteuid(), 0)
+
+
+def trust_fault(info: os.stat_result, *, above: bool = False) -> Literal["owner", "mode"] | None:
+    """The one trust rule on owner and mode, judged on a status (``os.fstat`` of what was opened).
+
+    ``"owner"`` when the path is owned by neither this user (the effective uid) nor root; ``"mode"``
+    when group or others may write it (for a folder ``above`` a trusted path, unless it has the
+    sticky bit, as ``/tmp`` has); None when it is trusted. Every owner-and-mode check of dsh asks
+    this (the trusted walk below, hook env files, run-time caches, ``dsh sessions verify``), so
+    they cannot disagree; each says in its own words what the fault means where it is.
+    """
+    if not _owner_ok(info.st_uid):
+        return "owner"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not (above and info.st_mode & stat.S_ISVTX):
+        return "mode"
+    return None
 
 
 def _join(folder: str, name: str) -> str:
@@ -186,35 +203,38 @@ def _check_link(info: os.stat_result, link: str, label: str, given: str) -> None
 
 
 def _check_final(info: os.stat_result, label: str, given: str) -> None:
+    fault = trust_fault(info)
+    if fault is None:
+        return
     private = "700" if stat.S_ISDIR(info.st_mode) else "600"
-    if not _owner_ok(info.st_uid):
+    if fault == "owner":
         raise UntrustedPathError(
             given,
             f"refusing {label}: it is owned by uid {info.st_uid}, not by you (uid {os.geteuid()}); "
             f"use one you own and run `chmod {private}` on it",
         )
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        mode = stat.S_IMODE(info.st_mode)
-        if stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX:  # /tmp itself: not yours to chmod
-            raise UntrustedPathError(
-                given,
-                f"refusing {label}: it is a shared folder others can add files to (mode {mode:04o}); "
-                f"use a folder of your own inside it (`mkdir -m 700 {_join(given, 'mine')}`)",
-            )
+    mode = stat.S_IMODE(info.st_mode)
+    if stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX:  # /tmp itself: not yours to chmod
         raise UntrustedPathError(
             given,
-            f"refusing {label}: it is writable by group or others (mode {mode:04o}); run `chmod {private} {given}`",
+            f"refusing {label}: it is a shared folder others can add files to (mode {mode:04o}); "
+            f"use a folder of your own inside it (`mkdir -m 700 {_join(given, 'mine')}`)",
         )
+    raise UntrustedPathError(
+        given,
+        f"refusing {label}: it is writable by group or others (mode {mode:04o}); run `chmod {private} {given}`",
+    )
 
 
 def _check_folder(info: os.stat_result, folder: str, label: str, given: str) -> None:
-    if not _owner_ok(info.st_uid):
+    fault = trust_fault(info, above=True)
+    if fault == "owner":
         raise UntrustedPathError(
             given,
             f"refusing {label}: the folder {folder} above it is owned by uid {info.st_uid}, not by you "
             "or root; keep it under folders only you (or root) control",
         )
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not info.st_mode & stat.S_ISVTX:
+    if fault == "mode":
         raise UntrustedPathError(
             given,
             f"refusing {label}: the folder {folder} above it is writable by group or others "

@@ -2,7 +2,8 @@
 
 Every dsh module outside the fenced start-up path asks it: :func:`take` installs a handler on
 signals and returns what it replaced, :func:`restore` gives that back, :func:`install` and
-:func:`current` set and read one handler, :func:`ignored` says whether the process ignores one.
+:func:`current` set and read one handler, :func:`ignored` says whether the process ignores one,
+and :func:`on_loop` hands signals to a callback on an asyncio loop (``dsh serve``, ``dsh mcp``).
 (``dsh.cli._fast``, the served client, reads :data:`~dsh.paths.INTERRUPTS` and keeps its own calls
 into the C module: a served ``dsh exec`` must not import ``signal``, which loads ``enum``.) It lives
 in dsh-paths, the standard-library base every distribution imports, so dsh-bash's interrupt
@@ -17,9 +18,12 @@ from __future__ import annotations
 import signal
 from collections.abc import Callable, Iterable, Mapping
 from types import FrameType
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from . import INTERRUPTS
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = [
     "INTERRUPTS",
@@ -28,6 +32,7 @@ __all__ = [
     "ignored",
     "install",
     "interrupt_signals",
+    "on_loop",
     "restore",
     "set_watched",
     "take",
@@ -73,6 +78,26 @@ def restore(saved: Mapping[int, Handler]) -> None:
     """Give back the handlers :func:`take` replaced."""
     for signum, previous in saved.items():
         install(signum, previous)
+
+
+def on_loop(
+    loop: asyncio.AbstractEventLoop, signums: Iterable[int], callback: Callable[[int], object]
+) -> Callable[[], None]:
+    """Call ``callback(signum)`` on ``loop`` when one of ``signums`` arrives; the returned function undoes it.
+
+    The handlers are asyncio's (``loop.add_signal_handler``: the loop's wakeup fd, so the callback
+    runs as loop code, never inside whatever the signal interrupted). A signal the process ignores
+    stays ignored, as with :func:`take`: ``nohup dsh serve &`` outlives its terminal.
+    """
+    taken = [signum for signum in signums if not ignored(signum)]
+    for signum in taken:
+        loop.add_signal_handler(signum, callback, signum)
+
+    def undo() -> None:
+        for signum in taken:
+            loop.remove_signal_handler(signum)
+
+    return undo
 
 
 def watched() -> bool:

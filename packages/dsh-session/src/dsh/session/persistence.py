@@ -26,6 +26,7 @@ __all__ = [
     "BULK_DOCUMENTS",
     "PERSISTENCE_GROUP",
     "SESSION_PERSISTENCE",
+    "FilePersistence",
     "ScanningPersistence",
     "SessionPersistence",
     "SessionScan",
@@ -129,6 +130,29 @@ class TailingPersistence(Protocol):
 
         Raises :class:`SessionNotFoundError` like :meth:`SessionPersistence.load`.
         """
+        ...
+
+
+@runtime_checkable
+class FilePersistence(Protocol):
+    """Optional: a backend whose :meth:`~SessionPersistence.locate` names files, and that reads one by path.
+
+    What ``dsh sessions verify`` reads a transcript file named by ``$DSH_SESSION_JSONL`` or
+    ``--path`` with, so no consumer names a backend: the JSONL backend is one.
+    """
+
+    def load_file(self, path: str, session_id: str | None = None) -> StoredSession:
+        """Read the transcript file at ``path`` (never through a symbolic link), recovering every complete
+        event; with ``session_id``, refuse a header naming another. Raises :class:`PersistenceError`
+        naming the file when it is missing, not a regular file or unreadable."""
+        ...
+
+    def unsettled_at(self, path: str, session_id: str) -> StoredSession | None:
+        """The write-ahead records kept beside the transcript ``path`` that it does not hold; None when none."""
+        ...
+
+    def lock_held(self, path: str) -> bool:
+        """Whether a writer holds the turn lock of the transcript ``path`` now."""
         ...
 
 

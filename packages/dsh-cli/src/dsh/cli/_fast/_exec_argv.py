@@ -14,7 +14,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
     from collections.abc import Sequence
 
-    from ._choice import DeploymentChoice
+    from dsh.paths.deployment import DeploymentChoice
 
 _VALUED = {"--deployment": "deployment", "--session": "session", "--cwd": "cwd", "--timeout": "timeout"}
 
@@ -29,7 +29,7 @@ class ExecArgs:
 
     verb = "exec"
     choice: DeploymentChoice
-    """Which deployment runs it: set by the caller with :func:`._choice.choose_deployment`."""
+    """Which deployment runs it: set by the caller with :func:`dsh.paths.deployment.choose_deployment`."""
 
     def __init__(self) -> None:
         self.debug = False

@@ -1,7 +1,7 @@
 """The served ``dsh exec``: a client of a listening ``dsh serve`` that imports almost nothing.
 
 Until it knows a server listens, it uses only the standard library's cheapest modules and dsh's
-own import-free ones (``_exec_argv``, ``_choice``, ``_wire``, ``_status``): no
+own import-free ones (``_exec_argv``, ``_wire``, ``_status``, and ``dsh.paths.deployment``): no
 argparse, pathlib, hashlib, re, json, enum or typing.
 """
 
@@ -14,8 +14,8 @@ import sys
 import time
 
 from dsh.paths import UntrustedPathError, check_trusted
+from dsh.paths.deployment import choose_deployment, relative_home
 
-from ._choice import choose_deployment, relative_home
 from ._exec_argv import ExecArgs, command_words
 from ._status import (
     FAILURE_EXIT,

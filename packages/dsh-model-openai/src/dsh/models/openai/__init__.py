@@ -4,7 +4,7 @@ The ``openai`` entry point of the ``dsh.models`` group is :data:`plugin`; :func:
 is the one mapping of a session's history to Chat Completions messages.
 """
 
-from ._messages import arguments_json, chat_messages, drop_nulls, function_tools, strict_schema
+from ._messages import arguments_json, chat_messages
 from ._model import DEFAULT_BASE_URL, DEFAULT_MODEL, OpenAIConfig, OpenAIModel, plugin, usage_figures
 
 __all__ = [
@@ -14,9 +14,6 @@ __all__ = [
     "OpenAIModel",
     "arguments_json",
     "chat_messages",
-    "drop_nulls",
-    "function_tools",
     "plugin",
-    "strict_schema",
     "usage_figures",
 ]

@@ -1,13 +1,13 @@
-"""A session's history as Chat Completions messages, and dsh's tools as function tools."""
+"""A session's history as Chat Completions messages (the tools are dsh-session's ``openai_tool``)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from dsh.agent import Answered, Said, conversation
-from dsh.session import SessionEvent, ToolSpec
+from dsh.session import SessionEvent
 
 
 def arguments_json(arguments: object) -> str:
@@ -50,56 +50,3 @@ def chat_messages(events: Iterable[SessionEvent], *, system: str = "") -> list[d
         for outcome in item.outcomes:
             messages.append({"role": "tool", "tool_call_id": outcome.call_id, "content": outcome.output})
     return messages
-
-
-def function_tools(specs: Sequence[ToolSpec], *, strict: bool = False) -> list[dict[str, Any]]:
-    """dsh's tool specs as Chat Completions function tools, in registry order.
-
-    With ``strict``, each schema is made strict (see :func:`strict_schema`) and marked so.
-    """
-    tools = []
-    for spec in specs:
-        function: dict[str, Any] = {"name": spec.name, "description": spec.description}
-        parameters = dict(spec.parameters)
-        if strict:
-            function["parameters"] = strict_schema(parameters)
-            function["strict"] = True
-        else:
-            function["parameters"] = parameters
-        tools.append({"type": "function", "function": function})
-    return tools
-
-
-def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` in the form OpenAI's strict mode accepts.
-
-    Strict mode wants every object closed (``additionalProperties: false``) and every property
-    listed in ``required``; an optional property is made nullable instead (``type: [T, "null"]``),
-    and :func:`drop_nulls` removes the nulls the model then sends for it, so the tool sees the
-    argument absent as before. Keywords strict mode refuses (``default``) are dropped.
-    """
-    out = {k: v for k, v in schema.items() if k != "default"}
-    if out.get("type") == "object" or "properties" in out:
-        properties = dict(out.get("properties") or {})
-        required = set(out.get("required") or ())
-        for name, sub in properties.items():
-            fixed = strict_schema(dict(sub))
-            if name not in required:
-                kind = fixed.get("type")
-                if isinstance(kind, str):
-                    fixed["type"] = [kind, "null"]
-                elif isinstance(kind, list) and "null" not in kind:
-                    fixed["type"] = [*kind, "null"]
-            properties[name] = fixed
-        out["properties"] = properties
-        out["required"] = list(properties)
-        out["additionalProperties"] = False
-    if isinstance(out.get("items"), dict):
-        out["items"] = strict_schema(out["items"])
-    return out
-
-
-def drop_nulls(arguments: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
-    """Arguments of a strict call with the nulls of properties the tool's own ``schema`` does not require removed."""
-    required = set(schema.get("required") or ())
-    return {k: v for k, v in arguments.items() if v is not None or k in required}

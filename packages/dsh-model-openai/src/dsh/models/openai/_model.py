@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dsh.agent import MODEL, ModelError, ModelStep, ToolCall, provider_error, read_key, server_message, status_reason
 from dsh.core import Context, FieldError, Plugin
-from dsh.session import EMPTY_MAPPING, Session, ToolSpec
+from dsh.session import EMPTY_MAPPING, Session, ToolSpec, drop_nulls, openai_tool
 
-from ._messages import chat_messages, drop_nulls, function_tools
+from ._messages import chat_messages
 
 if TYPE_CHECKING:
     import openai
@@ -127,7 +127,7 @@ class OpenAIModel:
             "messages": chat_messages(session.history, system=config.system),
         }
         if tools:
-            body["tools"] = function_tools(tools, strict=config.strict)
+            body["tools"] = [openai_tool(spec, strict=config.strict) for spec in tools]
             if config.parallel_tool_calls is not None:
                 body["parallel_tool_calls"] = config.parallel_tool_calls
         if config.temperature is not None:

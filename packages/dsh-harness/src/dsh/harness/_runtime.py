@@ -25,8 +25,7 @@ from dsh.loader import (
     validated_cache,
 )
 from dsh.paths import check_trusted, ensure_private_dir, resolve_dsh_home
-
-from ._fast._choice import DeploymentChoice, choose_deployment
+from dsh.paths.deployment import DeploymentChoice, choose_deployment
 
 DEFAULT_SOURCE = "<default deployment>"
 DEFAULT_IDS = ("bash-local", "bash-env", "tool-bash", "skills", "hooks")

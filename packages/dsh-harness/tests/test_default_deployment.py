@@ -1,4 +1,4 @@
-"""Which deployment a command uses, and how a deployment file layers on the default one."""
+"""How a deployment layers on the default one (a deployment file, a Harness's mapping)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh.cli._fast._choice import choose_deployment
-from dsh.cli._runtime import layer_on_defaults
+from dsh.harness import layer_on_defaults
 from dsh.loader import DeploymentError, parse_deployment
-from dsh.testing import dsh
 
 
 def _ids(source: str, home: Path, **raw: object) -> list[str]:
@@ -76,38 +74,3 @@ def test_turning_hooks_off_boots_alike_with_and_without_a_hooks_file(tmp_path: P
         "hooks",
         "extra",
     ]
-
-
-def test_the_rule_flag_then_env_then_home_then_builtin(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    env = {"DSH_HOME": str(home)}
-    builtin = choose_deployment(None, env)
-    assert builtin.path is None and str(home / "deployment.yaml") in builtin.reason
-    home.mkdir()
-    (home / "deployment.yaml").write_text("{}\n")
-    assert choose_deployment(None, env).path == str(home / "deployment.yaml")
-    named = tmp_path / "named.yaml"
-    assert choose_deployment(None, {**env, "DSH_DEPLOYMENT": str(named)}).path == str(named)
-    assert choose_deployment(None, {**env, "DSH_DEPLOYMENT": "  "}).path == str(home / "deployment.yaml")
-    flag = choose_deployment("x.yaml", {**env, "DSH_DEPLOYMENT": str(named)})
-    assert flag.path == str(Path("x.yaml").absolute()) and "--deployment" in flag.reason
-
-
-@pytest.mark.parametrize(
-    ("script", "message"),
-    [
-        ("turns: 3\n", "field 'turns' must be a list"),
-        ("- user: hi\n", "the top level must be a mapping of fields"),
-        (
-            "turns:\n - user: hi\n   steps: [{tool_calls: [{name: bash, argumnts: {}}]}]\n",
-            "field 'turns[0].steps[0].tool_calls[0].argumnts' is not a known field (check its spelling)",
-        ),
-    ],
-)
-def test_script_errors_name_file_and_field_in_plain_words(tmp_path: Path, script: str, message: str) -> None:
-    path = tmp_path / "script.yaml"
-    path.write_text(script)
-    proc = dsh("run", "--script", str(path), home=tmp_path / "home")
-    assert proc.returncode == 1
-    assert proc.stderr == f"dsh: {path}: {message}\n"
-    assert "Input should" not in proc.stderr

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from dsh.agent import TurnError
-from dsh.cli import Harness
+from dsh.agent import ModelStep, TurnError
+from dsh.core import DshError
+from dsh.harness import Harness
 from dsh.loader import Deployment, DeploymentError, PluginEntry
 from dsh.session import TOOLS, SessionLockedError, openai_tool, strict_problems
 
@@ -193,7 +194,7 @@ def test_deployments_layer_on_the_defaults_from_a_mapping_objects_or_a_file(
     monkeypatch.setenv("DSH_HOME", str(tmp_path / "home"))
     with Harness({"plugins": [{"id": "tool-bash", "config": {"max_timeout": 5}}]}) as harness:
         names = [s.name for s in harness.tools()]
-        assert {"bash", "bash_output", "bash_stop", "skill", "spawn_agent"} <= set(names)
+        assert {"bash", "bash_output", "bash_stop", "skill"} <= set(names)
         bash: Any = harness.runtime.ctx.require(TOOLS).get("bash")
         assert bash.config.max_timeout == 5  # replaced, not added
     with Harness(Deployment(plugins=[PluginEntry(id="skills", enabled=False)])) as harness:
@@ -232,3 +233,62 @@ def test_tool_specs_export_to_openai_strict_and_anthropic(tmp_path: Path, monkey
     assert anthropic[0]["input_schema"] == dict(specs[0].parameters)
     assert json.loads(json.dumps(strict)) == strict  # plain JSON, no read-only mappings
     assert openai_tool(specs[0]) == loose[0]
+
+
+class _Answers:
+    """The caller's own model: a subagent answers its task back, in upper case."""
+
+    name = "answers"
+
+    def __init__(self) -> None:
+        self.prompt = ""
+
+    def begin_turn(self, prompt: str) -> None:
+        self.prompt = prompt
+
+    async def step(self, session: Any, tools: Any) -> ModelStep:
+        return ModelStep(text=self.prompt.upper())
+
+    def subagent(self, agent_type: str) -> _Answers:
+        return _Answers()
+
+
+def test_the_caller_chooses_the_tools_and_spawn_agent_is_offered_only_with_a_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 38: an outside loop was offered spawn_agent and calling it failed with a ScriptError."""
+    monkeypatch.setenv("DSH_HOME", str(tmp_path / "home"))
+    with Harness() as harness:
+        default = [spec.name for spec in harness.tools()]
+        assert default == sorted(default) and "bash" in default and "spawn_agent" not in default
+        assert [t["function"]["name"] for t in harness.openai_tools(["skill", "bash"])] == ["skill", "bash"]
+        assert [t["name"] for t in harness.anthropic_tools(["bash_stop"])] == ["bash_stop"]
+        with pytest.raises(DshError, match=r"no tool named 'pwsh' in this deployment; its tools: bash, ") as refused:
+            harness.tools(["bash", "pwsh"])
+        assert str(refused.value).endswith(", ".join(default))  # what this caller may ask for
+        with pytest.raises(DshError, match="'bash' is asked for twice"):
+            harness.tools(["bash", "bash"])
+        with pytest.raises(TypeError, match="list of tool names"):
+            harness.tools("bash")
+        with pytest.raises(DshError, match=r"harness.session\(model=your_model\)"):
+            harness.tools(["spawn_agent"])
+
+        with harness.session(cwd=tmp_path) as plain:
+            assert [spec.name for spec in plain.tools()] == default
+            with pytest.raises(DshError, match="has no model for spawn_agent"):
+                plain.tools(["spawn_agent"])
+            with plain.turn() as turn, pytest.raises(DshError, match=f"session {plain.id} has no model for spawn"):
+                turn.call("spawn_agent", {"agent_type": "general", "prompt": "hi"})
+            assert "tool/call" not in _types(plain.events)  # refused before anything ran or was recorded
+
+        with harness.session(cwd=tmp_path, model=_Answers()) as session:
+            assert [spec.name for spec in session.tools()] == sorted([*default, "spawn_agent"])
+            assert [t["function"]["name"] for t in session.openai_tools(["spawn_agent"])] == ["spawn_agent"]
+            with session.turn("delegate") as turn:
+                answer = turn.call("spawn_agent", {"agent_type": "general", "prompt": "say hi"}, call_id="call_s")
+            assert not answer.is_error and answer.output == "SAY HI"
+            child = harness.session(answer.data["session_id"])
+            try:
+                assert child.header.parent_session == session.id and child.header.origin == "subagent"
+            finally:
+                child.close()

@@ -1,18 +1,17 @@
-"""Which deployment a ``dsh`` command uses, and why (standard library only, cheap to import).
+"""Which deployment is in effect, and why (standard library only, cheap to import).
 
-The one rule every command and the serve socket follow: ``--deployment FILE``, else
-``$DSH_DEPLOYMENT``, else ``<DSH_HOME>/deployment.yaml`` when it exists, else the built-in one.
+The one rule every ``dsh`` command, the serve socket and an embedding ``Harness`` follow:
+``--deployment FILE``, else ``$DSH_DEPLOYMENT``, else ``<DSH_HOME>/deployment.yaml`` when it exists,
+else the built-in one. Here, below every distribution, because the fenced start-up path of the
+command (which imports nothing above this package) and the harness library both apply it.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping  # already loaded by `site`: no start-up cost
 
 from dsh.paths import DEPLOYMENT_ENV, HOME_ENV, home_text
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
-    from collections.abc import Mapping
 
 
 class DeploymentChoice:

@@ -7,18 +7,17 @@ call and record of its sessions runs there, so its sync methods may be called fr
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
-from collections.abc import Callable, Coroutine, Mapping
-from concurrent.futures import Future
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from contextlib import ExitStack
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from dsh.agent import Agent, Model, ScriptedModel, Turn, TurnResult
+from dsh.agent import Agent, Model, ScriptedModel, SpawnTool
 from dsh.core import DshError
 from dsh.loader import Deployment, Runtime, parse_deployment
+from dsh.paths.deployment import choose_deployment
 from dsh.session import (
     SESSIONS,
     TOOLS,
@@ -32,14 +31,33 @@ from dsh.session import (
     openai_tool,
 )
 
-from ._fast._choice import choose_deployment
 from ._live import Stamp, Watched, stamp, watched
 from ._runtime import DEFAULT_SOURCE, boot_layered, layered, open_runtime
 
+# asyncio (with ssl, inspect, concurrent.futures and logging behind it) is imported where a harness
+# runs its loop, not here: the `dsh` command imports this package for open_runtime on every cold
+# `dsh exec`, which never opens a Harness (tests/integration/test_cold_imports.py).
 if TYPE_CHECKING:
+    import asyncio
+    from concurrent.futures import Future
+
+    from dsh.agent import Turn, TurnResult
     from dsh.hooks import Notice
 
 T = TypeVar("T")
+
+SPAWN_AGENT = SpawnTool.spec.name
+"""The one tool an outside loop cannot serve alone: its subagent runs on a model, the session's own."""
+
+
+def notice_line(notice: Notice) -> str:
+    """How dsh prints a hook notice: ``dsh: hook: ...`` for a message, ``dsh: warning: ...``.
+
+    Public so every host of a harness (the ``dsh`` command, ``dsh mcp``, an integrator's program)
+    prints notices alike.
+    """
+    return f"dsh: {'hook' if notice.kind == 'message' else 'warning'}: {notice.text}"
+
 
 DeploymentSource = str | os.PathLike[str] | Mapping[str, Any] | Deployment | None
 """What :class:`Harness` takes: a file, the structure of one, typed objects, or None (the one in effect)."""
@@ -87,12 +105,16 @@ class Harness:
         self.close()
 
     async def __aenter__(self) -> Harness:
+        import asyncio
+
         await asyncio.to_thread(self.open)
         return self
 
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        import asyncio
+
         await asyncio.to_thread(self.close)
 
     def open(self) -> None:
@@ -102,6 +124,8 @@ class Harness:
         self._runtime = self._boot()
         self._watched = watched(self._runtime, self._file)
         self._stamp = stamp(self._watched)
+        import asyncio
+
         loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=loop.run_forever, name="dsh-harness", daemon=True)
         self._loop = loop
@@ -182,30 +206,55 @@ class Harness:
         if threading.current_thread() is self._thread:
             coroutine.close()
             raise DshError("a harness method was called from a hook or tool running on the harness itself")
+        import asyncio
+
         return asyncio.run_coroutine_threadsafe(coroutine, loop)
 
     async def arun(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Await ``coroutine`` run on the harness's loop, from another asyncio loop."""
+        import asyncio
+
         return await asyncio.wrap_future(self.submit(coroutine))
 
     # -- tools ------------------------------------------------------------------------------------
 
-    def tools(self) -> list[ToolSpec]:
-        """Every tool the deployment offers, sorted by name."""
-        return self.runtime.ctx.require(TOOLS).specs()
+    def tools(self, names: Iterable[str] | None = None) -> list[ToolSpec]:
+        """The tools to offer your model: exactly ``names``, in that order, or by default every tool of
+        the deployment an outside loop can serve, sorted by name.
 
-    def openai_tools(self, *, strict: bool = False) -> list[dict[str, Any]]:
-        """The tools as OpenAI function tools (see :func:`dsh.session.openai_tool`)."""
-        return [openai_tool(spec, strict=strict) for spec in self.tools()]
+        ``spawn_agent`` is never in the default and never offered here: its subagent runs on a model,
+        so only a session opened with one (``harness.session(model=...)``) offers it
+        (:meth:`HarnessSession.tools`). An unknown or repeated name raises :class:`DshError`.
+        """
+        return _select(
+            self.runtime,
+            names,
+            refusal="spawn_agent runs its subagents on your model, which the harness does not have; ask a session "
+            "opened with harness.session(model=your_model) for it (session.tools([...]))",
+        )
 
-    def anthropic_tools(self) -> list[dict[str, Any]]:
-        """The tools as Anthropic Messages API tools (``input_schema``)."""
-        return [anthropic_tool(spec) for spec in self.tools()]
+    def openai_tools(self, names: Iterable[str] | None = None, *, strict: bool = False) -> list[dict[str, Any]]:
+        """:meth:`tools` as OpenAI function tools (see :func:`dsh.session.openai_tool`)."""
+        return [openai_tool(spec, strict=strict) for spec in self.tools(names)]
+
+    def anthropic_tools(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """:meth:`tools` as Anthropic Messages API tools (``input_schema``)."""
+        return [anthropic_tool(spec) for spec in self.tools(names)]
 
     # -- sessions ---------------------------------------------------------------------------------
 
-    def session(self, session_id: str | None = None, *, cwd: str | os.PathLike[str] | None = None) -> HarnessSession:
+    def session(
+        self,
+        session_id: str | None = None,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        model: Model | None = None,
+    ) -> HarnessSession:
         """A new session (in ``cwd``, default the current directory), or the stored one ``session_id`` resumed.
+
+        ``model`` (your :class:`dsh.agent.Model`) is what the session's ``spawn_agent`` runs its
+        subagents on (``model.subagent(agent_type)``); without one the session does not offer
+        ``spawn_agent``.
 
         The session holds its write lock until :meth:`HarnessSession.close` (another writer is refused
         with :class:`dsh.session.SessionLockedError`); ``SessionStart`` hooks fire now
@@ -218,7 +267,7 @@ class Harness:
             session = store.resume(session_id, lock=True)
         else:
             session = store.create(None if cwd is None else os.fspath(cwd), lock=True)
-        handle = HarnessSession(self, session)
+        handle = HarnessSession(self, session, model)
         try:
             handle._start("resume" if session_id is not None else "startup")
         except BaseException:
@@ -237,12 +286,14 @@ class Harness:
 class HarnessSession:
     """One dsh session of a :class:`Harness`: its identity, its transcript, and its turns."""
 
-    def __init__(self, harness: Harness, session: Session) -> None:
+    def __init__(self, harness: Harness, session: Session, model: Model | None = None) -> None:
         self.harness = harness
         self.session = session
         """The live :class:`dsh.session.Session` (header, history, pending events)."""
-        self.agent = Agent(harness.runtime.ctx, session, ScriptedModel([]), notify=harness.notify)
-        """The agent outside turns run as (``main``); its model is never asked."""
+        self.model = model
+        """The caller's model ``spawn_agent`` runs subagents on, or None (then ``spawn_agent`` is not offered)."""
+        self.agent = Agent(harness.runtime.ctx, session, model or ScriptedModel([]), notify=harness.notify)
+        """The agent outside turns run as (``main``); its model is asked only for a subagent's."""
         self._stack = ExitStack()
         self._stack.enter_context(session.holding())  # the lock create/resume took, kept for the session's life
         self._closed = False
@@ -281,6 +332,20 @@ class HarnessSession:
         """Every event of the session so far (stored, then not yet flushed); see dsh-session's event table."""
         return list(self.session.history)
 
+    def tools(self, names: Iterable[str] | None = None) -> list[ToolSpec]:
+        """:meth:`Harness.tools` for this session: ``spawn_agent`` too (in the default, or by name)
+        when the session has a model."""
+        refusal = None if self.model is not None else _NO_MODEL.format(where=self)
+        return _select(self.harness.runtime, names, refusal=refusal)
+
+    def openai_tools(self, names: Iterable[str] | None = None, *, strict: bool = False) -> list[dict[str, Any]]:
+        """:meth:`tools` as OpenAI function tools."""
+        return [openai_tool(spec, strict=strict) for spec in self.tools(names)]
+
+    def anthropic_tools(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """:meth:`tools` as Anthropic Messages API tools."""
+        return [anthropic_tool(spec) for spec in self.tools(names)]
+
     def turn(self, prompt: str | None = None) -> HarnessTurn:
         """A turn for your own loop: ``with session.turn(prompt) as turn: turn.call("bash", {...})``.
 
@@ -288,6 +353,8 @@ class HarnessSession:
         opens a turn of tool calls alone. Also ``async with``.
         """
         self._check_open()
+        from dsh.agent import Turn  # its module imports asyncio (see the top)
+
         return HarnessTurn(self, Turn(self.agent, prompt))
 
     def run_turn(self, prompt: str, model: Model) -> TurnResult:
@@ -359,14 +426,24 @@ class HarnessTurn:
         await self._harness.arun(self.turn.__aexit__(kind, exc, tb))
 
     def call(self, name: str, arguments: Mapping[str, Any] | None = None, *, call_id: str | None = None) -> ToolResult:
-        """Run one tool call (see :meth:`dsh.agent.Turn.call`); safe to call from several threads at once."""
+        """Run one tool call (see :meth:`dsh.agent.Turn.call`); safe to call from several threads at once.
+
+        ``spawn_agent`` in a session without a model raises :class:`DshError` (nothing is recorded):
+        the session never offered it.
+        """
+        self._check_servable(name)
         return self._harness.run(self.turn.call(name, arguments, call_id=call_id))
 
     async def acall(
         self, name: str, arguments: Mapping[str, Any] | None = None, *, call_id: str | None = None
     ) -> ToolResult:
         """:meth:`call` awaited; several at once with ``asyncio.gather`` overlap."""
+        self._check_servable(name)
         return await self._harness.arun(self.turn.call(name, arguments, call_id=call_id))
+
+    def _check_servable(self, name: str) -> None:
+        if name == SPAWN_AGENT and self._session.model is None:
+            raise DshError(_NO_MODEL.format(where=self._session))
 
     def finish(self, text: str | None = None) -> str | None:
         """Fire ``Stop`` with the model's last ``text``; a Stop hook's blocking reason, else None."""
@@ -375,3 +452,30 @@ class HarnessTurn:
     async def afinish(self, text: str | None = None) -> str | None:
         """:meth:`finish` awaited."""
         return await self._harness.arun(self.turn.finish(text))
+
+
+_NO_MODEL = (
+    "session {where.id} has no model for spawn_agent's subagents; open the session with "
+    "harness.session(model=your_model) to offer and serve it, or leave spawn_agent out of the tools"
+)
+
+
+def _select(runtime: Runtime, names: Iterable[str] | None, *, refusal: str | None) -> list[ToolSpec]:
+    """The tools ``names`` asks for, in its order, else the default set; ``refusal`` is why spawn_agent
+    is not offered (None: a model serves it)."""
+    specs = {spec.name: spec for spec in runtime.ctx.require(TOOLS).specs()}
+    if names is None:
+        return [spec for name, spec in sorted(specs.items()) if refusal is None or name != SPAWN_AGENT]
+    if isinstance(names, str):
+        raise TypeError(f"tools(names) takes a list of tool names, not the string {names!r}")
+    chosen: list[ToolSpec] = []
+    offered = sorted(name for name in specs if refusal is None or name != SPAWN_AGENT)
+    for name in names:
+        if name not in specs:
+            raise DshError(f"no tool named {name!r} in this deployment; its tools: {', '.join(offered)}")
+        if name == SPAWN_AGENT and refusal is not None:
+            raise DshError(refusal)
+        if any(spec.name == name for spec in chosen):
+            raise DshError(f"the tool {name!r} is asked for twice")
+        chosen.append(specs[name])
+    return chosen

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from dsh.hooks import hook_runner
 from dsh.loader import Runtime
+from dsh.paths.deployment import DeploymentChoice
 
-from ._fast._choice import DeploymentChoice
 from ._runtime import open_runtime
 
 Watched = tuple[str, ...]

@@ -8,13 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from dsh.cli import Harness
-from dsh.cli._fast._choice import choose_deployment
-from dsh.cli._live import LiveRuntime
-from dsh.cli._runtime import open_runtime
 from dsh.core import FiberState
+from dsh.harness import Harness, LiveRuntime, open_runtime
 from dsh.hooks import HOOKS, hook_runner
 from dsh.loader import BootError, Runtime
+from dsh.paths.deployment import choose_deployment
 from dsh.testing import OTHER_UID, needs_root
 
 

@@ -1,0 +1,30 @@
+"""Which deployment is in effect: the one rule of the ``dsh`` command, ``dsh serve`` and ``Harness``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dsh.paths.deployment import choose_deployment, relative_home
+
+
+def test_the_rule_flag_then_env_then_home_then_builtin(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = {"DSH_HOME": str(home)}
+    builtin = choose_deployment(None, env)
+    assert builtin.path is None and str(home / "deployment.yaml") in builtin.reason
+    home.mkdir()
+    (home / "deployment.yaml").write_text("{}\n")
+    assert choose_deployment(None, env).path == str(home / "deployment.yaml")
+    named = tmp_path / "named.yaml"
+    assert choose_deployment(None, {**env, "DSH_DEPLOYMENT": str(named)}).path == str(named)
+    assert choose_deployment(None, {**env, "DSH_DEPLOYMENT": "  "}).path == str(home / "deployment.yaml")
+    flag = choose_deployment("x.yaml", {**env, "DSH_DEPLOYMENT": str(named)})
+    assert flag.path == str(Path("x.yaml").absolute()) and "--deployment" in flag.reason
+
+
+def test_a_relative_home_is_refused_naming_the_fix() -> None:
+    assert relative_home({"DSH_HOME": "/abs"}) is None
+    assert relative_home({"DSH_HOME": "~/h"}) is None
+    assert relative_home({}) is None
+    refused = relative_home({"DSH_HOME": "rel"})
+    assert refused is not None and "'rel'" in refused and 'DSH_HOME="$PWD/rel"' in refused
