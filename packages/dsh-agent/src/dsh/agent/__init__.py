@@ -18,6 +18,7 @@ from ._conversation import MISSING_RESULT, Answered, Outcome, Said, conversation
 from ._errors import ModelError, ScriptError, TranscriptNotSaved, TurnError, unsaved_message
 from ._loop import Agent, needs_event_loop
 from ._model import MODEL, Model, ScriptedModel, ToolCall, check_model, load_model
+from ._observe import OBSERVER_GROUP, OBSERVERS, Observer, Observers, Span, observers_plugin
 from ._provider import NO_KEY, provider_error, read_key, server_message, status_reason
 from ._spawn import SPAWN_DESCRIPTION, SpawnTool, spawn_plugin
 
@@ -40,18 +41,23 @@ __all__ = [
     "MISSING_RESULT",
     "MODEL",
     "NO_KEY",
+    "OBSERVERS",
+    "OBSERVER_GROUP",
     "SPAWN_DESCRIPTION",
     "Agent",
     "Answered",
     "Model",
     "ModelError",
     "ModelStep",
+    "Observer",
+    "Observers",
     "Outcome",
     "Said",
     "Script",
     "ScriptError",
     "ScriptTurn",
     "ScriptedModel",
+    "Span",
     "SpawnTool",
     "ToolCall",
     "TranscriptNotSaved",
@@ -63,6 +69,7 @@ __all__ = [
     "load_model",
     "load_script",
     "needs_event_loop",
+    "observers_plugin",
     "provider_error",
     "read_key",
     "server_message",

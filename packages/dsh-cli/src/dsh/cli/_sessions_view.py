@@ -6,12 +6,12 @@ import sys
 from typing import TYPE_CHECKING
 
 from dsh.loader import Runtime
-from dsh.session import SESSIONS
+from dsh.session import SESSIONS, SessionHeader
 
 from ._exec import location_json
 from ._output import print_json, say
 from ._runtime import open_runtime
-from ._show import render
+from ._show import children_of, render
 
 if TYPE_CHECKING:
     import argparse
@@ -67,6 +67,8 @@ def sessions_verb(args: argparse.Namespace) -> int:
                 say(location["path"])
             return 0
         events = [e.to_dict() for e in session.history]
+        # Children are found by listing through the persistence seam: every backend can list.
+        children = children_of(session.header, store.scan().headers)
         if args.json:
             print_json(
                 {
@@ -74,14 +76,26 @@ def sessions_verb(args: argparse.Namespace) -> int:
                     "location": location,
                     "events": events,
                     "damage": list(session.damage),
+                    "children": [_child(child, session.id) for child in children],
                 }
             )
         else:
             path = location["path"] if location else None
-            say(*render(session.header, path, session.history))
+            say(*render(session.header, path, session.history, children))
             for line in session.damage:
                 print(f"damage: {line}", file=sys.stderr)
         return 0
+
+
+def _child(child: SessionHeader, parent: str) -> dict[str, str | None]:
+    """One child of ``dsh sessions show --json``: its id, how it came (``subagent``, ``fork``, ``nested``)
+    and the call that started it (nested runs only)."""
+    nested = child.outer_session == parent and child.parent_session != parent
+    return {
+        "session_id": child.id,
+        "origin": "nested" if nested else child.origin,
+        "call_id": child.outer_call if nested else None,
+    }
 
 
 def _parent(parent: str | None) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh.bash import BashExecRequest, Executor, LocalExecutor
+from dsh.session.trace import current_trace
 
 from ._decision import GATE_EVENTS, interpret, not_started, oversized, unknown_status
 from ._dialect import all_placeholders
@@ -90,12 +91,15 @@ def hook_request(
 ) -> BashExecRequest:
     """The executor request that runs ``hook`` with ``payload`` on stdin, from ``ambient`` (None: this
     process's environment). The executor drops an outer harness's identity from it
-    (``dsh.bash.HARNESS_IDENTITY_KEYS``); ``env`` holds the hook's own dialect's."""
+    (``dsh.bash.HARNESS_IDENTITY_KEYS``); ``env`` holds the hook's own dialect's. The hook gets the
+    span running now (its tool call's, its turn's) as ``TRACEPARENT``, in the managed channel."""
+    trace = current_trace.get()
     return BashExecRequest(
         command=command_line(hook, env, tool_input),
         cwd=cwd if Path(cwd).is_dir() else None,
         timeout=hook.timeout,
         env=env,
+        dsh_env={} if trace is None else trace.carrier(),
         stdin=payload,
         shell="pwsh" if hook.shell == "powershell" else "bash",
         ambient=ambient,
