@@ -81,7 +81,8 @@ def request_trace(params: types.CallToolRequestParams) -> TraceContext | None:
     if meta is None:
         return None
     # ``_meta`` is an open map (a TypedDict with extra items): the W3C keys arrive as sent.
-    context = incoming({k: v for k, v in meta.items() if isinstance(k, str) and isinstance(v, str)})
+    # MCP spells them in lower case (``traceparent``), the environment carriers in upper case.
+    context = incoming({k.upper(): v for k, v in meta.items() if isinstance(k, str) and isinstance(v, str)})
     return None if context is None or context.span_id is None else context
 
 

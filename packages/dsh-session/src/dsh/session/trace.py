@@ -12,8 +12,6 @@ harness was handed: an ambient ``TRACEPARENT`` never passes through unchanged. `
 ``BAGGAGE`` pass through unchanged when well-formed; a malformed value is dropped, never passed on.
 """
 
-from __future__ import annotations
-
 import os
 import re
 from collections.abc import Mapping
@@ -57,7 +55,7 @@ class TraceContext(NamedTuple):
         """Whether the trace's sampled flag is set."""
         return bool(int(self.flags, 16) & 1)
 
-    def child(self) -> TraceContext:
+    def child(self) -> "TraceContext":
         """A new span in this trace (its id from ``os.urandom``), flags, state and baggage carried."""
         return self._replace(span_id=new_span_id())
 
@@ -153,10 +151,12 @@ def valid_baggage(value: object) -> str | None:
 
 
 def incoming(environ: Mapping[str, str]) -> TraceContext | None:
-    """The context handed in by ``environ`` (a process's environment, a served client's, an MCP
-    request's ``_meta`` with the names in any case), or None when it carries no valid ``TRACEPARENT``
-    and no baggage. Malformed values are dropped."""
-    values = {name.upper(): value for name, value in environ.items() if name.upper() in CARRIER_NAMES}
+    """The context handed in by ``environ`` (a process's environment, a served client's; an MCP
+    request's ``_meta`` with its keys upper-cased), or None when it carries no valid ``TRACEPARENT``
+    and no baggage. Malformed values are dropped. Only the upper-case names are carriers, as the
+    OpenTelemetry environment-carrier rules spell them: a ``traceparent`` in an environment is
+    ambient (dropped from children like ``dsh_*``), never read as a context."""
+    values = {name: environ.get(name) for name in CARRIER_NAMES}
     baggage = valid_baggage(values.get(BAGGAGE))
     parent = parse_traceparent(values.get(TRACEPARENT))
     if parent is None:
