@@ -41,6 +41,7 @@ from curves import (
 )
 from gen_dists import generate
 from installed import bench_installed
+from otel import bench_otel
 from worlds import bench_worlds
 
 from dsh.agent import BUILTINS
@@ -667,6 +668,9 @@ def main() -> int:
         # by the suite's --quick smoke run.
         if wanted(bench_worlds) and not args.quick:
             results.update(bench_worlds(tmp, size["world_rounds"]))
+        # Needs dsh-otel installed in this environment (the workspace's always has it): full runs only.
+        if wanted(bench_otel) and not args.quick:
+            results.update(bench_otel(tmp, size["cold_rounds"]))
         # An installed dsh builds every wheel first (a minute): full runs only, as the worlds.
         if wanted(bench_installed) and not args.quick:
             results.update(bench_installed(tmp, size["cold_rounds"]))
