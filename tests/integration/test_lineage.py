@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -165,3 +168,76 @@ def test_a_hook_gets_the_span_of_the_call_it_runs_for(tmp_path: Path) -> None:
     child = json.loads(proc.stdout)["stdout"].strip()
     assert seen.read_text().split() == [child]
     assert child.split("-")[1] == TRACE_ID and child != INCOMING
+
+
+def _traced_facts(stdout: str) -> dict[str, str]:
+    names = ("DSH_SESSION_ID", "DSH_AGENT_ID", "DSH_AGENT_DEPTH", "TRACEPARENT", "TRACESTATE", "BAGGAGE")
+    return dict(line.split("=", 1) for line in stdout.splitlines() if line.split("=", 1)[0] in names)
+
+
+def test_a_sandboxed_child_gets_the_lineage_and_its_own_span(tmp_path: Path) -> None:
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap (bwrap) is not installed: the sandbox world cannot be started")
+    outside = Path(tempfile.mkdtemp(prefix="dsh-lineage-", dir="/var/tmp"))  # a sandbox replaces /tmp
+    try:
+        deployment = outside / "deployment.yaml"
+        deployment.write_text("plugins:\n  - {id: bash-local, name: bash-sandbox, config: {mode: read-only}}\n")
+        env = {"TRACEPARENT": INCOMING, "TRACESTATE": "vendor=abc", "BAGGAGE": "team=dsh"}
+        out = json.loads(
+            _run(outside / "home", "exec", "--json", "--deployment", str(deployment), "--", "env", env=env).stdout
+        )
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+    facts = _traced_facts(out["stdout"])
+    assert (facts["DSH_AGENT_ID"], facts["DSH_AGENT_DEPTH"]) == (out["session_id"], "0")
+    assert facts["TRACEPARENT"].split("-")[1] == TRACE_ID and facts["TRACEPARENT"] != INCOMING
+    assert (facts["TRACESTATE"], facts["BAGGAGE"]) == ("vendor=abc", "team=dsh")
+
+
+def test_an_ssh_child_gets_dshs_trace_context_never_the_hosts(tmp_path: Path) -> None:
+    from dsh.bash_ssh.testing import TemporaryHost
+
+    if os.geteuid() != 0 or shutil.which("sshd", path="/usr/sbin:/usr/bin") is None:
+        pytest.skip("a throw-away sshd needs root and OpenSSH's sshd")
+    stale = "00-11111111111111111111111111111111-2222222222222222-01"
+    host = TemporaryHost(environment=f"TRACEPARENT={stale}\nBAGGAGE=stale=1\ntraceparent={stale}\n")
+    host.setup()
+    try:
+        deployment = tmp_path / "deployment.yaml"
+        deployment.write_text(
+            "plugins:\n  - id: bash-local\n    name: bash-ssh\n    config:\n"
+            f"      host: {host.host}\n      port: {host.port}\n      user: {host.user}\n"
+            f"      identity_file: {host.identity_file}\n      known_hosts: {host.known_hosts}\n"
+        )
+        args = ("exec", "--json", "--deployment", str(deployment), "--cwd", str(host.home), "--", "env")
+        out = json.loads(_run(tmp_path / "h", *args, env={"TRACEPARENT": INCOMING}).stdout)
+    finally:
+        host.cleanup()
+    assert out["exit_code"] == 0, out
+    facts = _traced_facts(out["stdout"])
+    assert facts["DSH_AGENT_ID"] == out["session_id"]
+    assert facts["TRACEPARENT"].split("-")[1] == TRACE_ID and facts["TRACEPARENT"] != INCOMING
+    assert "BAGGAGE" not in facts  # the host's login environment never speaks for dsh
+    assert stale not in out["stdout"]
+
+
+def test_a_served_exec_continues_the_clients_trace(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("DSH_") and k.upper() != "TRACEPARENT"}
+    env["DSH_HOME"] = str(home)
+    server = subprocess.Popen([sys.executable, "-m", "dsh.cli", "serve"], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stderr is not None
+        line = server.stderr.readline()
+        while line.startswith("dsh: warning: "):
+            line = server.stderr.readline()
+        assert line.startswith("dsh serve: listening on "), line
+        served = json.loads(_run(home, "exec", "--json", "--", PROBE, env={"TRACEPARENT": INCOMING}).stdout)
+        other = json.loads(_run(home, "exec", "--json", "--", PROBE).stdout)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        _, log = server.communicate(timeout=30)
+    assert f"exec in session {served['session_id']} exited 0" in log  # it was served
+    mine, theirs = _fields(served["stdout"])[4], _fields(other["stdout"])[4]
+    assert mine.split("-")[1] == TRACE_ID and mine != INCOMING
+    assert theirs.split("-")[1] != TRACE_ID  # the next client, without one: a trace of its own
