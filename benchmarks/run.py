@@ -50,6 +50,7 @@ from dsh.loader import Catalog, Runtime, boot, parse_deployment
 from dsh.persistence.jsonl import JsonlPersistence
 from dsh.persistence.sqlite import SqlitePersistence
 from dsh.session import SESSIONS, TOOLS, AgentRef, SessionEvent, SessionHeader, ToolExecution
+from dsh.session.trace import start_run
 
 TARGETS = {
     "collect_builtins": ("median_us", 10.0),
@@ -140,8 +141,12 @@ def bench_collect(home: Path, size: dict[str, Any]) -> dict[str, Any]:
     try:
         registry = runtime.ctx.require(BASH_ENV)
         header = SessionHeader(id="bench-session", cwd="/work/project")
-        execution = ToolExecution("bash", "c", agent=AgentRef("main", header), turn_id="bench-session:turn-1")
+        span = start_run({}).child()  # a real call has its span; its TRACEPARENT is collected too
+        execution = ToolExecution(
+            "bash", "c", agent=AgentRef("main", header), turn_id="bench-session:turn-1", trace=span
+        )
         path = JsonlPersistence(home / "sessions").locate(header).path
+        traceparent = span.traceparent or ""
         home_s = str(home)
 
         def by_hand() -> Mapping[str, str]:
@@ -152,6 +157,9 @@ def bench_collect(home: Path, size: dict[str, Any]) -> dict[str, Any]:
                     "DSH_SESSION_ID": header.id,
                     "DSH_TOOL_CALL_ID": execution.call_id,
                     "DSH_TURN_ID": "bench-session:turn-1",
+                    "DSH_AGENT_ID": header.id,
+                    "DSH_AGENT_DEPTH": "0",
+                    "TRACEPARENT": traceparent,
                     "DSH_SESSION_JSONL": path,
                 }
             )
@@ -179,6 +187,9 @@ def bench_collect(home: Path, size: dict[str, Any]) -> dict[str, Any]:
                 "DSH_SESSION_ID": header.id,
                 "DSH_TOOL_CALL_ID": execution.call_id,
                 "DSH_TURN_ID": "bench-session:turn-1",
+                "DSH_AGENT_ID": header.id,
+                "DSH_AGENT_DEPTH": "0",
+                "TRACEPARENT": traceparent,
                 "DSH_SESSION_JSONL": path,
             }
             values.update(extra)
