@@ -241,3 +241,15 @@ def test_a_served_exec_continues_the_clients_trace(tmp_path: Path) -> None:
     mine, theirs = _fields(served["stdout"])[4], _fields(other["stdout"])[4]
     assert mine.split("-")[1] == TRACE_ID and mine != INCOMING
     assert theirs.split("-")[1] != TRACE_ID  # the next client, without one: a trace of its own
+
+
+def test_a_nested_dsh_continues_the_outer_runs_trace_from_its_calls_span(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    probe = 'echo "$TRACEPARENT"; dsh exec --json -- ' + "'" + PROBE + "'"
+    outer = json.loads(_run(home, "exec", "--json", "--", probe, env={"TRACEPARENT": INCOMING}).stdout)
+    outer_child, inner_json = outer["stdout"].split("\n", 1)
+    inner_fields = _fields(json.loads(inner_json)["stdout"])
+    # The outer call's child (the inner dsh) was handed the outer call's span; the inner run's own
+    # child is a span of the same trace, never the value the inner dsh was handed.
+    assert outer_child.split("-")[1] == TRACE_ID == inner_fields[4].split("-")[1]
+    assert inner_fields[4] not in (outer_child, INCOMING)
