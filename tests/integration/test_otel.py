@@ -231,3 +231,21 @@ def test_disabled_or_unset_imports_no_opentelemetry_and_sends_nothing(tmp_path: 
         assert imported == []
     time.sleep(0.2)
     assert collector.requests == 0
+
+
+def test_a_collector_that_is_not_there_is_one_warning_line_and_the_command_still_runs(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = _env(tmp_path / "home", None, OTEL_TRACES_EXPORTER="otlp", OTEL_EXPORTER_OTLP_TIMEOUT="1")
+    env["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{port}"
+    done = _dsh("exec", "--no-server", "--", "echo ran", env=env)
+    assert (done.returncode, done.stdout) == (0, "ran\n")
+    lines = [line for line in done.stderr.splitlines() if "Cryptography" not in line and line.startswith("dsh")]
+    assert lines == [
+        f"dsh: warning: dsh-otel could not deliver 2 span(s) to http://127.0.0.1:{port}; check that a collector "
+        "listens there (OTEL_EXPORTER_OTLP_ENDPOINT), or unset OTEL_TRACES_EXPORTER to export nothing"
+    ]
+    assert "Transient error" not in done.stderr  # the SDK's retry messages follow the command's log choice

@@ -18,6 +18,8 @@ class OtelSettings(NamedTuple):
     enabled: bool
     why: str
     """Why it is on or off, as ``dsh plugins`` and the docs say it."""
+    endpoint: str = ""
+    """Where spans go when enabled (the variable's value, else the SDK's default)."""
 
 
 def _first(environ: Mapping[str, str], *names: str) -> tuple[str, str] | None:
@@ -51,5 +53,5 @@ def settings(environ: Mapping[str, str]) -> OtelSettings:
             f"{name}={value} is not supported by dsh-otel; set it to {SUPPORTED_PROTOCOL} (OTLP over HTTP), "
             "or unset OTEL_TRACES_EXPORTER to export nothing"
         )
-    where = endpoint[1] if endpoint is not None else "the SDK's default endpoint"
-    return OtelSettings(True, f"exporting spans over OTLP/HTTP to {where}")
+    where = endpoint[1] if endpoint is not None else "http://localhost:4318 (the SDK's default)"
+    return OtelSettings(True, f"exporting spans over OTLP/HTTP to {where}", where)

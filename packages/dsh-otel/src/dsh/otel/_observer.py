@@ -8,18 +8,21 @@ the span must get, under a lock, so the exported span is the one the child was t
 
 from __future__ import annotations
 
+import sys
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
 
 from dsh.agent import Span
+from dsh.paths.log import adopt
 
 _KINDS = {"turn": SpanKind.INTERNAL, "tool": SpanKind.INTERNAL, "model": SpanKind.CLIENT}
 
@@ -38,29 +41,55 @@ class _ChosenIds(IdGenerator):
         return self.trace_id
 
 
+class _Counted(SpanExporter):
+    """The OTLP exporter, counting the spans it could not deliver, so dsh says so in one line at exit
+    instead of the SDK's retry messages (which follow the ``dsh`` command's log choice, as psycopg's do)."""
+
+    def __init__(self, inner: SpanExporter, endpoint: str) -> None:
+        self._inner = inner
+        self.endpoint = endpoint
+        self.lost = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        result = self._inner.export(spans)
+        if result is not SpanExportResult.SUCCESS:
+            self.lost += len(spans)
+        return result
+
+    def shutdown(self) -> None:
+        self._inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self._inner.force_flush(timeout_millis)
+
+
 class SpanExporterObserver:
     """A :class:`dsh.agent.Observer` exporting each span through a ``BatchSpanProcessor``."""
 
-    def __init__(self, provider: TracerProvider, ids: _ChosenIds) -> None:
+    def __init__(self, provider: TracerProvider, ids: _ChosenIds, exporter: _Counted | None = None) -> None:
         self._provider = provider
+        self._exporter = exporter
         self._ids = ids
         self._tracer = provider.get_tracer("dsh.otel")
         self._lock = threading.Lock()
         self._open: dict[str, trace.Span] = {}
 
     @classmethod
-    def from_environment(cls) -> SpanExporterObserver:
+    def from_environment(cls, endpoint: str) -> SpanExporterObserver:
         """The exporter the ``OTEL_EXPORTER_OTLP_*`` variables describe (endpoint, headers, timeout),
         the resource of ``OTEL_SERVICE_NAME`` / ``OTEL_RESOURCE_ATTRIBUTES`` (``service.name`` ``dsh``
-        by default), and the sampler of ``OTEL_TRACES_SAMPLER`` (parent-based, always on, by default)."""
+        by default), and the sampler of ``OTEL_TRACES_SAMPLER`` (parent-based, always on, by default).
+        ``endpoint`` is where the variables send spans, as a failure to deliver them names it."""
         ids = _ChosenIds()
         resource = Resource.create()  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, the SDK's defaults
         if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
             resource = resource.merge(Resource({SERVICE_NAME: "dsh"}))  # the SDK's placeholder: name it
         # The interpreter's exit flushes as well (the SDK's own atexit hook); dsh's unload comes first.
         provider = TracerProvider(resource=resource, id_generator=ids)
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-        return cls(provider, ids)
+        adopt("opentelemetry")
+        exporter = _Counted(OTLPSpanExporter(), endpoint)
+        provider.add_span_processor(BatchSpanProcessor(exporter))
+        return cls(provider, ids, exporter)
 
     def started(self, span: Span) -> None:
         """Start the SDK span with ``span``'s ids, its parent remote when it is not one of ours."""
@@ -117,6 +146,16 @@ class SpanExporterObserver:
             started.set_status(Status(StatusCode.ERROR, "dsh stopped before the work ended"))
             started.end()
         self._provider.shutdown()
+        exporter = self._exporter
+        if exporter is not None and exporter.lost:
+            # The one line a user who asked for spans gets when they did not arrive (the SDK's own
+            # retry messages show with ``dsh --debug``).
+            print(
+                f"dsh: warning: dsh-otel could not deliver {exporter.lost} span(s) to {exporter.endpoint}; "
+                "check that a collector listens there (OTEL_EXPORTER_OTLP_ENDPOINT), or unset "
+                "OTEL_TRACES_EXPORTER to export nothing",
+                file=sys.stderr,
+            )
 
 
 def _attributes(values: dict[str, Any]) -> dict[str, Any]:

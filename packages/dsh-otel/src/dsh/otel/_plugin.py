@@ -15,11 +15,12 @@ if TYPE_CHECKING:
 
 
 def _apply(ctx: Context, config: None) -> None:
-    if not settings(os.environ).enabled:
+    chosen = settings(os.environ)
+    if not chosen.enabled:
         return  # nothing of OpenTelemetry is imported
     from ._observer import SpanExporterObserver  # the SDK, only now
 
-    observer = SpanExporterObserver.from_environment()
+    observer = SpanExporterObserver.from_environment(chosen.endpoint)
     observers = ctx.require(OBSERVERS)
 
     def flush_on_unload() -> Disposer:
