@@ -41,6 +41,7 @@ from curves import (
 )
 from gen_dists import generate
 from installed import bench_installed
+from otel import bench_otel
 from worlds import bench_worlds
 from write_ahead import bench_write_ahead
 
@@ -50,6 +51,7 @@ from dsh.loader import Catalog, Runtime, boot, parse_deployment
 from dsh.persistence.jsonl import JsonlPersistence
 from dsh.persistence.sqlite import SqlitePersistence
 from dsh.session import SESSIONS, TOOLS, AgentRef, SessionEvent, SessionHeader, ToolExecution
+from dsh.session.trace import start_run
 
 TARGETS = {
     "collect_builtins": ("median_us", 10.0),
@@ -140,8 +142,12 @@ def bench_collect(home: Path, size: dict[str, Any]) -> dict[str, Any]:
     try:
         registry = runtime.ctx.require(BASH_ENV)
         header = SessionHeader(id="bench-session", cwd="/work/project")
-        execution = ToolExecution("bash", "c", agent=AgentRef("main", header), turn_id="bench-session:turn-1")
+        span = start_run({}).child()  # a real call has its span; its TRACEPARENT is collected too
+        execution = ToolExecution(
+            "bash", "c", agent=AgentRef("main", header), turn_id="bench-session:turn-1", trace=span
+        )
         path = JsonlPersistence(home / "sessions").locate(header).path
+        traceparent = span.traceparent or ""
         home_s = str(home)
 
         def by_hand() -> Mapping[str, str]:
@@ -152,6 +158,9 @@ def bench_collect(home: Path, size: dict[str, Any]) -> dict[str, Any]:
                     "DSH_SESSION_ID": header.id,
                     "DSH_TOOL_CALL_ID": execution.call_id,
                     "DSH_TURN_ID": "bench-session:turn-1",
+                    "DSH_AGENT_ID": header.id,
+                    "DSH_AGENT_DEPTH": "0",
+                    "TRACEPARENT": traceparent,
                     "DSH_SESSION_JSONL": path,
                 }
             )
@@ -179,6 +188,9 @@ def bench_collect(home: Path, size: dict[str, Any]) -> dict[str, Any]:
                 "DSH_SESSION_ID": header.id,
                 "DSH_TOOL_CALL_ID": execution.call_id,
                 "DSH_TURN_ID": "bench-session:turn-1",
+                "DSH_AGENT_ID": header.id,
+                "DSH_AGENT_DEPTH": "0",
+                "TRACEPARENT": traceparent,
                 "DSH_SESSION_JSONL": path,
             }
             values.update(extra)
@@ -673,6 +685,9 @@ def main() -> int:
         # The write-ahead record against the executor's spawn; PostgreSQL's server in full runs only.
         if wanted(bench_write_ahead):
             results.update(bench_write_ahead(tmp / "began", size["began_rounds"], postgres=not args.quick))
+        # Needs dsh-otel installed in this environment (the workspace's always has it): full runs only.
+        if wanted(bench_otel) and not args.quick:
+            results.update(bench_otel(tmp, size["cold_rounds"]))
         # An installed dsh builds every wheel first (a minute): full runs only, as the worlds.
         if wanted(bench_installed) and not args.quick:
             results.update(bench_installed(tmp, size["cold_rounds"]))

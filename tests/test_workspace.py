@@ -313,6 +313,23 @@ _IMPORT_NAMES = {
 }
 """Import names whose distribution is called otherwise."""
 
+_NAMESPACE_IMPORTS = {
+    "opentelemetry.sdk": "opentelemetry-sdk",
+    "opentelemetry.exporter.otlp.proto.http": "opentelemetry-exporter-otlp-proto-http",
+    "opentelemetry.proto": "opentelemetry-proto",
+    "opentelemetry": "opentelemetry-api",
+}
+"""Namespace packages several distributions share: the longest matching prefix names the distribution."""
+
+
+def _distribution_of(name: str) -> str:
+    """The distribution an import of ``name`` needs (a namespace package's by its longest prefix)."""
+    for prefix in sorted(_NAMESPACE_IMPORTS, key=len, reverse=True):
+        if name == prefix or name.startswith(prefix + "."):
+            return _NAMESPACE_IMPORTS[prefix]
+    top = name.split(".")[0]
+    return _IMPORT_NAMES.get(top, top)
+
 
 def test_every_distribution_declares_what_its_source_imports() -> None:
     """A direct import must be declared, even when a declared sibling happens to bring it along."""
@@ -332,7 +349,7 @@ def test_every_distribution_declares_what_its_source_imports() -> None:
                     top = name.split(".")[0]
                     if top in sys.stdlib_module_names or top == "dsh":
                         continue
-                    wanted = _IMPORT_NAMES.get(top, top)
+                    wanted = _distribution_of(name)
                     assert wanted in declared, f"{source} imports {top}; {pkg.name} does not declare {wanted}"
 
 
@@ -347,7 +364,7 @@ def test_every_declared_third_party_dependency_is_imported() -> None:
             for node in ast.walk(ast.parse(source.read_text())):
                 names = [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
                 names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
-                used |= {_IMPORT_NAMES.get(name.split(".")[0], name.split(".")[0]) for name in names}
+                used |= {_distribution_of(name) for name in names}
         unused = {d for d in declared if not d.startswith("dsh-")} - used
         assert not unused, f"{pkg.name} declares {sorted(unused)} but its source never imports them"
 

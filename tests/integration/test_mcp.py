@@ -60,7 +60,10 @@ def test_a_sqlite_session_served_over_mcp_is_listed_and_shown_by_dsh(tmp_path: P
 def test_stale_dsh_variables_of_the_client_never_reach_the_child(tmp_path: Path) -> None:
     stale = {"DSH_SESSION_ID": "outer-session", "DSH_TOOL_CALL_ID": "outer-call", "DSH_TURN_ID": "outer:turn-9"}
     out = _run(_call(tmp_path / "home", command="env | grep ^DSH_ | sort", env=stale))
-    assert "outer" not in out
+    facts = dict(line.split("=", 1) for line in out.splitlines() if line.startswith("DSH_"))
+    # The outer shell is named only as the claimed parent (issue 41), never as the child's own identity.
+    assert facts.pop("DSH_PARENT_SESSION_ID") == "outer-session"
+    assert not [value for value in facts.values() if "outer" in value], facts
     assert {line.split("=")[0] for line in out.splitlines() if line.startswith("DSH_")} >= {
         "DSH_HOME",
         "DSH_SHELL",

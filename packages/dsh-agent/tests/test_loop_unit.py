@@ -14,7 +14,18 @@ from typing import Any
 
 import pytest
 
-from dsh.agent import BUILTINS, Agent, ModelError, ModelStep, ScriptedModel, ToolCall, Turn, check_model
+from dsh.agent import (
+    BUILTINS,
+    OBSERVERS,
+    Agent,
+    ModelError,
+    ModelStep,
+    ScriptedModel,
+    Span,
+    ToolCall,
+    Turn,
+    check_model,
+)
 from dsh.core import Context, Plugin
 from dsh.loader import root
 from dsh.session import (
@@ -32,6 +43,7 @@ from dsh.session import (
 )
 from dsh.session.events import event_problems
 from dsh.session.persistence import SESSION_PERSISTENCE, StoredSession
+from dsh.session.trace import TRACEPARENT, TraceContext
 
 
 class _Memory:
@@ -362,3 +374,73 @@ def test_a_subagent_at_its_step_cap_is_a_failed_call_for_its_parent(world: Any) 
     assert answer.is_error
     assert answer.output.startswith("the subagent's turn failed: the turn reached max_steps (2)")
     assert answer.output.endswith("\nchild 1")
+
+
+# The observer seam: the spans of a turn, its model requests and its tool calls, with the ids the
+# calls were handed; an observer is an effect of its plugin's fiber; a faulty one never fails work.
+
+
+class _Carrier:
+    """A tool answering with the trace context its child would get."""
+
+    spec = ToolSpec(name="carrier", description="the call's span", parameters={"type": "object", "properties": {}})
+
+    async def __call__(self, arguments: Any, execution: ToolExecution) -> ToolResult:
+        assert execution.trace is not None
+        return ToolResult(execution.trace.carrier()[TRACEPARENT])
+
+
+class _Recorder:
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+        self.seen: list[tuple[str, Span]] = []
+
+    def started(self, span: Span) -> None:
+        self.seen.append(("start", span))
+        if self.fail:
+            raise RuntimeError("the observer broke")
+
+    def ended(self, span: Span) -> None:
+        self.seen.append(("end", span))
+        if self.fail:
+            raise RuntimeError("the observer broke")
+
+
+def _observe(ctx: Context, recorder: _Recorder) -> Any:
+    return ctx.plugin(Plugin(name="watch", apply=lambda c, _: c.require(OBSERVERS).register(recorder)))
+
+
+def test_a_turn_is_told_as_spans_whose_ids_are_the_ones_the_children_got(world: Any) -> None:
+    ctx = world[0]
+    ctx.require(TOOLS).register(_Carrier())
+    recorder = _Recorder()
+    _observe(ctx, recorder)
+    session = ctx.require(SESSIONS).create("/work")
+    handed = TraceContext("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")
+    steps = [ModelStep(tool_calls=[ToolCall(name="carrier", arguments={}, id="c1")]), ModelStep(text="done")]
+    result = asyncio.run(Agent(ctx, session, ScriptedModel([steps]), trace=handed).run_turn("go"))
+    ended = [span for what, span in recorder.seen if what == "end"]
+    assert [s.name for s in ended] == ["chat", "execute_tool carrier", "chat", "invoke_agent"]
+    chat, tool, _, turn = ended
+    assert turn.parent_id == handed.span_id and turn.context.trace_id == handed.trace_id
+    assert chat.parent_id == tool.parent_id == turn.context.span_id
+    assert result.tool_results[0][1].output == f"00-{handed.trace_id}-{tool.context.span_id}-01"
+    assert tool.attributes["gen_ai.tool.call.id"] == "c1" and tool.attributes["gen_ai.tool.name"] == "carrier"
+    assert turn.attributes["gen_ai.conversation.id"] == session.id == turn.attributes["gen_ai.agent.id"]
+    assert all(s.end_ns is not None and s.end_ns >= s.start_ns and s.error is None for s in ended)
+
+
+def test_unloading_the_observer_plugin_removes_it_and_a_faulty_one_fails_nothing(world: Any) -> None:
+    ctx = world[0]
+    ctx.require(TOOLS).register(_Carrier())
+    faulty = _Recorder(fail=True)
+    fiber = _observe(ctx, faulty)
+    session = ctx.require(SESSIONS).create("/work")
+    steps = [ModelStep(tool_calls=[ToolCall(name="carrier", arguments={})]), ModelStep(text="done")]
+    assert asyncio.run(Agent(ctx, session, ScriptedModel([steps])).run_turn("go")).text == "done"
+    assert len(faulty.seen) == 8
+    fiber.dispose()
+    assert ctx.require(OBSERVERS).active == ()
+    steps = [ModelStep(text="again")]
+    asyncio.run(Agent(ctx, session, ScriptedModel([steps])).run_turn("go"))
+    assert len(faulty.seen) == 8

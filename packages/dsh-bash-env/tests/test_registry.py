@@ -100,6 +100,8 @@ def test_collect_builds_a_fresh_immutable_snapshot(registry: BashEnvRegistry, tm
         "DSH_SESSION_ID": "sess-1",
         "DSH_TOOL_CALL_ID": "c1",
         "DSH_TURN_ID": "sess-1:turn-1",
+        "DSH_AGENT_ID": "sess-1",
+        "DSH_AGENT_DEPTH": "0",
         "DSH_A": "c1",
         "DSH_B": "2",
     }
@@ -226,12 +228,18 @@ def test_list_includes_builtins_marked_and_sorted(tmp_path: Path) -> None:
     registry = _harness(tmp_path).require(BASH_ENV)
     rows = registry.list()
     assert [r.key for r in rows] == [
+        "BAGGAGE",
+        "DSH_AGENT_DEPTH",
+        "DSH_AGENT_ID",
         "DSH_HOME",
+        "DSH_PARENT_SESSION_ID",
         "DSH_SESSION_ID",
         "DSH_SESSION_JSONL",
         "DSH_SHELL",
         "DSH_TOOL_CALL_ID",
         "DSH_TURN_ID",
+        "TRACEPARENT",
+        "TRACESTATE",
     ]
     assert all(r.builtin and r.distribution == "dsh-bash-env" for r in rows)
     assert {r.owner for r in rows} == {"bash-env", "session-persistence"}

@@ -50,7 +50,14 @@ def test_a_local_executor_gets_every_fact(tmp_path: Path) -> None:
 def test_a_world_that_hides_the_home_gets_the_identity_only(tmp_path: Path) -> None:
     world = World("sandbox", (Mount("/", "read"), Mount(str(tmp_path), "none")), label="the test sandbox")
     facts = _collect(tmp_path, world)
-    assert facts == {"DSH_SHELL": "1", "DSH_SESSION_ID": "s-1", "DSH_TOOL_CALL_ID": "c1", "DSH_TURN_ID": "s-1:turn-1"}
+    assert facts == {
+        "DSH_SHELL": "1",
+        "DSH_SESSION_ID": "s-1",
+        "DSH_TOOL_CALL_ID": "c1",
+        "DSH_TURN_ID": "s-1:turn-1",
+        "DSH_AGENT_ID": "s-1",
+        "DSH_AGENT_DEPTH": "0",
+    }
 
 
 def test_a_remote_world_gets_its_own_home_and_a_shared_transcript(tmp_path: Path) -> None:

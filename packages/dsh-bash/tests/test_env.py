@@ -108,7 +108,12 @@ def test_each_pattern_keeps_its_own_verdicts_across_calls() -> None:
             "environment key 'DSH_SESSION_ID' is in the managed DSH_\\* namespace; pass it through the dsh_env channel",
         ),
         ({"dsh_sneaky": "x"}, {}, "'dsh_sneaky'.*dsh_env channel"),
-        ({}, {"HOME": "/x"}, "dsh_env key 'HOME' does not start with DSH_; pass it through the env channel"),
+        (
+            {},
+            {"HOME": "/x"},
+            "dsh_env key 'HOME' does not start with DSH_ and is no trace-context carrier .*; "
+            "pass it through the env channel",
+        ),
         ({}, {"dsh_lower": "x"}, "dsh_env key 'dsh_lower'"),
     ],
 )

@@ -101,6 +101,26 @@ def test_a_call_runs_in_the_connections_session_and_the_transcript_records_it(tm
     assert [s["source"] for s in starts] == ["mcp", "mcp"]  # a turn per call that overlaps no other
 
 
+def test_a_traceparent_in_a_calls_meta_is_continued_by_that_calls_child(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    handed = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    probe = 'echo "${TRACEPARENT-unset} ${TRACESTATE-unset}"'
+
+    async def calls() -> list[str]:
+        async with _connect(home) as client:
+            meta: Any = {"traceparent": handed, "tracestate": "vendor=abc"}
+            traced = await client.call_tool("bash", {"command": probe}, meta=meta)
+            plain = await client.call_tool("bash", {"command": probe})
+            return [_text(traced).split("[exit")[0].strip(), _text(plain).split("[exit")[0].strip()]
+
+    traced, plain = _run(calls())
+    parent, state = traced.split()
+    assert parent.split("-")[1] == "0af7651916cd43dd8448eb211c80319c" and parent != handed
+    assert state == "vendor=abc"
+    # A call without one is in the connection's own trace, never the other call's.
+    assert plain.split()[0].split("-")[1] != "0af7651916cd43dd8448eb211c80319c"
+
+
 def test_a_second_connection_with_session_resumes_it(tmp_path: Path) -> None:
     home = tmp_path / "home"
 

@@ -19,6 +19,7 @@ from ._errors import ModelError, ScriptError, TranscriptNotSaved, TurnError, uns
 from ._hookseam import HOOKS, ONE_CALL_POINTS, STOP_BLOCK_CAP, HookRecord, HookScope, HookVerdict, LoopHooks, Notice
 from ._loop import Agent, needs_event_loop
 from ._model import MODEL, Model, ScriptedModel, ToolCall, check_model, load_model
+from ._observe import OBSERVER_GROUP, OBSERVERS, Observer, Observers, Span, observers_plugin
 from ._provider import NO_KEY, provider_error, read_key, server_message, status_reason
 from ._spawn import SPAWN_DESCRIPTION, SpawnTool, spawn_plugin
 
@@ -42,6 +43,8 @@ __all__ = [
     "MISSING_RESULT",
     "MODEL",
     "NO_KEY",
+    "OBSERVERS",
+    "OBSERVER_GROUP",
     "ONE_CALL_POINTS",
     "SPAWN_DESCRIPTION",
     "STOP_BLOCK_CAP",
@@ -55,12 +58,15 @@ __all__ = [
     "ModelError",
     "ModelStep",
     "Notice",
+    "Observer",
+    "Observers",
     "Outcome",
     "Said",
     "Script",
     "ScriptError",
     "ScriptTurn",
     "ScriptedModel",
+    "Span",
     "SpawnTool",
     "ToolCall",
     "TranscriptNotSaved",
@@ -72,6 +78,7 @@ __all__ = [
     "load_model",
     "load_script",
     "needs_event_loop",
+    "observers_plugin",
     "provider_error",
     "read_key",
     "server_message",

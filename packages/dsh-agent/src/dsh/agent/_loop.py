@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
@@ -21,11 +22,13 @@ from dsh.session import (
     ToolSpec,
     is_safe_id,
 )
+from dsh.session.trace import TraceContext, current_trace, start_run
 
 from ._errors import ModelError, TranscriptNotSaved
 from ._hookpoints import HookPoints
 from ._hookseam import HOOKS, ONE_CALL_POINTS, Notice
 from ._model import Model, ToolCall
+from ._observe import OBSERVERS, Span
 from ._request import REQUEST_EVENT, request_data
 from ._turns import recorded
 
@@ -100,6 +103,7 @@ class Agent(HookPoints):
         parent_turn_id: str | None = None,
         notify: Callable[[Notice], None] | None = None,
         ambient: Mapping[str, str] | None = None,
+        trace: TraceContext | None = None,
     ) -> None:
         self.ctx = ctx
         self.session = session
@@ -121,6 +125,71 @@ class Agent(HookPoints):
         """The environment its tool calls' children start from when not this process's (``ToolExecution.ambient``)."""
         self.ref = AgentRef(name=name, header=session.header, agent_type=agent_type)
         self._stopping: str | None = None
+        self._trace = trace
+        """The trace context of this agent's run: given (an embedder's, an MCP request's), else read
+        from its ambient environment at the first need (see :meth:`trace_root`)."""
+
+    def trace_root(self) -> TraceContext:
+        """The context this agent's work is a child of: the span running now (a subagent's spawn
+        call, a span an embedder set), else the run's, continued from the ``TRACEPARENT`` the agent
+        was handed (its ambient environment's) or a new trace, chosen once per agent."""
+        running = current_trace.get()
+        if running is not None:
+            return running
+        if self._trace is None:
+            self._trace = start_run(os.environ if self.ambient is None else self.ambient)
+        return self._trace
+
+    def _span_start(
+        self, kind: str, name: str, parent: TraceContext | None = None, attributes: Mapping[str, Any] | None = None
+    ) -> tuple[TraceContext, Span | None]:
+        """A new span, a child of ``parent`` (default: the span running now, see :meth:`trace_root`),
+        and its record when observers watch (they are told it started)."""
+        parent = parent or self.trace_root()
+        context = parent.child()
+        observers = self.ctx.get(OBSERVERS)
+        if observers is None or not observers.active:
+            return context, None
+        header = self.session.header
+        fields = dict(attributes or {})
+        fields.update(
+            {
+                "gen_ai.operation.name": name.split(" ", 1)[0],
+                "gen_ai.conversation.id": header.id,
+                "gen_ai.agent.id": header.id,
+                "gen_ai.agent.name": self.name,
+                "dsh.agent.type": self.agent_type,
+                "dsh.agent.depth": header.delegation_depth,
+            }
+        )
+        span = Span(kind, name, context, parent.span_id, fields)
+        observers.start(span)
+        return context, span
+
+    def _span_end(self, span: Span | None, error: BaseException | None = None) -> None:
+        """Tell the observers ``span`` ended (with why, when ``error``)."""
+        observers = self.ctx.get(OBSERVERS)
+        if span is not None and observers is not None:
+            why = None if error is None else interruption(error) or f"{type(error).__name__}: {error}"
+            observers.end(span, why)
+
+    @contextmanager
+    def _traced(
+        self, kind: str, name: str, parent: TraceContext | None = None, attributes: Mapping[str, Any] | None = None
+    ) -> Iterator[Span | None]:
+        """Run the block as a span of its own (see :meth:`_span_start`): a process started inside
+        gets it as its ``TRACEPARENT``."""
+        context, span = self._span_start(kind, name, parent, attributes)
+        token = current_trace.set(context)
+        error: BaseException | None = None
+        try:
+            yield span
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            current_trace.reset(token)
+            self._span_end(span, error)
 
     def _tool_specs(self) -> list[ToolSpec]:
         tools = self.ctx.get(TOOLS)
@@ -134,10 +203,14 @@ class Agent(HookPoints):
         hooks = self._hooks()
         if hooks is None:
             return None
-        outcome = self._settle(
-            "SessionStart",
-            await hooks.session_start(self.session.header, source, events=self._events, ambient=self.ambient),
-        )
+        token = current_trace.set(self.trace_root().child())  # the hook processes' span
+        try:
+            outcome = self._settle(
+                "SessionStart",
+                await hooks.session_start(self.session.header, source, events=self._events, ambient=self.ambient),
+            )
+        finally:
+            current_trace.reset(token)
         return outcome.stop_reason if outcome.stop else None
 
     async def end(self, reason: str = "other") -> None:
@@ -149,7 +222,11 @@ class Agent(HookPoints):
         hooks = self._hooks()
         if hooks is None:
             return
-        outcome = await hooks.session_end(self.session.header, reason, events=self._events, ambient=self.ambient)
+        token = current_trace.set(self.trace_root().child())  # the hook processes' span
+        try:
+            outcome = await hooks.session_end(self.session.header, reason, events=self._events, ambient=self.ambient)
+        finally:
+            current_trace.reset(token)
         if not outcome.reports and not outcome.warnings:
             return
         turn_id = self._open_turn(source="session-end")
@@ -186,10 +263,18 @@ class Agent(HookPoints):
             raise TranscriptNotSaved(self.session.id, exc, result) from exc
 
     async def run_turn(self, prompt: str) -> TurnResult:
-        """Run one turn to its end and flush the transcript (the checkpoint), even on failure."""
+        """Run one turn to its end and flush the transcript (the checkpoint), even on failure.
+
+        The turn is an ``invoke_agent`` span of the run's trace (see :meth:`trace_root`)."""
+        with self._traced("turn", "invoke_agent") as span:
+            return await self._run_turn(prompt, span)
+
+    async def _run_turn(self, prompt: str, span: Span | None) -> TurnResult:
         from ._steps import ModelStep, TurnResult  # only model-driven turns need them, never ``dsh exec``
 
         turn_id = self._open_turn()
+        if span is not None:
+            span.attributes["dsh.turn.id"] = turn_id
         result = TurnResult(turn_id)  # the turn's record so far, replaced as the turn goes on
         session = self.session
         hooks = self._hooks()
@@ -222,7 +307,10 @@ class Agent(HookPoints):
                 if ended is not None:  # a BeforeModel hook blocked the request: the turn ends unasked
                     result = result._replace(blocked=ended)
                     break
-                step = await self.model.step(session, specs)
+                with self._traced("model", "chat", None, {"gen_ai.request.model": self.model.name}) as chat:
+                    step = await self.model.step(session, specs)
+                    if chat is not None and isinstance(step, ModelStep) and step.usage:
+                        chat.attributes.update(_usage(step.usage))
                 if not isinstance(step, ModelStep):
                     raise ModelError(
                         f"model '{self.model.name}' step() returned {type(step).__name__}, not a dsh.agent.ModelStep",
@@ -343,7 +431,13 @@ class Agent(HookPoints):
         Raises :class:`TranscriptNotSaved` (carrying the tool's result) when the call ran but the
         flush failed. A cancelled turn (a signal) is flushed with ``turn/end`` marked interrupted.
         """
+        with self._traced("turn", "invoke_agent") as span:
+            return await self._run_tool_turn(call, source, span)
+
+    async def _run_tool_turn(self, call: ToolCall, source: str, span: Span | None) -> ToolResult:
         turn_id = self._open_turn(source=source)
+        if span is not None:
+            span.attributes["dsh.turn.id"] = turn_id
         result: ToolResult | None = None
         interrupted: str | None = None
         try:
@@ -355,9 +449,24 @@ class Agent(HookPoints):
         finally:
             self._close_turn(turn_id, result, **({"interrupted": interrupted} if interrupted else {}))
 
-    async def call_tool(self, call: ToolCall, turn_id: str | None = None) -> ToolResult:
-        """Run one tool call as the model would: PreToolUse hooks, the tool, PostToolUse hooks, the record."""
+    async def call_tool(
+        self, call: ToolCall, turn_id: str | None = None, *, trace: TraceContext | None = None
+    ) -> ToolResult:
+        """Run one tool call as the model would: PreToolUse hooks, the tool, PostToolUse hooks, the record.
+
+        The call is an ``execute_tool <name>`` span, a child of ``trace`` (default: the span running
+        now): its hooks and the tool's child get it as ``TRACEPARENT``."""
         call_id, supplied = _call_id(call.id)
+        attributes = {"gen_ai.tool.name": call.name, "gen_ai.tool.call.id": call_id}
+        with self._traced("tool", f"execute_tool {call.name}", trace, attributes) as span:
+            result = await self._call_tool(call, turn_id, call_id, supplied)
+            if span is not None:
+                span.attributes.update(_outcome(result))
+            return result
+
+    async def _call_tool(
+        self, call: ToolCall, turn_id: str | None, call_id: str, supplied: Mapping[str, str]
+    ) -> ToolResult:
         self.session.record("tool/call", call_id=call_id, name=call.name, arguments=call.arguments, **supplied)
         tools = self.ctx.get(TOOLS)
         tool = None if tools is None else tools.get(call.name)
@@ -400,6 +509,7 @@ class Agent(HookPoints):
             turn_id=turn_id,
             env=env,
             ambient=self.ambient,
+            trace=current_trace.get(),
         )
         try:
             # The write-ahead record: durable before the command starts, so a kill leaves that it began.
@@ -432,3 +542,28 @@ class Agent(HookPoints):
             raise
         finally:
             current_agent.reset(token)
+
+
+def _usage(usage: Mapping[str, Any]) -> dict[str, int]:
+    """A model step's token counts as GenAI attributes (the names providers use for them)."""
+    names = {
+        "input_tokens": "gen_ai.usage.input_tokens",
+        "prompt_tokens": "gen_ai.usage.input_tokens",
+        "output_tokens": "gen_ai.usage.output_tokens",
+        "completion_tokens": "gen_ai.usage.output_tokens",
+    }
+    return {names[k]: v for k, v in usage.items() if k in names and isinstance(v, int)}
+
+
+def _outcome(result: ToolResult) -> dict[str, Any]:
+    """What an ``execute_tool`` span says of a call's end: the command's exit status, a timeout, an error."""
+    out: dict[str, Any] = {}
+    value = result.value
+    code = getattr(value, "exit_code", None)
+    if isinstance(code, int):
+        out["process.exit.code"] = code
+    if getattr(value, "timed_out", False):
+        out["dsh.timed_out"] = True
+    if result.is_error:
+        out["error.type"] = "blocked" if result.blocked else "tool_error"
+    return out

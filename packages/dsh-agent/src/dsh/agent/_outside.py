@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from dsh.paths.interrupts import interruption
 from dsh.session import TOOLS, ToolResult, drop_nulls
+from dsh.session.trace import current_trace
 
 from ._errors import TurnError
 from ._model import ToolCall
 
 if TYPE_CHECKING:
+    from dsh.session.trace import TraceContext
+
     from ._loop import Agent
+    from ._observe import Span
 
 
 class Turn:
@@ -29,8 +34,15 @@ class Turn:
     ``turn/end``, or ``interrupted`` for a cancellation) and the turn is flushed all the same.
     """
 
-    def __init__(self, agent: Agent, prompt: str | None = None, *, source: str = "outside") -> None:
+    def __init__(
+        self, agent: Agent, prompt: str | None = None, *, source: str = "outside", trace: TraceContext | None = None
+    ) -> None:
         self.agent = agent
+        self._parent_trace = trace
+        """The context the turn's ``invoke_agent`` span is a child of (default: the agent's run)."""
+        self.trace: TraceContext | None = None
+        """The turn's span, once entered: its calls' spans are its children (unless a call names its own parent)."""
+        self._span: Span | None = None
         self.prompt = prompt
         self.source = source
         self.id: str | None = None
@@ -51,15 +63,22 @@ class Turn:
     async def __aenter__(self) -> Turn:
         agent = self.agent
         agent._stopping = None
-        self.id = agent._open_turn(source=self.source)
+        self.trace, self._span = agent._span_start("turn", "invoke_agent", self._parent_trace)
+        try:
+            self.id = agent._open_turn(source=self.source)
+        except BaseException as exc:
+            agent._span_end(self._span, exc)
+            raise
+        if self._span is not None:
+            self._span.attributes["dsh.turn.id"] = self.id
         try:
             if self.prompt is not None:
                 agent.session.record("message/user", text=self.prompt)
                 hooks = agent._hooks()
                 if hooks is not None and agent.parent is None:
-                    outcome = agent._settle(
-                        "UserPromptSubmit", await hooks.user_prompt(agent._scope(self.id), self.prompt)
-                    )
+                    with self._in_span():
+                        said = await hooks.user_prompt(agent._scope(self.id), self.prompt)
+                    outcome = agent._settle("UserPromptSubmit", said)
                     if outcome.stop:
                         self._stopped = self.blocked = outcome.stop_reason
                     elif outcome.blocked:
@@ -68,6 +87,15 @@ class Turn:
             await self._close(exc)
             raise
         return self
+
+    @contextmanager
+    def _in_span(self) -> Iterator[None]:
+        """The turn's span as the one running (its hooks' ``TRACEPARENT``) for the block."""
+        token = current_trace.set(self.trace)
+        try:
+            yield
+        finally:
+            current_trace.reset(token)
 
     def _check_open(self, what: str) -> str:
         if self.id is None or self._closed:
@@ -83,14 +111,20 @@ class Turn:
         return self.id
 
     async def call(
-        self, name: str, arguments: Mapping[str, Any] | None = None, *, call_id: str | None = None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        call_id: str | None = None,
+        trace: TraceContext | None = None,
     ) -> ToolResult:
         """Run one call of tool ``name`` in this turn, as dsh's loop would, and return its result.
 
         ``call_id`` is the id the caller's model gave the call; one that breaks the rule of session
         ids is replaced (the ``tool/call`` event keeps it as ``supplied_call_id``). Nulls a strict-mode
         model sends for optional arguments are dropped (:func:`dsh.session.drop_nulls`). A tool's
-        failure is a result with ``is_error`` set, never an exception.
+        failure is a result with ``is_error`` set, never an exception. ``trace``: the context the
+        call's ``execute_tool`` span is a child of when not the turn's (an MCP request's ``traceparent``).
         """
         turn_id = self._check_open(f"call of '{name}'")
         given = dict(arguments or {})
@@ -98,7 +132,8 @@ class Turn:
         tool = None if tools is None else tools.get(name)
         if tool is not None:
             given = drop_nulls(given, tool.spec.parameters)
-        task = asyncio.ensure_future(self.agent.call_tool(ToolCall(name=name, arguments=given, id=call_id), turn_id))
+        call = ToolCall(name=name, arguments=given, id=call_id)
+        task = asyncio.ensure_future(self.agent.call_tool(call, turn_id, trace=trace or self.trace))
         self._tasks.add(task)
         try:
             return await task  # cancelling the awaiting caller cancels the call (its group is killed)
@@ -119,10 +154,11 @@ class Turn:
         if hooks is None:
             return None
         event = "Stop" if agent.parent is None else "SubagentStop"
-        outcome = agent._settle(
-            event,
-            await hooks.stop(agent._scope(self.id), stop_hook_active=self._stop_blocked, last_message=text or None),
-        )
+        with self._in_span():
+            said = await hooks.stop(
+                agent._scope(self.id), stop_hook_active=self._stop_blocked, last_message=text or None
+            )
+        outcome = agent._settle(event, said)
         if outcome.stop:
             self._stopped = outcome.stop_reason
             return None
@@ -165,4 +201,7 @@ class Turn:
                     session.record("error", message=extra["failed"])
             if self.stopped is not None:
                 extra["stopped"] = self.stopped
-            agent._close_turn(self.id or "", self, blocked=self.blocked, **extra)
+            try:
+                agent._close_turn(self.id or "", self, blocked=self.blocked, **extra)
+            finally:
+                agent._span_end(self._span, exc)

@@ -7,6 +7,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 from dsh.bash import DSH_ENV_PREFIX
 from dsh.paths import DEPLOYMENT_ENV
 from dsh.session import ToolExecution
+from dsh.session.trace import BAGGAGE, TRACEPARENT, TRACESTATE
 
 from ._errors import ContributorError
 
@@ -15,7 +16,21 @@ SHELL_KEY = DSH_ENV_PREFIX + "SHELL"
 SESSION_ID_KEY = DSH_ENV_PREFIX + "SESSION_ID"
 TOOL_CALL_ID_KEY = DSH_ENV_PREFIX + "TOOL_CALL_ID"
 TURN_ID_KEY = DSH_ENV_PREFIX + "TURN_ID"
-RESERVED_KEYS = frozenset({HOME_KEY, SHELL_KEY, SESSION_ID_KEY, TOOL_CALL_ID_KEY, TURN_ID_KEY})
+AGENT_ID_KEY = DSH_ENV_PREFIX + "AGENT_ID"
+AGENT_DEPTH_KEY = DSH_ENV_PREFIX + "AGENT_DEPTH"
+PARENT_SESSION_ID_KEY = DSH_ENV_PREFIX + "PARENT_SESSION_ID"
+RESERVED_KEYS = frozenset(
+    {
+        HOME_KEY,
+        SHELL_KEY,
+        SESSION_ID_KEY,
+        TOOL_CALL_ID_KEY,
+        TURN_ID_KEY,
+        AGENT_ID_KEY,
+        AGENT_DEPTH_KEY,
+        PARENT_SESSION_ID_KEY,
+    }
+)
 HARNESS_KEYS = frozenset({DEPLOYMENT_ENV})
 """Keys only dsh's own contributors (registered ``builtin=True``) declare. bash-env's ``deployment``
 fact holds ``DSH_DEPLOYMENT`` only when the deployment is a file; with the built-in one no built-in
@@ -47,7 +62,25 @@ BUILTIN_DESCRIPTIONS = {
     TOOL_CALL_ID_KEY: "Id of this tool call, the call_id of its tool/call event in the transcript "
     "(absent for calls without an agent).",
     TURN_ID_KEY: "Id of the turn that made this call (absent for calls without an agent or a turn).",
+    AGENT_ID_KEY: "Id of the agent that made this call: the id of its own session, as hook payloads name a "
+    "subagent's agent_id (absent for calls without an agent).",
+    AGENT_DEPTH_KEY: "How deep the calling agent is: 0 for a main agent, 1 for its subagents, and so on "
+    "(absent for calls without an agent).",
+    PARENT_SESSION_ID_KEY: "The session the calling agent answers to: the spawning session of a subagent, or "
+    "the session of the outer dsh shell this run was started in (absent for a main agent of its own).",
+    TRACEPARENT: "W3C trace context naming the span of this call, in the run's trace (continued from the "
+    "TRACEPARENT dsh was handed, else a new trace per run); never the value dsh was handed.",
+    TRACESTATE: "W3C trace state dsh was handed with a valid TRACEPARENT, passed on unchanged.",
+    BAGGAGE: "W3C baggage dsh was handed, passed on unchanged.",
 }
+
+
+def outer_claim(environ: Mapping[str, str]) -> dict[str, str | None]:
+    """What the environment a dsh run starts in says of an outer dsh: the shell it runs in was a
+    call of session ``DSH_SESSION_ID``, call ``DSH_TOOL_CALL_ID``. Read once, when the run's session
+    is created (``SessionStore.create(**outer_claim(environ))``), before any child is started;
+    recorded as claimed (sanitised) and never handed on as this run's own values."""
+    return {"outer_session": environ.get(SESSION_ID_KEY), "outer_call": environ.get(TOOL_CALL_ID_KEY)}
 
 
 class VariableSpec(NamedTuple):

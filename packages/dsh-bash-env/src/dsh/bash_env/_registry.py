@@ -13,10 +13,13 @@ from dsh.loader import EntryPointItem
 from dsh.session import ToolExecution
 
 from ._declare import (
+    AGENT_DEPTH_KEY,
+    AGENT_ID_KEY,
     BUILTIN_DESCRIPTIONS,
     BUILTIN_DISTRIBUTION,
     BUILTIN_OWNER,
     HOME_KEY,
+    PARENT_SESSION_ID_KEY,
     SESSION_ID_KEY,
     SHELL_KEY,
     TOOL_CALL_ID_KEY,
@@ -277,10 +280,20 @@ class BashEnvRegistry(Service):
             out = {HOME_KEY: home, SHELL_KEY: "1"} if home is not None else {SHELL_KEY: "1"}
         agent = execution.agent
         if agent is not None:
-            out[SESSION_ID_KEY] = agent.header.id
+            header = agent.header
+            out[SESSION_ID_KEY] = header.id
             out[TOOL_CALL_ID_KEY] = execution.call_id
             if execution.turn_id:
                 out[TURN_ID_KEY] = execution.turn_id
+            # Lineage: every agent has a session of its own, so its id is that session's.
+            out[AGENT_ID_KEY] = header.id
+            out[AGENT_DEPTH_KEY] = str(header.delegation_depth)
+            parent = header.lineage_parent
+            if parent is not None:
+                out[PARENT_SESSION_ID_KEY] = parent
+        trace = execution.trace
+        if trace is not None:
+            out.update(trace.carrier())
         return out
 
     def reach(self, execution: ToolExecution | None = None) -> dict[str, Reach]:

@@ -24,6 +24,7 @@ import shlex
 from collections.abc import Mapping
 
 from dsh.bash import DSH_ENV_PREFIX, EXPORTED_FUNCTION_PREFIX, SHELL_CODE_KEYS, harness_identity_keys
+from dsh.session.trace import CARRIER_NAMES
 
 NO_CWD = "nocwd"
 """Said after the marker instead of a pid when the working directory does not exist on the host (nothing ran)."""
@@ -33,6 +34,10 @@ _FUNCTIONS = f"$(env | sed -n 's/^\\({EXPORTED_FUNCTION_PREFIX}[A-Za-z0-9_.:@+-]
 import it, and a function named ``unset`` or ``printenv`` stands in for the builtin or the command,
 in the prelude and in the command alike. A name of other characters is not matched (none of bash's
 builtins has one)."""
+
+
+_CARRIERS = "".join(f"|| [[ $name == {name} ]] " for name in sorted(CARRIER_NAMES))
+"""The trace-context carriers are managed like ``DSH_*``: a login environment's never reaches the command."""
 
 
 def remote_line(
@@ -48,7 +53,7 @@ def remote_line(
         f"unset -v {' '.join(sorted(harness_identity_keys()))}",  # exact names, as the local recipe drops them
         "shopt -s nocasematch",
         f"pattern={shlex.quote(credentials or '')}",
-        f"for name in $(compgen -e); do if [[ $name == {DSH_ENV_PREFIX}* ]] "
+        f"for name in $(compgen -e); do if [[ $name == {DSH_ENV_PREFIX}* ]] {_CARRIERS}"
         '|| { [[ -n $pattern ]] && [[ $name =~ $pattern ]]; }; then unset "$name"; fi; done',
         "shopt -u nocasematch",
         "unset pattern name",

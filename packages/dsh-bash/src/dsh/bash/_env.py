@@ -6,6 +6,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final, Literal
 
+from dsh.session.trace import CARRIER_NAMES
+
 from ._errors import ChannelError
 
 DSH_ENV_PREFIX: Final = "DSH_"
@@ -79,8 +81,11 @@ _PREFIX_UPPER = DSH_ENV_PREFIX.upper()
 
 
 def is_managed_key(name: str) -> bool:
-    """True when ``name`` is in the managed namespace, in any letter case."""
-    return name[:_PREFIX_LEN].upper() == _PREFIX_UPPER
+    """True when ``name`` is managed: in the ``DSH_*`` namespace or a trace-context carrier
+    (``TRACEPARENT``, ``TRACESTATE``, ``BAGGAGE``: :data:`dsh.session.trace.CARRIER_NAMES`), in any
+    letter case. A child gets managed variables from the snapshot only, never from the ambient
+    environment: a trace context handed to dsh is continued, each child getting its own call's span."""
+    return name[:_PREFIX_LEN].upper() == _PREFIX_UPPER or name.upper() in CARRIER_NAMES
 
 
 def compile_credential_pattern(pattern: str | None = DEFAULT_CREDENTIAL_PATTERN) -> re.Pattern[str] | None:
@@ -93,15 +98,17 @@ def check_channels(env: Mapping[str, str], dsh_env: Mapping[str, str]) -> None:
     for key in env:
         if is_managed_key(key):
             raise ChannelError(
-                f"environment key '{key}' is in the managed {DSH_ENV_PREFIX}* namespace; "
-                "pass it through the dsh_env channel, not env",
+                f"environment key '{key}' is "
+                + ("a trace-context carrier, managed like" if key.upper() in CARRIER_NAMES else "in")
+                + f" the managed {DSH_ENV_PREFIX}* namespace; pass it through the dsh_env channel, not env",
                 key=key,
                 channel="env",
             )
     for key in dsh_env:
-        if not key.startswith(DSH_ENV_PREFIX):
+        if not key.startswith(DSH_ENV_PREFIX) and key not in CARRIER_NAMES:
             raise ChannelError(
-                f"dsh_env key '{key}' does not start with {DSH_ENV_PREFIX}; pass it through the env channel",
+                f"dsh_env key '{key}' does not start with {DSH_ENV_PREFIX} and is no trace-context carrier "
+                f"({', '.join(sorted(CARRIER_NAMES))}); pass it through the env channel",
                 key=key,
                 channel="dsh_env",
             )
@@ -149,7 +156,8 @@ def build_child_env(
        (:data:`EXPORTED_FUNCTION_PREFIX`);
     2. non-interactive terminal settings (no ``TERM`` for pwsh);
     3. the ordinary ``env`` entries;
-    4. the managed ``dsh_env`` snapshot, last, so the child's ``DSH_*`` are exactly the snapshot.
+    4. the managed ``dsh_env`` snapshot, last, so the child's ``DSH_*`` and trace-context variables
+       (``TRACEPARENT``, ``TRACESTATE``, ``BAGGAGE``) are exactly the snapshot.
     """
     check_channels(env, dsh_env)
     passes = _verdicts(credentials)

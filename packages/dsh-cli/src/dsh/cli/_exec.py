@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 from dsh.agent import Agent, ScriptedModel, ToolCall, TranscriptNotSaved, unsaved_message
 from dsh.bash import SHELL_EXECUTOR, ExecResult, Executor, interrupted_result, interruption, world_of
+from dsh.bash_env import outer_claim
 from dsh.harness import notice_line
 from dsh.loader import Runtime
 from dsh.paths import INTERRUPTS
@@ -120,7 +121,8 @@ async def exec_command(
     def open_session() -> Session:
         if session_id is not None:
             return store.resume(session_id, lock=True, history=False)  # a turn needs no history
-        return store.create(cwd, lock=True)
+        # A dsh started in another dsh's shell records that shell's call as its parent (claimed).
+        return store.create(cwd, lock=True, **outer_claim(os.environ if ambient is None else ambient))
 
     if _in_event_loop():
         import asyncio

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from dsh.agent import Agent, ModelError, ToolCall, load_model
 from dsh.bash import Interrupted, Interrupts
+from dsh.bash_env import outer_claim
 from dsh.harness import notice_line, open_runtime
 from dsh.loader import ModelChoice, Runtime
 from dsh.session import SESSIONS, Session, ToolResult
@@ -31,13 +33,16 @@ from ._output import print_json, say
 if TYPE_CHECKING:
     from dsh.agent import TurnResult
     from dsh.hooks import Notice
+    from dsh.session.trace import TraceContext
 
 
 class _Reporting(Agent):
     """An agent that says each tool call on stderr as it ends: ``bash: COMMAND (exit N)``."""
 
-    async def call_tool(self, call: ToolCall, turn_id: str | None = None) -> ToolResult:
-        result = await super().call_tool(call, turn_id)
+    async def call_tool(
+        self, call: ToolCall, turn_id: str | None = None, *, trace: TraceContext | None = None
+    ) -> ToolResult:
+        result = await super().call_tool(call, turn_id, trace=trace)
         print(f"{call.name}: {_call_text(call)} ({_status(result)})", file=sys.stderr, flush=True)
         return result
 
@@ -180,7 +185,11 @@ async def model_run(args: argparse.Namespace) -> int:
     with open_runtime(choice=args.choice) as runtime:
         model = load_model(runtime, choose_model(runtime, args.model))
         store = runtime.ctx.require(SESSIONS)
-        session: Session = store.resume(args.session, lock=True) if args.session else store.create(None, lock=True)
+        session: Session = (
+            store.resume(args.session, lock=True)
+            if args.session
+            else store.create(None, lock=True, **outer_claim(os.environ))
+        )
         source = "resume" if args.session else "startup"
 
         def notify(notice: Notice) -> None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 from dsh.agent import Agent, ScriptedModel, load_script
+from dsh.bash_env import outer_claim
 from dsh.harness import notice_line, open_runtime
 from dsh.session import SESSIONS, Session, SessionStore
 
@@ -23,7 +25,7 @@ def _open_session(store: SessionStore, session_id: str | None, cwd: str | None) 
     # The write lock comes first: hooks and the first turn run only once the turn can be recorded.
     if session_id is not None:
         return store.resume(session_id, lock=True), "resume"
-    return store.create(cwd, lock=True), "startup"
+    return store.create(cwd, lock=True, **outer_claim(os.environ)), "startup"
 
 
 async def run_verb(args: argparse.Namespace) -> int:

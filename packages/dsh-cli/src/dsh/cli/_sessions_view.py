@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, TextIO
 
 from dsh.harness import open_runtime
 from dsh.loader import Runtime
-from dsh.session import SESSIONS
+from dsh.session import SESSIONS, SessionHeader
 
 from ._exec import location_json
 from ._output import on_terminal, print_json, say, terminal_safe
-from ._show import render
+from ._show import children_of, render
 
 if TYPE_CHECKING:
     import argparse
@@ -67,6 +67,8 @@ def sessions_verb(args: argparse.Namespace) -> int:
                 say(location["path"])
             return 0
         events = [e.to_dict() for e in session.history]
+        # Children are found by listing through the persistence seam: every backend can list.
+        children = children_of(session.header, store.scan().headers)
         if args.json:
             print_json(
                 {
@@ -74,11 +76,12 @@ def sessions_verb(args: argparse.Namespace) -> int:
                     "location": location,
                     "events": events,
                     "damage": list(session.damage),
+                    "children": [_child(child, session.id) for child in children],
                 }
             )
         else:
             path = location["path"] if location else None
-            say(*(_for(sys.stdout, line) for line in render(session.header, path, session.history)))
+            say(*(_for(sys.stdout, line) for line in render(session.header, path, session.history, children)))
             for line in session.damage:
                 print(_for(sys.stderr, f"damage: {line}"), file=sys.stderr)
         return 0
@@ -88,6 +91,17 @@ def _for(stream: TextIO | None, line: str) -> str:
     """``line`` as it may be written to ``stream``: a stored transcript's text is data from a command,
     so on a terminal its control characters are shown escaped; a pipe or a file gets the bytes."""
     return terminal_safe(line) if on_terminal(stream) else line
+
+
+def _child(child: SessionHeader, parent: str) -> dict[str, str | None]:
+    """One child of ``dsh sessions show --json``: its id, how it came (``subagent``, ``fork``, ``nested``)
+    and the call that started it (nested runs only)."""
+    nested = child.outer_session == parent and child.parent_session != parent
+    return {
+        "session_id": child.id,
+        "origin": "nested" if nested else child.origin,
+        "call_id": child.outer_call if nested else None,
+    }
 
 
 def _parent(parent: str | None) -> str:

@@ -60,15 +60,44 @@ def _hooks(data: Mapping[str, Any]) -> Iterator[str]:
             yield f"{_INDENT * 3}message: {report['system_message']}"
 
 
-def render(header: SessionHeader, location: str | None, events: Sequence[SessionEvent]) -> Iterator[str]:
-    """Lines of a readable transcript: turns, user text, tool calls with output and status, hooks."""
+def children_of(header: SessionHeader, stored: Iterable[SessionHeader]) -> list[SessionHeader]:
+    """The sessions ``header``'s session started: its subagents and forks (``parent_session``), and
+    the dsh runs started in its shells (``outer_session``, as they claim), oldest first."""
+    sid = header.id
+    return [h for h in stored if h.id != sid and (h.parent_session == sid or h.outer_session == sid)]
+
+
+def render(
+    header: SessionHeader,
+    location: str | None,
+    events: Sequence[SessionEvent],
+    children: Sequence[SessionHeader] = (),
+) -> Iterator[str]:
+    """Lines of a readable transcript: turns, user text, tool calls with output and status, hooks.
+
+    ``children`` (see :func:`children_of`) are named under the call that started each, and listed
+    after the header, so a reader can walk the tree both ways."""
     origin = f", {header.origin} of {header.parent_session}" if header.parent_session else ""
     yield f"session {header.id}{origin}"
-    yield f"  created {header.created_at}, cwd {header.cwd}"
+    yield f"  created {header.created_at}, cwd {header.cwd}, agent depth {header.delegation_depth}"
+    if header.outer_session is not None:
+        call = f"call {header.outer_call} of " if header.outer_call else ""
+        yield f"  started inside {call}session {header.outer_session} (as claimed by its environment)"
     yield f"  transcript {location}" if location else "  transcript: none on this machine (not a file backend)"
+    by_call: dict[str, list[SessionHeader]] = {}
+    for child in children:
+        how = child.origin or "session"
+        if child.outer_session == header.id and child.outer_call:
+            by_call.setdefault(child.outer_call, []).append(child)
+            yield f"  child: call {child.outer_call} started session {child.id}"
+        else:
+            yield f"  child: {how} session {child.id}"
     for event in events:
         try:
             lines = list(_event(event.type, event.data, event.at))
+            if event.type == "tool/call":
+                started = by_call.get(str(event.data.get("call_id")), ())
+                lines.extend(f"{_INDENT}started session {child.id}" for child in started)
         except (AttributeError, KeyError, TypeError, ValueError):
             # A transcript is data from disk: a wrongly typed field marks its event, never ends the listing.
             lines = [f"  [{event.type}: unexpected data] {_raw(event.data)}"]

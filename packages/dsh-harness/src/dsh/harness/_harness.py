@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dsh.agent import Agent, Model, ScriptedModel, SpawnTool
+from dsh.bash_env import outer_claim
 from dsh.core import DshError
 from dsh.loader import Deployment, Runtime, parse_deployment
 from dsh.paths.deployment import choose_deployment
@@ -266,7 +267,8 @@ class Harness:
         if session_id is not None:
             session = store.resume(session_id, lock=True)
         else:
-            session = store.create(None if cwd is None else os.fspath(cwd), lock=True)
+            claim = outer_claim(os.environ)  # an embedder inside a dsh shell records that call as its parent
+            session = store.create(None if cwd is None else os.fspath(cwd), lock=True, **claim)
         handle = HarnessSession(self, session, model)
         try:
             handle._start("resume" if session_id is not None else "startup")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh.bash import BashExecRequest, Executor, LocalExecutor
+from dsh.session.trace import current_trace
 
 from ._decision import dialect_failed, not_started, oversized, unknown_status
 from ._dialect import all_placeholders, dialect_of
@@ -91,12 +92,15 @@ def hook_request(
     """The executor request that runs ``hook`` with ``payload`` on stdin, from ``ambient`` (None: this
     process's environment). The executor drops an outer harness's identity from it (every loaded
     dialect's :attr:`~._dialect.HookDialect.identity_variables`, see :func:`dsh.bash.harness_identity_keys`);
-    ``env`` holds the hook's own dialect's."""
+    ``env`` holds the hook's own dialect's. The hook gets the span running now (its tool call's, its
+    turn's) as ``TRACEPARENT``, in the managed channel."""
+    trace = current_trace.get()
     return BashExecRequest(
         command=command_line(hook, env, tool_input),
         cwd=cwd if Path(cwd).is_dir() else None,
         timeout=hook.timeout,
         env=env,
+        dsh_env={} if trace is None else trace.carrier(),
         stdin=payload,
         shell="pwsh" if hook.shell == "powershell" else "bash",
         ambient=ambient,

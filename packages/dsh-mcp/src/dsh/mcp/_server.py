@@ -27,6 +27,7 @@ from dsh.harness import Harness, HarnessSession, notice_line
 from dsh.paths import seal_process
 from dsh.paths.signals import on_loop
 from dsh.session import TOOLS, ToolResult, ToolSpec, anthropic_tool, is_safe_id
+from dsh.session.trace import TraceContext, incoming
 from dsh.tool_bash import ShellTool
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
@@ -74,6 +75,18 @@ def call_id(request_id: object) -> str:
     return made if is_safe_id(made) else f"mcp-{tail}"
 
 
+def request_trace(params: types.CallToolRequestParams) -> TraceContext | None:
+    """The trace context an MCP client sent with a call (``traceparent``, ``tracestate``, ``baggage``
+    in the request's ``_meta``), continued by the call's span; None when it sent no valid one."""
+    meta = params.meta
+    if meta is None:
+        return None
+    # ``_meta`` is an open map (a TypedDict with extra items): the W3C keys arrive as sent.
+    # MCP spells them in lower case (``traceparent``), the environment carriers in upper case.
+    context = incoming({k.upper(): v for k, v in meta.items() if isinstance(k, str) and isinstance(v, str)})
+    return None if context is None or context.span_id is None else context
+
+
 def result(outcome: ToolResult) -> types.CallToolResult:
     """A dsh tool result as the MCP client sees it: the text the model would read, and whether it failed."""
     return types.CallToolResult(
@@ -110,8 +123,10 @@ class _Turns:
             self._idle.set()
         return self._lock, self._idle
 
-    async def call(self, name: str, arguments: Mapping[str, Any], call_id: str) -> ToolResult:
-        """Run one call in the open turn (opening one when none is)."""
+    async def call(
+        self, name: str, arguments: Mapping[str, Any], call_id: str, trace: TraceContext | None = None
+    ) -> ToolResult:
+        """Run one call in the open turn (opening one when none is); ``trace``: the request's context."""
         lock, idle = self._guards()
         async with lock:
             if self._turn is None:
@@ -122,7 +137,7 @@ class _Turns:
             self._running += 1
             idle.clear()
         try:
-            return await turn.call(name, arguments, call_id=call_id)
+            return await turn.call(name, arguments, call_id=call_id, trace=trace)
         except BaseException as exc:
             self._failure = self._failure or exc
             raise
@@ -177,8 +192,11 @@ class Shell:
                 "opened; nothing ran: reconnect (restart the server) to run under the files as they are now"
             )
         made = call_id(ctx.request_id)
+        trace = request_trace(params)
         try:
-            return result(await self.session.harness.arun(self._turns.call(params.name, params.arguments or {}, made)))
+            return result(
+                await self.session.harness.arun(self._turns.call(params.name, params.arguments or {}, made, trace))
+            )
         except TranscriptNotSaved as exc:  # it ran; its record failed: the client is told both
             ran = exc.result if isinstance(exc.result, ToolResult) else None
             return error_result(f"{ran.output}\n{exc}" if ran is not None else str(exc))

@@ -21,7 +21,7 @@ from ._errors import (
 )
 from ._home import DSH_HOME, plugin_home
 from ._model import SessionEvent, SessionHeader, SessionLocation
-from ._rules import is_safe_id, validate_session_id
+from ._rules import is_safe_id, sanitise_claim, validate_session_id
 from ._schema import anthropic_tool, drop_nulls, openai_tool, strict_problems, strict_schema
 from ._session import Session
 from ._store import SESSIONS, SessionStore, sessions_plugin
@@ -57,6 +57,7 @@ __all__ = [
     "is_safe_id",
     "openai_tool",
     "plugin_home",
+    "sanitise_claim",
     "sessions_plugin",
     "strict_problems",
     "strict_schema",

@@ -14,8 +14,10 @@ from ._json import json_bytes
 from ._rules import (
     FAST_ID,
     FORMAT_VERSION,
+    MAX_ID_LENGTH,
     as_object,
     check_absolute_path,
+    check_claim,
     check_count,
     check_session_id,
     check_string,
@@ -43,6 +45,12 @@ class _HeaderFields(NamedTuple):
     delegation_depth: int
     seed_length: int
     version: int
+    outer_session: str | None
+    outer_call: str | None
+
+
+_CLAIM_FIELDS = ("outer_session", "outer_call")
+"""Written only when set, so a header without them reads in a dsh-session that predates them."""
 
 
 class SessionHeader(_HeaderFields):
@@ -51,6 +59,13 @@ class SessionHeader(_HeaderFields):
     ``id`` and ``parent_session`` are safe session ids (see :func:`validate_session_id`), ``cwd`` an
     absolute path without NUL, the two counts non-negative integers, and ``version`` at most
     :data:`FORMAT_VERSION`. A stored header with a field this version does not know is refused.
+
+    ``outer_session`` and ``outer_call`` are what the process that started this session claimed as
+    its own session and tool call (a ``dsh`` run inside another dsh's shell: that shell's
+    ``DSH_SESSION_ID`` and ``DSH_TOOL_CALL_ID``), recorded as claimed (printable ASCII, at most
+    128 characters, see :func:`dsh.session.sanitise_claim`) and trusted for nothing: unlike
+    ``parent_session`` (a subagent's or a fork's parent, which this harness made) they may name a
+    session that does not exist or is not this store's.
     """
 
     __slots__ = ()
@@ -66,6 +81,8 @@ class SessionHeader(_HeaderFields):
         delegation_depth: int = 0,
         seed_length: int = 0,
         version: int = FORMAT_VERSION,
+        outer_session: str | None = None,
+        outer_call: str | None = None,
     ) -> Self:
         # Each rule is tested inline first (the common, valid case) and only a value that fails it
         # goes through the checker that names the problem: a header is built per session listed.
@@ -89,7 +106,12 @@ class SessionHeader(_HeaderFields):
             seed_length = check_count(seed_length, "seed_length", id)
         if version.__class__ is not int or version != FORMAT_VERSION:
             version = check_version(version, id)
-        return _new(cls, (id, created_at, cwd, parent_session, origin, delegation_depth, seed_length, version))
+        if outer_session is not None:
+            outer_session = check_claim(outer_session, "outer_session", id)
+        if outer_call is not None:
+            outer_call = check_claim(outer_call, "outer_call", id)
+        fields = (id, created_at, cwd, parent_session, origin, delegation_depth, seed_length, version)
+        return _new(cls, (*fields, outer_session, outer_call))
 
     def __getnewargs_ex__(self) -> tuple[tuple[()], dict[str, Any]]:
         # Pickle and copy call ``__new__`` with these, so its keywords rebuild (and check) the copy.
@@ -113,12 +135,28 @@ class SessionHeader(_HeaderFields):
         return cls.from_dict(decode_json(text, "session header", bulk=bulk))
 
     def to_dict(self) -> dict[str, Any]:
-        """The header as a JSON-ready dict, fields in their stored order."""
-        return self._asdict()
+        """The header as a JSON-ready dict, fields in their stored order (the outer claim only when set)."""
+        data = self._asdict()
+        for field in _CLAIM_FIELDS:
+            if data[field] is None:
+                del data[field]
+        return data
 
     def to_json(self) -> str:
         """The header as compact JSON, the form the database backends store (odd strings escaped)."""
-        return json_bytes(self._asdict()).decode()
+        return json_bytes(self.to_dict()).decode()
+
+    @property
+    def lineage_parent(self) -> str | None:
+        """The session this one's agent answers to, as ``DSH_PARENT_SESSION_ID`` names it: the
+        spawning session of a subagent, else the outer session a nested run claimed when that claim
+        is a well-formed id (a malformed claim stays in the header only), else None."""
+        if self.origin == "subagent":
+            return self.parent_session
+        claim = self.outer_session
+        if claim is not None and len(claim) <= MAX_ID_LENGTH and FAST_ID.fullmatch(claim):
+            return claim
+        return None
 
     def replace(self, **changes: Any) -> "SessionHeader":
         """A copy with ``changes`` applied, checked like a new header (``_replace`` checks nothing)."""

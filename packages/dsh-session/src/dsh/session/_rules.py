@@ -124,6 +124,27 @@ def check_string(value: object, field: str, sid: str | None) -> str:
     return value
 
 
+_UNCLAIMABLE = re.compile(r"[^\x21-\x7e]")
+
+
+def sanitise_claim(value: object) -> str | None:
+    """A value an outer process claims (its ``DSH_SESSION_ID``, its ``DSH_TOOL_CALL_ID``) as a
+    header may record it: printable ASCII, any other character as ``?``, at most
+    :data:`MAX_ID_LENGTH` characters; None when there is nothing to record. Never trusted as an id."""
+    if not isinstance(value, str) or not value:
+        return None
+    return _UNCLAIMABLE.sub("?", value[:MAX_ID_LENGTH])
+
+
+def check_claim(value: object, field: str, sid: str | None) -> str:
+    """A recorded claim: what :func:`sanitise_claim` returns, else raise naming the field."""
+    if not isinstance(value, str):
+        raise fail(field, f"must be a string, not {kind(value)}", sid)
+    if not value or len(value) > MAX_ID_LENGTH or _UNCLAIMABLE.search(value):
+        raise fail(field, f"must be 1 to {MAX_ID_LENGTH} printable ASCII characters, not {value!r}", sid)
+    return value
+
+
 def check_optional_string(value: object, field: str, sid: str | None) -> str | None:
     return None if value is None else check_string(value, field, sid)
 

@@ -9,9 +9,9 @@ from dsh.core import Context, Plugin, ServiceKey
 
 from ._errors import ForkError, PersistenceError
 from ._model import SessionHeader, SessionLocation
-from ._rules import new_session_id, validate_session_id
+from ._rules import new_session_id, sanitise_claim, validate_session_id
 from ._session import Session, read_stored
-from .persistence import SESSION_PERSISTENCE, ScanningPersistence, SessionPersistence, SessionScan
+from .persistence import SESSION_PERSISTENCE, ScanningPersistence, SessionPersistence, SessionScan, TailingPersistence
 
 
 class SessionStore:
@@ -33,15 +33,26 @@ class SessionStore:
         return None if backend is None else backend.locate(header)
 
     def create(
-        self, cwd: str | os.PathLike[str] | None = None, *, session_id: str | None = None, lock: bool = False
+        self,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        session_id: str | None = None,
+        lock: bool = False,
+        outer_session: str | None = None,
+        outer_call: str | None = None,
     ) -> Session:
         """A fresh session whose id is known now; nothing is written before the first flush.
 
         With ``lock`` the session holds its write lock (see :meth:`Session.acquire`).
+        ``outer_session`` and ``outer_call``: what the process starting it claims as its own session
+        and tool call (a dsh run inside another dsh's shell), recorded sanitised in the header
+        (:func:`sanitise_claim`) and trusted for nothing else.
         """
         header = SessionHeader(
             id=validate_session_id(session_id) if session_id is not None else new_session_id(),
             cwd=os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd()),
+            outer_session=sanitise_claim(outer_session),
+            outer_call=sanitise_claim(outer_call),
         )
         session = Session(self, header)
         if lock:

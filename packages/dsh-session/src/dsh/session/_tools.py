@@ -10,6 +10,7 @@ from dsh.core import Disposer, Plugin, Registry, Service, ServiceKey
 
 from ._empty import EMPTY_MAPPING
 from ._model import SessionHeader
+from .trace import TraceContext
 
 if TYPE_CHECKING:
     from dsh.core import Context
@@ -31,6 +32,7 @@ class _ExecutionFields(NamedTuple):
     turn_id: str | None
     env: Mapping[str, str]
     ambient: Mapping[str, str] | None
+    trace: TraceContext | None
 
 
 class ToolExecution(_ExecutionFields):
@@ -40,6 +42,8 @@ class ToolExecution(_ExecutionFields):
     hooks, say). Shell tools pass it in the ``env`` channel, so it never displaces a managed ``DSH_*``.
     ``ambient`` is the environment the call's children start from when it is not this process's
     (the client's, for a ``dsh exec`` served by ``dsh serve``); None: this process's ``os.environ``.
+    ``trace`` is the span of this call in its run's trace (:mod:`dsh.session.trace`): the child
+    gets it as ``TRACEPARENT``; None: no trace context (a call without a run).
     ``arguments`` and ``env`` given as None are empty read-only mappings.
     """
 
@@ -54,6 +58,7 @@ class ToolExecution(_ExecutionFields):
         turn_id: str | None = None,
         env: Mapping[str, str] | None = None,
         ambient: Mapping[str, str] | None = None,
+        trace: TraceContext | None = None,
     ) -> Self:
         return super().__new__(
             cls,
@@ -64,6 +69,7 @@ class ToolExecution(_ExecutionFields):
             turn_id,
             EMPTY_MAPPING if env is None else env,
             ambient,
+            trace,
         )
 
     @property
