@@ -48,13 +48,6 @@ def _cold(home: Path, *args: str, watched: tuple[str, ...] = NEVER_LOADED) -> tu
     return report["code"], report["loaded"], done.stdout
 
 
-BULK_CODEC = ("orjson", "dataclasses", "inspect")
-"""What the store's bulk codec brings (orjson imports ``dataclasses``, so ``inspect``): a command whose
-JSON is point work (a few documents written, a line or two read) must not load it (dsh.session's codec).
-Nor ``uuid``, which on Python 3.11 imports ``platform`` and asks it for the system: a new session's
-id is made from ``os.urandom``."""
-ONE_SHOT = (*NEVER_LOADED, *BULK_CODEC, "uuid", "platform")
-
 VERBS = [("exec", "--no-server", "--", "true"), ("env",), ("plugins",), ("sessions", "list")]
 
 
@@ -64,26 +57,23 @@ def test_a_cold_verb_on_the_default_deployment_imports_none_of_the_heavy_modules
 ) -> None:
     home = tmp_path / "home"
     _cold(home, "env")  # the first command in a home scans the distributions and writes the cache
-    # (Listing 64 sessions or more is bulk work: then orjson is worth its import.)
-    code, loaded, _ = _cold(home, *verb, watched=ONE_SHOT)
+    code, loaded, _ = _cold(home, *verb, watched=NEVER_LOADED)
     assert code == 0
     assert loaded == []
 
 
 @pytest.mark.parametrize("backend", ["jsonl", "sqlite"])
-def test_a_cold_exec_new_or_resumed_writes_and_reads_its_transcript_without_the_bulk_codec(
+def test_a_cold_exec_new_or_resumed_writes_and_reads_its_transcript_without_the_heavy_modules(
     tmp_path: Path, backend: str
 ) -> None:
-    """A new session's first flush, and a resumed one's header, last turn and next flush, are point
-    work: the standard library's ``json`` does them, and orjson's import (8 ms, a tenth of the command)
-    is not paid."""
+    """A new session's first flush, and a resumed one's header, last turn and next flush."""
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
     deployment = home / "store.yaml"
     deployment.write_text(f"persistence: {{backend: {backend}}}\n")
     deployment.chmod(0o600)
     line = ("exec", "--no-server", "--deployment", str(deployment), "--json")
-    watched = ONE_SHOT
+    watched = NEVER_LOADED
     assert _cold(home, *line, "--", "true")[0] == 0  # the first command validates the file and caches its form
     code, loaded, out = _cold(home, *line, "--", "echo first", watched=watched)
     assert (code, loaded) == (0, [])

@@ -225,7 +225,7 @@ WHO_IMPORTS = """
 import sys
 
 class Watch:
-    # Who asks for dataclasses or inspect: orjson (dsh.session's bulk encoder) does at its own import,
+    # Who asks for dataclasses or inspect: orjson (dsh.session's codec) does at its own import,
     # which is not the kernel's or the loader's to change; they must never be the ones asking.
     askers = []
 

@@ -14,7 +14,7 @@ from dsh.session import (
     SessionLocation,
     SessionNotFoundError,
 )
-from dsh.session.persistence import SessionScan, SessionTail, StoredSession, is_bulk
+from dsh.session.persistence import SessionScan, SessionTail, StoredSession
 
 from ._files import append, check_regular, fsync_dir, open_nofollow, open_read, rfind
 from ._format import (
@@ -259,14 +259,13 @@ class JsonlPersistence:
                 damaged.append(f"{directory.path}: cannot list it: {exc.strerror}")
                 continue
             found += [(directory.path, name) for name in names]
-        bulk = is_bulk(len(found))  # the store's codec: orjson only for a big listing
         for folder, name in found:
             path = os.path.join(folder, name)
             try:
                 fd = open_read(path)
                 try:
                     check_regular(fd, path)
-                    header, _, _ = read_header(fd, path, name[: -len(".jsonl")], bulk=bulk)
+                    header, _, _ = read_header(fd, path, name[: -len(".jsonl")])
                 finally:
                     os.close(fd)
             except FileNotFoundError:
