@@ -28,7 +28,7 @@ sys.stdout.flush()
 print(json.dumps({"code": code, "loaded": [m for m in json.loads(sys.argv[1]) if m in sys.modules]}), file=sys.stderr)
 """
 
-NEVER_LOADED = ("asyncio", "concurrent.futures", "ssl", "pydantic", "importlib.metadata", "yaml", "logging")
+NEVER_LOADED = ("asyncio", "concurrent.futures", "ssl", "pydantic", "importlib.metadata", "yaml")
 """Modules a cold verb must not import on the default deployment when no configured hook needs them."""
 
 
@@ -99,8 +99,7 @@ def test_a_cold_exec_with_the_readmes_deployment_file_imports_none_of_the_heavy_
 ) -> None:
     """Issue 22: a deployment file costs what the built-in deployment costs. Its validated form is
     cached (no yaml, no pydantic from the second command on), and the ``DSH_DEPLOYMENT`` fact it adds
-    (bash-env's built-in) resolves inline (no thread pool, so no ``concurrent.futures`` and the
-    ``logging`` it imports)."""
+    (bash-env's built-in) resolves inline (no thread pool, so no ``concurrent.futures``)."""
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
     deployment = home / "sqlite.yaml"
@@ -194,7 +193,7 @@ def test_the_fence_imports_only_the_standard_library_dsh_paths_and_itself() -> N
     assert set(tricks) <= allowed, sorted(set(tricks) - allowed)
 
 
-HOOK_MACHINERY = ("asyncio", "concurrent.futures", "ssl", "logging")
+HOOK_MACHINERY = ("asyncio", "concurrent.futures", "ssl")
 """What running a hook needs, and a loaded hooks plugin with no hook for the turn must not import."""
 
 

@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable, Sequence
 
 from dsh.paths import UntrustedPathError, ensure_private_dir
+from dsh.paths.log import logger
 from dsh.session import (
     PersistenceError,
     SessionEvent,
@@ -157,8 +158,6 @@ class JsonlPersistence:
         # An interrupted flush was never complete: drop it rather than glue the next one onto it.
         if end < size:
             os.ftruncate(fd, end)
-            from dsh.paths.log import logger  # logging is imported only here, when there is news
-
             logger("dsh.persistence.jsonl").warning(
                 "%s: cut an interrupted flush of %d bytes before appending", path, size - end
             )
