@@ -26,8 +26,7 @@ is validated every time.
 
 The file is trusted as the discovery cache is (``_discovery_cache``): read only when it is a
 regular file owned by this user and private, never through a link, and parsed whole; anything else
-is ignored and rewritten. Failing to read or write it is never fatal, only slower. Neither this
-module nor a hit imports :mod:`dataclasses` (a cold command with a deployment file must not).
+is ignored and rewritten. Failing to read or write it is never fatal, only slower.
 """
 
 from __future__ import annotations
