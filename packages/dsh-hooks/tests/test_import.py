@@ -8,7 +8,7 @@ import sys
 
 # Not dsh.session: the plugin reads the deployment's home key from it, and every deployment's loader
 # stands on it anyway.
-HEAVY = ["asyncio", "pydantic", "yaml", "logging", "dsh.bash", "dsh.hooks._service", "dsh.hooks._load"]
+HEAVY = ["asyncio", "pydantic", "yaml", "dsh.bash", "dsh.hooks._service", "dsh.hooks._load"]
 
 
 def _loaded_after(code: str, extra: list[str] | None = None) -> list[str]:
