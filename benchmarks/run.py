@@ -87,6 +87,11 @@ TARGETS = {
     "discovery_per_contributor_ratio": ("ratio", 1.43),
     "discovery_dists_growth": ("dists_growth_ratio", 1.3),
     "overlapping_matched": ("ratio", 1.1),
+    # Issue 40: the installed `dsh` script, built-in deployment and the README's SQLite file, one run.
+    "installed_cold_exec": ("ratio", 8.0),
+    "installed_cold_exec_deployment_file": ("ratio", 8.0),
+    "installed_served_exec": ("ratio", 2.0),
+    "installed_served_exec_deployment_file": ("ratio", 2.0),
 }
 ALIASES = {
     "resume_by_events_memory": "resume_by_events",

@@ -28,7 +28,7 @@ sys.stdout.flush()
 print(json.dumps({"code": code, "loaded": [m for m in json.loads(sys.argv[1]) if m in sys.modules]}), file=sys.stderr)
 """
 
-NEVER_LOADED = ("asyncio", "concurrent.futures", "ssl", "pydantic", "importlib.metadata", "yaml", "logging")
+NEVER_LOADED = ("asyncio", "concurrent.futures", "ssl", "pydantic", "importlib.metadata", "yaml")
 """Modules a cold verb must not import on the default deployment when no configured hook needs them."""
 
 
@@ -48,13 +48,6 @@ def _cold(home: Path, *args: str, watched: tuple[str, ...] = NEVER_LOADED) -> tu
     return report["code"], report["loaded"], done.stdout
 
 
-BULK_CODEC = ("orjson", "dataclasses", "inspect")
-"""What the store's bulk codec brings (orjson imports ``dataclasses``, so ``inspect``): a command whose
-JSON is point work (a few documents written, a line or two read) must not load it (dsh.session's codec).
-Nor ``uuid``, which on Python 3.11 imports ``platform`` and asks it for the system: a new session's
-id is made from ``os.urandom``."""
-ONE_SHOT = (*NEVER_LOADED, *BULK_CODEC, "uuid", "platform")
-
 VERBS = [("exec", "--no-server", "--", "true"), ("env",), ("plugins",), ("sessions", "list")]
 
 
@@ -64,26 +57,23 @@ def test_a_cold_verb_on_the_default_deployment_imports_none_of_the_heavy_modules
 ) -> None:
     home = tmp_path / "home"
     _cold(home, "env")  # the first command in a home scans the distributions and writes the cache
-    # (Listing 64 sessions or more is bulk work: then orjson is worth its import.)
-    code, loaded, _ = _cold(home, *verb, watched=ONE_SHOT)
+    code, loaded, _ = _cold(home, *verb, watched=NEVER_LOADED)
     assert code == 0
     assert loaded == []
 
 
 @pytest.mark.parametrize("backend", ["jsonl", "sqlite"])
-def test_a_cold_exec_new_or_resumed_writes_and_reads_its_transcript_without_the_bulk_codec(
+def test_a_cold_exec_new_or_resumed_writes_and_reads_its_transcript_without_the_heavy_modules(
     tmp_path: Path, backend: str
 ) -> None:
-    """A new session's first flush, and a resumed one's header, last turn and next flush, are point
-    work: the standard library's ``json`` does them, and orjson's import (8 ms, a tenth of the command)
-    is not paid."""
+    """A new session's first flush, and a resumed one's header, last turn and next flush."""
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
     deployment = home / "store.yaml"
     deployment.write_text(f"persistence: {{backend: {backend}}}\n")
     deployment.chmod(0o600)
     line = ("exec", "--no-server", "--deployment", str(deployment), "--json")
-    watched = ONE_SHOT
+    watched = NEVER_LOADED
     assert _cold(home, *line, "--", "true")[0] == 0  # the first command validates the file and caches its form
     code, loaded, out = _cold(home, *line, "--", "echo first", watched=watched)
     assert (code, loaded) == (0, [])
@@ -109,8 +99,7 @@ def test_a_cold_exec_with_the_readmes_deployment_file_imports_none_of_the_heavy_
 ) -> None:
     """Issue 22: a deployment file costs what the built-in deployment costs. Its validated form is
     cached (no yaml, no pydantic from the second command on), and the ``DSH_DEPLOYMENT`` fact it adds
-    (bash-env's built-in) resolves inline (no thread pool, so no ``concurrent.futures`` and the
-    ``logging`` it imports)."""
+    (bash-env's built-in) resolves inline (no thread pool, so no ``concurrent.futures``)."""
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
     deployment = home / "sqlite.yaml"
@@ -205,7 +194,7 @@ def test_the_fence_imports_only_the_standard_library_dsh_paths_and_itself() -> N
     assert set(tricks) <= allowed, sorted(set(tricks) - allowed)
 
 
-HOOK_MACHINERY = ("asyncio", "concurrent.futures", "ssl", "logging")
+HOOK_MACHINERY = ("asyncio", "concurrent.futures", "ssl")
 """What running a hook needs, and a loaded hooks plugin with no hook for the turn must not import."""
 
 

@@ -9,7 +9,7 @@ import sys
 # Not dsh.session: the plugin reads the deployment's home key from it, and every deployment's loader
 # stands on it anyway. Not dsh.agent (nor dsh.bash below it): the service key is the loop's seam, and a
 # host that looks hooks up runs the loop.
-HEAVY = ["asyncio", "pydantic", "yaml", "logging", "dsh.hooks._service", "dsh.hooks._load"]
+HEAVY = ["asyncio", "pydantic", "yaml", "dsh.hooks._service", "dsh.hooks._load"]
 
 
 def _loaded_after(code: str, extra: list[str] | None = None) -> list[str]:

@@ -1,4 +1,4 @@
-"""dsh's library log: imported only when something is logged, silent or shown as the dsh command asks."""
+"""dsh's library log: silent or shown as the dsh command asks."""
 
 from __future__ import annotations
 
@@ -11,14 +11,6 @@ import pytest
 def _run(code: str) -> subprocess.CompletedProcess[str]:
     # A fresh interpreter each time: logging's configuration is process-wide.
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-
-
-def test_configuring_the_command_does_not_import_logging() -> None:
-    done = _run(
-        "import sys; from dsh.paths.log import configure_command; configure_command(debug=False); "
-        "print('logging' in sys.modules)"
-    )
-    assert done.stdout == "False\n"
 
 
 @pytest.mark.parametrize(("debug", "shown"), [(False, False), (True, True)])

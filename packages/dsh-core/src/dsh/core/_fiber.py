@@ -12,6 +12,8 @@ import itertools
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from dsh.paths.log import logger
+
 from ._errors import DshError, PluginError, describe
 from ._plugin import ConfigValidator, plugin_apply, plugin_config, plugin_inject, plugin_name
 from ._services import Disposer
@@ -21,8 +23,6 @@ if TYPE_CHECKING:
 
 
 def _log_error(message: str, *args: object) -> None:
-    from dsh.paths.log import logger  # logging is imported only when there is something to log
-
     logger("dsh.core").error(message, *args)
 
 

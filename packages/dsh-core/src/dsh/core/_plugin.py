@@ -1,6 +1,6 @@
 """The plugin contract: ``name``, optional ``inject`` and ``Config``, and ``apply(ctx, config)``."""
 
-import sys
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -100,21 +100,13 @@ def _is_named_tuple(cls: object) -> bool:
 
 
 def _required_fields(cls: object) -> tuple[str, ...] | None:
-    """The fields a NamedTuple or dataclass ``cls`` has no default for; None for any other class.
-
-    Never imports :mod:`dataclasses` (about 10 ms, with :mod:`inspect`, on every cold command): a
-    class can be a dataclass only once that module has been imported by whoever defined it.
-    """
+    """The fields a NamedTuple or dataclass ``cls`` has no default for; None for any other class."""
     if _is_named_tuple(cls):
         defaults: dict[str, Any] = getattr(cls, "_field_defaults", {})
         return tuple(f for f in getattr(cls, "_fields") if f not in defaults)  # noqa: B009 (Any, not tuple's)
-    if "dataclasses" in sys.modules:
-        dataclasses = sys.modules["dataclasses"]
-        if isinstance(cls, type) and dataclasses.is_dataclass(cls):
-            missing = dataclasses.MISSING
-            return tuple(
-                f.name
-                for f in dataclasses.fields(cls)
-                if f.init and f.default is missing and f.default_factory is missing
-            )
+    if isinstance(cls, type) and dataclasses.is_dataclass(cls):
+        missing = dataclasses.MISSING
+        return tuple(
+            f.name for f in dataclasses.fields(cls) if f.init and f.default is missing and f.default_factory is missing
+        )
     return None

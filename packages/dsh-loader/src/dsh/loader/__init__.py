@@ -4,12 +4,9 @@ The kernel (``dsh.core``) knows nothing of entry points, files, pydantic or sign
 finds plugins through the ``dsh.*`` entry-point groups, reads deployment files and loads them into a
 kernel made by :func:`root`: plugin configs validated with pydantic (:mod:`dsh.loader.validation`),
 plugin code contained (:func:`contained`, :func:`containment`).
-``GroupDiff`` resolves lazily: only a rescan (the installed distributions moved) defines it.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
 
 from ._contain import contained, containment
 from ._deployment import (
@@ -22,7 +19,7 @@ from ._deployment import (
     parse_deployment,
     resolve_home,
 )
-from ._discovery import PLUGINS_GROUP, Catalog, EntryPointItem, Lost
+from ._discovery import PLUGINS_GROUP, Catalog, EntryPointItem, GroupDiff, Lost
 from ._errors import BootError, DeploymentError, DiscoveryError
 from ._follow import follow_group
 from ._runtime import (
@@ -40,9 +37,6 @@ from ._runtime import (
     validated_cache,
 )
 from ._validated import ValidatedCache
-
-if TYPE_CHECKING:
-    from ._diff import GroupDiff
 
 __all__ = [
     "CATALOG",
@@ -78,11 +72,3 @@ __all__ = [
     "validate_config",
     "validated_cache",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name != "GroupDiff":
-        raise AttributeError(f"module 'dsh.loader' has no attribute {name!r}")
-    from ._diff import GroupDiff
-
-    return GroupDiff

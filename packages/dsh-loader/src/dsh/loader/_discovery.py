@@ -19,16 +19,13 @@ import re
 import stat
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from dsh.core import Disposer, describe
 
 from ._contain import contained
 from ._discovery_cache import Row, cache_key, read_cache, write_cache
 from ._errors import DiscoveryError
-
-if TYPE_CHECKING:
-    from ._diff import GroupDiff
 
 PLUGINS_GROUP = "dsh.plugins"
 """Plugins a deployment names by entry-point name (the loader's own group)."""
@@ -85,6 +82,18 @@ class Lost(NamedTuple):
     item: EntryPointItem
     kept: EntryPointItem
     message: str
+
+
+class GroupDiff(NamedTuple):
+    """What changed in one group between two scans (an immutable ``NamedTuple``; false when nothing did)."""
+
+    group: str
+    added: tuple[EntryPointItem, ...] = ()
+    removed: tuple[EntryPointItem, ...] = ()
+    changed: tuple[EntryPointItem, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.changed)
 
 
 def lost(item: EntryPointItem, kept: EntryPointItem) -> Lost:
@@ -244,7 +253,7 @@ def _from_rows(rows: list[Row]) -> _Scan:
     return scan
 
 
-Watcher = Callable[["GroupDiff"], None]
+Watcher = Callable[[GroupDiff], None]
 
 
 class Catalog:
@@ -329,7 +338,7 @@ class Catalog:
 
         return unwatch
 
-    def refresh(self, *, force: bool = False) -> "list[GroupDiff]":
+    def refresh(self, *, force: bool = False) -> list[GroupDiff]:
         """Re-read installed distributions if anything on the search path changed; notify watchers.
 
         ``force`` rescans even when the fingerprint is unchanged (an in-place edit of an
@@ -338,8 +347,6 @@ class Catalog:
         fingerprint = self._watch.fingerprint(sys.path)
         if not force and fingerprint == self._fingerprint:
             return []
-        from ._diff import GroupDiff  # only a moved fingerprint needs it, never a cold start
-
         importlib.invalidate_caches()
         new = _scan()
         self._fingerprint = fingerprint

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING
 
 from dsh.core import Context, Fiber, Plugin
 
-from ._discovery import Catalog, EntryPointItem, first_installed
+from ._discovery import Catalog, EntryPointItem, GroupDiff, first_installed
 from ._errors import DiscoveryError
 from ._runtime import CATALOG
-
-if TYPE_CHECKING:
-    from ._diff import GroupDiff
 
 
 def _conflict_plugin(group: str, name: str, label: str, message: str) -> Plugin:

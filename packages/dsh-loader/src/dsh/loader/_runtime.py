@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dsh.core import (
     Context,
@@ -24,12 +24,9 @@ from dsh.session.persistence import PERSISTENCE_GROUP
 
 from ._contain import contained, containment
 from ._deployment import Deployment, LoopLimits, ModelChoice, resolve_home
-from ._discovery import PLUGINS_GROUP, Catalog, EntryPointItem, import_ref
+from ._discovery import PLUGINS_GROUP, Catalog, EntryPointItem, GroupDiff, import_ref
 from ._errors import BootError, DiscoveryError
 from ._validated import VALIDATED_CACHE, ValidatedCache
-
-if TYPE_CHECKING:
-    from ._diff import GroupDiff
 
 CATALOG: ServiceKey[Catalog] = ServiceKey("catalog")
 """The entry-point catalog of the running deployment."""

@@ -26,14 +26,13 @@ is validated every time.
 
 The file is trusted as the discovery cache is (``_discovery_cache``): read only when it is a
 regular file owned by this user and private, never through a link, and parsed whole; anything else
-is ignored and rewritten. Failing to read or write it is never fatal, only slower. Neither this
-module nor a hit imports :mod:`dataclasses` (a cold command with a deployment file must not).
+is ignored and rewritten. Failing to read or write it is never fatal, only slower.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -84,8 +83,7 @@ def _record_fields(cls: type[Any]) -> list[tuple[str, str]] | None:
         for base in reversed(cls.__mro__):  # a checked record's fields are annotated on its base
             hints.update(getattr(base, "__annotations__", {}))
         return [(name, str(hints.get(name))) for name in cls._fields]
-    dataclasses = sys.modules.get("dataclasses")  # a dataclass exists only once its module is imported
-    if dataclasses is not None and dataclasses.is_dataclass(cls):
+    if dataclasses.is_dataclass(cls):
         return [(f.name, str(f.type)) for f in dataclasses.fields(cls) if f.init]
     return None
 
@@ -94,7 +92,6 @@ def _defaults(cls: type[Any]) -> dict[str, Any]:
     """The default object of each field of the NamedTuple or dataclass ``cls`` that has one (not a factory's)."""
     if issubclass(cls, tuple):
         return dict(getattr(cls, "_field_defaults", {}))
-    dataclasses = sys.modules["dataclasses"]  # _record_fields found a dataclass: the module is loaded
     return {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
 
 

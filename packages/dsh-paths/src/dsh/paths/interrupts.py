@@ -20,6 +20,7 @@ import contextlib
 import signal
 import sys
 import threading
+from importlib.machinery import ExtensionFileLoader
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from . import signals
@@ -99,10 +100,10 @@ REDELIVER_AFTER = 0.05
 
 def _initialising_extension(frame: FrameType | None) -> bool:
     """Whether ``frame``'s stack is inside the import of a C extension (its init function runs)."""
-    machinery = sys.modules.get("_frozen_importlib_external")
-    loader = getattr(machinery, "ExtensionFileLoader", None)
-    while frame is not None and loader is not None:
-        if frame.f_code.co_name in ("create_module", "exec_module") and isinstance(frame.f_locals.get("self"), loader):
+    while frame is not None:
+        if frame.f_code.co_name in ("create_module", "exec_module") and isinstance(
+            frame.f_locals.get("self"), ExtensionFileLoader
+        ):
             return True
         frame = frame.f_back
     return False

@@ -6,18 +6,17 @@ import re
 from collections.abc import Sequence
 
 from ._errors import PersistenceError, SessionFormatError
-from ._json import bulk_encoder, bulk_loads, is_bulk, json_bytes, json_loads
+from ._json import json_bytes, json_loads
 from ._model import SessionEvent
 
 
-def encode_event(session_id: str, event: SessionEvent, *, newline: bool = False, bulk: bool = False) -> bytes:
-    """One event as the JSON object every backend stores (``type``, ``at``, ``data``); ``bulk`` when it
-    is one of a flush of bulk work (see :func:`encode_events`).
+def encode_event(session_id: str, event: SessionEvent, *, newline: bool = False) -> bytes:
+    """One event as the JSON object every backend stores (``type``, ``at``, ``data``).
 
     Raises :class:`PersistenceError` naming the session and the event when JSON cannot hold its data.
     """
     try:
-        return json_bytes({"type": event.type, "at": event.at, "data": event.data}, newline=newline, bulk=bulk)
+        return json_bytes({"type": event.type, "at": event.at, "data": event.data}, newline=newline)
     except TypeError as exc:
         raise PersistenceError(
             f"event '{event.type}' of session {session_id} cannot be stored as JSON: {exc}", session_id=session_id
@@ -25,18 +24,8 @@ def encode_event(session_id: str, event: SessionEvent, *, newline: bool = False,
 
 
 def encode_events(session_id: str, events: Sequence[SessionEvent], *, newline: bool = False) -> list[bytes]:
-    """Each event of one flush as :func:`encode_event` writes it, with the encoder the flush's size calls
-    for (:func:`~dsh.session.persistence.is_bulk`: 64 events or more, ``dsh.session.persistence``'s codec).
-
-    The choice depends on the count alone, so the same events always encode to the same bytes.
-    """
-    if not is_bulk(len(events)):
-        return [encode_event(session_id, e, newline=newline) for e in events]
-    dumps = bulk_encoder(newline=newline)
-    try:
-        return [dumps({"type": e.type, "at": e.at, "data": e.data}) for e in events]
-    except TypeError:  # an odd string to escape, or the event to name: the one-by-one path says which
-        return [encode_event(session_id, e, newline=newline, bulk=True) for e in events]
+    """Each event of one flush as :func:`encode_event` writes it."""
+    return [encode_event(session_id, e, newline=newline) for e in events]
 
 
 def encode_batch(session_id: str, events: Sequence[SessionEvent]) -> str:
@@ -53,7 +42,7 @@ def encode_batch(session_id: str, events: Sequence[SessionEvent]) -> str:
 def decode_batch(text: str | bytes) -> list[SessionEvent]:
     """The events of one stored flush (see :func:`encode_batch`); raise :class:`SessionFormatError` when damaged."""
     try:
-        rows = bulk_loads()(text)
+        rows = json_loads(text)
     except ValueError as exc:
         raise SessionFormatError(f"a flush is not JSON ({exc})", field=None) from None
     if not isinstance(rows, list):

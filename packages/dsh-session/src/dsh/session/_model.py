@@ -129,10 +129,9 @@ class SessionHeader(_HeaderFields):
         return cls(**fields)
 
     @classmethod
-    def from_json(cls, text: str | bytes, *, bulk: bool = False) -> "SessionHeader":
-        """Check and build a header from its JSON text (see :meth:`from_dict`); ``bulk`` when it is one
-        of many read together, such as a listing (the faster decoder, see ``dsh.session.persistence``)."""
-        return cls.from_dict(decode_json(text, "session header", bulk=bulk))
+    def from_json(cls, text: str | bytes) -> "SessionHeader":
+        """Check and build a header from its JSON text (see :meth:`from_dict`)."""
+        return cls.from_dict(decode_json(text, "session header"))
 
     def to_dict(self) -> dict[str, Any]:
         """The header as a JSON-ready dict, fields in their stored order (the outer claim only when set)."""

@@ -10,7 +10,7 @@ from datetime import datetime as _datetime
 from typing import Any
 
 from ._errors import InvalidSessionIdError, SessionFormatError
-from ._json import bulk_loads, json_loads
+from ._json import json_loads
 
 FORMAT_VERSION = 1
 """Version of the header and event format this code writes and the newest it reads."""
@@ -194,10 +194,10 @@ def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{int((now - seconds) * 1e6):06d}+00:00"
 
 
-def decode_json(text: str | bytes, what: str, *, bulk: bool = False) -> object:
-    """The value of one stored JSON document; ``bulk`` when it is one of many read together (a listing)."""
+def decode_json(text: str | bytes, what: str) -> object:
+    """The value of one stored JSON document."""
     try:
-        return (bulk_loads() if bulk else json_loads)(text)
+        return json_loads(text)
     except ValueError as exc:
         raise fail(None, f"the {what} is not JSON ({exc})") from None
 

@@ -5,11 +5,8 @@ transcript lives). Backends raise the errors of :mod:`dsh.session` (``Persistenc
 subclasses, each carrying the session at fault), and encode events with :func:`encode_events` /
 :func:`encode_batch` so every store escapes odd strings the same way.
 
-The codec has two encoders and two decoders behind one set of rules (``dsh.session._json``):
-point work (one document, a flush of fewer than :data:`BULK_DOCUMENTS` events, a line read back:
-:func:`json_bytes`, :func:`json_loads`) goes through the standard library, which costs a one-shot
-command nothing to import; bulk work (``bulk=True``, :func:`bulk_loads`: a big flush, a whole
-transcript, a listing of that many sessions) through orjson, imported on first use.
+The codec is orjson with dsh's one rule for what orjson does not write itself (``dsh.session._json``):
+:func:`json_bytes`, :func:`json_loads`.
 """
 
 from collections.abc import Callable, Iterable, Sequence
@@ -18,12 +15,11 @@ from typing import NamedTuple, Protocol, runtime_checkable
 from dsh.core import ServiceKey
 
 from ._codec import batch_last_turn, decode_batch, encode_batch, encode_event, encode_events, turn_number
-from ._json import BULK_DOCUMENTS, bulk_loads, is_bulk, json_bytes, json_default, json_loads, storable
+from ._json import json_bytes, json_default, json_loads, storable
 from ._model import SessionEvent, SessionHeader, SessionLocation
 
 __all__ = [
     "BEGAN_EVENT",
-    "BULK_DOCUMENTS",
     "PERSISTENCE_GROUP",
     "SESSION_PERSISTENCE",
     "FilePersistence",
@@ -35,13 +31,11 @@ __all__ = [
     "TailingPersistence",
     "WriteAheadPersistence",
     "batch_last_turn",
-    "bulk_loads",
     "decode_batch",
     "decode_records",
     "encode_batch",
     "encode_event",
     "encode_events",
-    "is_bulk",
     "json_bytes",
     "json_default",
     "json_loads",

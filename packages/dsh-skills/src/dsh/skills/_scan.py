@@ -1,27 +1,31 @@
-"""Reading skill folders: ``SKILL.md`` files with ``name`` and ``description`` front matter.
-
-Imported when skills are first read (the ``skill`` tool, ``dsh skills``), not at plugin import.
-"""
+"""Reading skill folders: ``SKILL.md`` files with ``name`` and ``description`` front matter."""
 
 import builtins
 import os
 import re
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
+from dsh.loader import EntryPointItem
 from dsh.paths import UntrustedPathError, check_trusted, read_regular_text
 
 from ._errors import SkillError
-from ._skills import HOME_SOURCE
 
-if TYPE_CHECKING:
-    from dsh.loader import EntryPointItem
-
-    from ._skills import SkillSource
-
+HOME_SOURCE = "home"
+"""The name of the source for ``<DSH_HOME>/skills``."""
 SKILL_FILE = "SKILL.md"
-NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
-"""Skill names as Claude Code and Codex accept them: lower-case letters, digits and hyphens, 64 at most."""
+NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]*")
+MAX_NAME = 64
+"""Skill names as Claude Code and Codex accept them: lower-case letters, digits and hyphens, 64 at most
+(the length checked apart: a counted repeat of 63 costs its compile a few milliseconds of every command)."""
 MAX_DESCRIPTION = 1024
+
+
+class SkillSource(NamedTuple):
+    """A folder of skills: the home's, or one a ``dsh.skills`` entry point names (an immutable ``NamedTuple``)."""
+
+    name: str
+    root: str
+    origin: EntryPointItem | None = None
 
 
 class Skill(NamedTuple):
@@ -79,9 +83,7 @@ def _front_matter(text: str, path: str) -> tuple[dict[str, Any], str]:
     return meta, "".join(lines[end + 1 :]).strip("\n") + "\n"
 
 
-def parse_skill(
-    path: str | os.PathLike[str], source: str = HOME_SOURCE, origin: "EntryPointItem | None" = None
-) -> Skill:
+def parse_skill(path: str | os.PathLike[str], source: str = HOME_SOURCE, origin: EntryPointItem | None = None) -> Skill:
     """Read one ``SKILL.md``; raise :class:`SkillError` naming the file and what is wrong."""
     where = os.path.abspath(os.fspath(path))
     try:
@@ -91,7 +93,7 @@ def parse_skill(
         raise SkillError(f"{where}: cannot read skill: {reason}", path=where) from None
     meta, body = _front_matter(text, where)
     name, description = meta.get("name"), meta.get("description")
-    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+    if not isinstance(name, str) or len(name) > MAX_NAME or not NAME_PATTERN.fullmatch(name):
         raise SkillError(
             f"{where}: front matter 'name' is {name!r}; use 1 to 64 lower-case letters, digits and hyphens",
             path=where,
@@ -124,7 +126,7 @@ class Discovery(NamedTuple):
         return next((s for s in self.skills if s.name == name), None)
 
 
-def scan(source: "SkillSource", warnings: builtins.list[str]) -> builtins.list[Skill]:
+def scan(source: SkillSource, warnings: builtins.list[str]) -> builtins.list[Skill]:
     """The skills of one source; each file or folder that fails adds one line to ``warnings``."""
     try:
         entries = sorted(os.scandir(source.root), key=lambda e: e.name)

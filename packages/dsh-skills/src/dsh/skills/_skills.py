@@ -1,35 +1,18 @@
-"""Skills: the registry of skill sources, and the names every skill module shares.
-
-What reading a folder finds (:class:`Skill`, :class:`Discovery`, :func:`parse_skill`) lives in
-``_scan``, imported when skills are first read (the ``skill`` tool, ``dsh skills``): a command that
-reads none, such as ``dsh exec``, never defines those classes.
-"""
+"""Skills: the registry of skill sources; what reading a folder finds (:class:`Skill`,
+:class:`Discovery`, :func:`parse_skill`) lives in ``_scan``."""
 
 import builtins
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
 
 from dsh.core import Disposer, Registry, Service, ServiceKey
 from dsh.loader import EntryPointItem
 
 from ._errors import SkillError
-
-if TYPE_CHECKING:
-    from ._scan import Discovery
+from ._scan import HOME_SOURCE, Discovery, Skill, SkillSource, scan
 
 SKILLS_GROUP = "dsh.skills"
 """Entry-point group of plugin-shipped skills: each names a package, an absolute folder, or a callable returning one."""
-HOME_SOURCE = "home"
-"""The name of the source for ``<DSH_HOME>/skills``."""
-
-
-class SkillSource(NamedTuple):
-    """A folder of skills: the home's, or one a ``dsh.skills`` entry point names (an immutable ``NamedTuple``)."""
-
-    name: str
-    root: str
-    origin: EntryPointItem | None = None
 
 
 class SkillRegistry(Service):
@@ -62,10 +45,8 @@ class SkillRegistry(Service):
         home = SkillSource(HOME_SOURCE, os.path.join(self._home, "skills"))
         return [home, *self._sources.values()]
 
-    def discover(self) -> "Discovery":
+    def discover(self) -> Discovery:
         """Read every source now. A name found twice keeps the first (the home wins) and warns."""
-        from ._scan import Discovery, Skill, scan
-
         warnings: builtins.list[str] = []
         chosen: dict[str, Skill] = {}
         for source in self.sources():

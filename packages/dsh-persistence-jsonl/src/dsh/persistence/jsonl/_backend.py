@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable, Sequence
 
 from dsh.paths import UntrustedPathError, ensure_private_dir
+from dsh.paths.log import logger
 from dsh.session import (
     PersistenceError,
     SessionEvent,
@@ -14,7 +15,7 @@ from dsh.session import (
     SessionLocation,
     SessionNotFoundError,
 )
-from dsh.session.persistence import SessionScan, SessionTail, StoredSession, is_bulk, not_settled
+from dsh.session.persistence import SessionScan, SessionTail, StoredSession, not_settled
 
 from ._files import append, check_regular, fsync_dir, open_nofollow, open_read, rfind
 from ._format import (
@@ -176,8 +177,6 @@ class JsonlPersistence:
         # An interrupted flush was never complete: drop it rather than glue the next one onto it.
         if end < size:
             os.ftruncate(fd, end)
-            from dsh.paths.log import logger  # logging is imported only here, when there is news
-
             logger("dsh.persistence.jsonl").warning(
                 "%s: cut an interrupted flush of %d bytes before appending", path, size - end
             )
@@ -378,14 +377,13 @@ class JsonlPersistence:
                 damaged.append(f"{directory.path}: cannot list it: {exc.strerror}")
                 continue
             found += [(directory.path, name) for name in names]
-        bulk = is_bulk(len(found))  # the store's codec: orjson only for a big listing
         for folder, name in found:
             path = os.path.join(folder, name)
             try:
                 fd = open_read(path)
                 try:
                     check_regular(fd, path)
-                    header, _, _ = read_header(fd, path, name.removesuffix(BEGAN_SUFFIX)[: -len(".jsonl")], bulk=bulk)
+                    header, _, _ = read_header(fd, path, name.removesuffix(BEGAN_SUFFIX)[: -len(".jsonl")])
                 finally:
                     os.close(fd)
             except FileNotFoundError:

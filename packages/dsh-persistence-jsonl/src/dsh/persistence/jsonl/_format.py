@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from json import JSONDecodeError
 
 from dsh.session import PersistenceError, SessionEvent, SessionFormatError, SessionHeader
-from dsh.session.persistence import StoredSession, bulk_loads, encode_events, json_bytes, json_loads, turn_number
+from dsh.session.persistence import StoredSession, encode_events, json_bytes, json_loads, turn_number
 
 from ._files import rfind
 
@@ -66,16 +66,15 @@ def _is_marker(raw: bytes) -> bool:
 
 
 @functools.lru_cache(maxsize=256)
-def parse_header(raw: bytes, path: str, session_id: str | None, bulk: bool = False) -> tuple[SessionHeader, int]:
+def parse_header(raw: bytes, path: str, session_id: str | None) -> tuple[SessionHeader, int]:
     """The header of line 1 and the file's layout version; raise naming the file when damaged.
 
-    ``session_id`` is the session the caller expects (named in the error); ``bulk`` when the line is
-    one of many read together (a listing: the faster decoder). Cached: every append re-reads line 1,
+    ``session_id`` is the session the caller expects (named in the error). Cached: every append re-reads line 1,
     which never changes, and checking it is most of an unsynced append's cost.
     """
     reason = None
     try:
-        first = bulk_loads()(raw) if bulk else json_loads(raw)
+        first = json_loads(raw)
         if not isinstance(first, dict) or first.get("type") != HEADER_TYPE:
             reason = "it is not a 'session/header' line"
         else:
@@ -101,9 +100,9 @@ def parse_header(raw: bytes, path: str, session_id: str | None, bulk: bool = Fal
     return header, layout
 
 
-def read_header(fd: int, path: str, session_id: str | None, *, bulk: bool = False) -> tuple[SessionHeader, int, int]:
+def read_header(fd: int, path: str, session_id: str | None) -> tuple[SessionHeader, int, int]:
     """Header, layout and end offset of line 1; raise when damaged or (with ``session_id``) of another
-    session. ``bulk``: one of many read together (see :func:`parse_header`)."""
+    session."""
     head = os.pread(fd, 4096, 0)
     newline = head.find(b"\n")
     if newline < 0 and len(head) == 4096:
@@ -113,7 +112,7 @@ def read_header(fd: int, path: str, session_id: str | None, *, bulk: bool = Fals
         raise PersistenceError(
             f"{path}: line 1 is not a complete session header; the transcript is damaged", session_id=session_id
         )
-    header, layout = parse_header(head[:newline], path, session_id, bulk)
+    header, layout = parse_header(head[:newline], path, session_id)
     if session_id is not None and header.id != session_id:
         raise PersistenceError(
             f"{path}: its header names session {header.id}, not {session_id}; refusing it", session_id=session_id
@@ -179,7 +178,7 @@ def parse_transcript(data: bytes, path: str, session_id: str | None) -> StoredSe
         raise PersistenceError(
             f"{path}: line 1 is not a complete session header; the transcript is damaged", session_id=session_id
         )
-    header, layout = parse_header(data[:newline], path, session_id, True)
+    header, layout = parse_header(data[:newline], path, session_id)
     if session_id is not None and header.id != session_id:
         raise PersistenceError(
             f"{path}: its header names session {header.id}, not {session_id}; refusing it", session_id=session_id
@@ -195,7 +194,7 @@ def parse_transcript(data: bytes, path: str, session_id: str | None) -> StoredSe
         )
     events = []
     in_flush = 0  # event lines since the last marker, corrupt ones included
-    loads, from_dict = bulk_loads(), SessionEvent.from_dict
+    loads, from_dict = json_loads, SessionEvent.from_dict
     for number, raw in enumerate(data[body:end].split(b"\n")[:-1], start=2):
         try:
             obj = loads(raw)

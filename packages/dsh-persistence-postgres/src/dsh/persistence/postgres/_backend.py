@@ -31,7 +31,6 @@ from dsh.session.persistence import (
     decode_batch,
     decode_records,
     encode_batch,
-    is_bulk,
     not_settled,
 )
 
@@ -472,10 +471,10 @@ class PostgresPersistence:
 
         headers, damaged = [], []
         rows = self._db.retrying("listing sessions", False, work)
-        from_json, bulk = SessionHeader.from_json, is_bulk(len(rows))  # orjson only for a big listing
+        from_json = SessionHeader.from_json
         for session_id, text, _ in rows:
             try:
-                headers.append(from_json(text, bulk=bulk))
+                headers.append(from_json(text))
             except SessionFormatError as exc:
                 damaged.append(f"{self.where}: the header of session {session_id} is damaged: {exc.problem}")
         return SessionScan(tuple(headers), tuple(damaged))

@@ -28,7 +28,6 @@ from dsh.session.persistence import (
     decode_batch,
     decode_records,
     encode_batch,
-    is_bulk,
     not_settled,
 )
 
@@ -385,10 +384,10 @@ class SqlitePersistence:
             except sqlite3.Error as exc:
                 raise self._error("listing sessions", exc) from None
         headers, damaged = [], []
-        from_json, bulk = SessionHeader.from_json, is_bulk(len(rows))  # orjson only for a big listing
+        from_json = SessionHeader.from_json
         for session_id, text, _ in rows:
             try:
-                header = from_json(text, bulk=bulk)
+                header = from_json(text)
             except SessionFormatError as exc:
                 damaged.append(f"{self.where}: the header of session {session_id} is damaged: {exc.problem}")
                 continue
