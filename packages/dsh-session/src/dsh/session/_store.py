@@ -11,7 +11,7 @@ from ._errors import ForkError, PersistenceError
 from ._model import SessionHeader, SessionLocation
 from ._rules import new_session_id, sanitise_claim, validate_session_id
 from ._session import Session, read_stored
-from .persistence import SESSION_PERSISTENCE, ScanningPersistence, SessionPersistence, SessionScan, TailingPersistence
+from .persistence import SESSION_PERSISTENCE, ScanningPersistence, SessionPersistence, SessionScan
 
 
 class SessionStore:
