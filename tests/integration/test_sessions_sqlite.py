@@ -60,5 +60,6 @@ def test_a_transcript_file_is_read_by_the_deployment_s_backend_through_the_seam(
     assert (refused.returncode, refused.stdout) == (1, "")
     assert refused.stderr == (
         f"dsh: {out['location']['path']}: the deployment's SqlitePersistence keeps no transcript files, "
-        "so it cannot read this one; verify the session with --session ID, or pass the deployment that wrote it (--deployment)\n"
+        "so it cannot read this one; verify the session with --session ID, "
+        "or pass the deployment that wrote it (--deployment)\n"
     )

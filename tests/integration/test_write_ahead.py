@@ -134,7 +134,9 @@ def test_a_sigkill_while_the_command_runs_leaves_it_recorded_as_begun_with_its_o
     assert own.returncode == 1, own.stderr
     assert json.loads(own.stdout)["call"] == {"id": call_id, "status": "unknown"}
     text = dsh("sessions", "verify", *deployment, "--session", session_id, home=home)
-    assert text.returncode == 1 and "its outcome is unknown" in text.stdout, text.stderr
+    # A problem is a refusal of the transcript: one `dsh:` line on stderr, nothing on stdout.
+    assert (text.returncode, text.stdout) == (1, ""), text.stderr
+    assert text.stderr.startswith("dsh: call ") and "its outcome is unknown" in text.stderr
 
     listed = dsh("sessions", "list", *deployment, "--json", home=home)
     assert [s["id"] for s in json.loads(listed.stdout)["sessions"]] == [session_id], listed.stderr

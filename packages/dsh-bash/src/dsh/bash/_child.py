@@ -135,14 +135,14 @@ def spawn(spec: "BashExecSpec") -> "subprocess.Popen[bytes]":
     return proc
 
 
-def close_passed(spec: BashExecSpec) -> None:
+def close_passed(spec: "BashExecSpec") -> None:
     """Close the descriptors ``spec`` hands its child (see ``BashExecSpec.pass_fds``): the child has its own."""
     for fd in spec.pass_fds:
         with contextlib.suppress(OSError):
             os.close(fd)
 
 
-def _popen(spec: BashExecSpec) -> subprocess.Popen[bytes]:
+def _popen(spec: "BashExecSpec") -> "subprocess.Popen[bytes]":
     import subprocess
 
     if spec.cwd is not None and not os.path.isdir(spec.cwd):
