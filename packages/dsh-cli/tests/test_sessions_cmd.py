@@ -132,8 +132,10 @@ def test_verify_finds_a_recorded_call_and_reports_each_problem_on_its_own_line(t
     shutil.copy(out["location"]["path"], kept)
     os.chmod(kept, 0o600)
     loose = dsh("sessions", "verify", home=home, env={**env, "DSH_SESSION_JSONL": str(kept)})
-    assert loose.returncode == 1
-    assert loose.stdout.splitlines() == [f"{shared} is writable by group or others, who could replace the transcript"]
+    assert (loose.returncode, loose.stdout) == (1, "")
+    assert loose.stderr.splitlines() == [
+        f"dsh: {shared} is writable by group or others, who could replace the transcript"
+    ]
 
 
 def test_verify_refuses_symlinks_and_a_vanished_transcript(tmp_path: Path) -> None:
