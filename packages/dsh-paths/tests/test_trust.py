@@ -223,6 +223,19 @@ def test_trust_fault_is_the_one_rule_on_owner_and_mode(tmp_path: Path) -> None:
     assert trust_fault(os.stat(folder), above=True) == "mode"
 
 
+def test_a_secret_may_not_be_read_by_group_or_others_either(tmp_path: Path) -> None:
+    """A private key (bash-ssh's identity_file): any group or other bit is a fault, as OpenSSH judges it."""
+    from dsh.paths import trust_fault
+
+    key = tmp_path / "id_ed25519"
+    key.write_text("")
+    for mode, fault in ((0o600, None), (0o400, None), (0o640, "mode"), (0o604, "mode"), (0o601, "mode")):
+        key.chmod(mode)
+        assert trust_fault(os.stat(key), secret=True) == fault, oct(mode)
+    key.chmod(0o644)
+    assert trust_fault(os.stat(key)) is None  # readable by others is fine for what is not a secret
+
+
 @needs_root
 def test_trust_fault_allows_root_and_refuses_another_owner(tmp_path: Path) -> None:
     from dsh.paths import trust_fault

@@ -88,7 +88,7 @@ class Observers(Service):
     def start(self, span: Span) -> None:
         """Tell every observer ``span`` started."""
         for observer in self._holder._observers:
-            _tell(observer.started, span)
+            _tell(observer, "started", span)
 
     def end(self, span: Span, error: str | None = None, **attributes: Any) -> None:
         """Close ``span`` (its end time, ``error``, more attributes) and tell every observer."""
@@ -96,16 +96,25 @@ class Observers(Service):
         span.error = error
         span.attributes.update(attributes)
         for observer in self._holder._observers:
-            _tell(observer.ended, span)
+            _tell(observer, "ended", span)
 
 
-def _tell(method: Any, span: Span) -> None:
+def _tell(observer: Observer, method: str, span: Span) -> None:
     try:
-        method(span)
+        getattr(observer, method)(span)
     except Exception as exc:  # an observer watches; its fault never fails the work it watches
         from dsh.paths.log import logger
 
-        logger("dsh.agent").warning("observer %r failed on span %s: %s: %s", method, span.name, type(exc).__name__, exc)
+        kind = type(observer)
+        logger("dsh.agent").warning(
+            "observer %s.%s failed in %s() on span %s: %s: %s",
+            kind.__module__,
+            kind.__qualname__,
+            method,
+            span.name,
+            type(exc).__name__,
+            exc,
+        )
 
 
 OBSERVERS: ServiceKey[Observers] = ServiceKey("agent_observers")

@@ -37,6 +37,7 @@ from dsh.bash import (
     executor_options,
 )
 from dsh.core import Context, FieldError, Plugin
+from dsh.paths import trust_fault
 
 from ._remote import NO_CWD, remote_line
 
@@ -297,7 +298,10 @@ class SshExecutor:
             raise unusable(f"{exc.strerror or exc}; set identity_file to a readable private key") from None
         if not stat.S_ISREG(info.st_mode):
             raise unusable("it is not a file; set identity_file to your private key's path")
-        if info.st_mode & 0o077:
+        fault = trust_fault(info, secret=True)
+        if fault == "owner":
+            raise unusable(f"it is owned by uid {info.st_uid}, who could replace it; use a key file of your own")
+        if fault == "mode":
             # OpenSSH refuses such a key too ("UNPROTECTED PRIVATE KEY FILE"): others may have read it.
             raise unusable(
                 f"its mode {stat.S_IMODE(info.st_mode):04o} lets others read or change it; "

@@ -70,18 +70,22 @@ def _owner_ok(uid: int) -> bool:
     return uid in (os.geteuid(), 0)
 
 
-def trust_fault(info: os.stat_result, *, above: bool = False) -> Literal["owner", "mode"] | None:
+def trust_fault(
+    info: os.stat_result, *, above: bool = False, secret: bool = False
+) -> Literal["owner", "mode"] | None:
     """The one trust rule on owner and mode, judged on a status (``os.fstat`` of what was opened).
 
     ``"owner"`` when the path is owned by neither this user (the effective uid) nor root; ``"mode"``
     when group or others may write it (for a folder ``above`` a trusted path, unless it has the
-    sticky bit, as ``/tmp`` has); None when it is trusted. Every owner-and-mode check of dsh asks
-    this (the trusted walk below, hook env files, run-time caches, ``dsh sessions verify``), so
+    sticky bit, as ``/tmp`` has), or, for a ``secret`` (a private key), may read or run it at all;
+    None when it is trusted. Every owner-and-mode check of dsh asks this (the trusted walk below,
+    hook env files, run-time caches, ``dsh sessions verify``, bash-ssh's ``identity_file``), so
     they cannot disagree; each says in its own words what the fault means where it is.
     """
     if not _owner_ok(info.st_uid):
         return "owner"
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not (above and info.st_mode & stat.S_ISVTX):
+    shut = stat.S_IRWXG | stat.S_IRWXO if secret else stat.S_IWGRP | stat.S_IWOTH
+    if info.st_mode & shut and not (above and info.st_mode & stat.S_ISVTX):
         return "mode"
     return None
 
