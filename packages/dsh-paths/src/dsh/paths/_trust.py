@@ -70,9 +70,7 @@ def _owner_ok(uid: int) -> bool:
     return uid in (os.geteuid(), 0)
 
 
-def trust_fault(
-    info: os.stat_result, *, above: bool = False, secret: bool = False
-) -> Literal["owner", "mode"] | None:
+def trust_fault(info: os.stat_result, *, above: bool = False, secret: bool = False) -> Literal["owner", "mode"] | None:
     """The one trust rule on owner and mode, judged on a status (``os.fstat`` of what was opened).
 
     ``"owner"`` when the path is owned by neither this user (the effective uid) nor root; ``"mode"``
