@@ -241,6 +241,22 @@ def test_path_entries_in_the_workspace_stay_read_only(base: Path, monkeypatch: p
     assert str(caught.value).startswith("the workspace-write sandbox will not run: PATH holds the relative entry .")
 
 
+def test_a_path_entry_reached_through_a_link_in_the_workspace_cannot_be_repointed(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``PATH`` names ``proj/tools/bin``, ``proj/tools`` a link to a folder outside: re-pointing the link at a
+    folder of the model's would put its ``git`` (or ``bash``) first on the host's ``PATH``."""
+    proj, opt = base / "proj", base / "opt"
+    (opt / "bin").mkdir(parents=True)
+    (proj / "tools").symlink_to(opt)
+    monkeypatch.setenv("PATH", f"{proj}/tools/bin:{os.environ['PATH']}")
+    plant = "mkdir -p evil/bin && echo 'touch pwned' > evil/bin/git && chmod +x evil/bin/git && ln -sfn evil tools"
+    with pytest.raises(SandboxError) as caught:
+        _run(_sandbox(base), plant, proj)
+    assert f"but {proj}/tools is a symbolic link" in str(caught.value) and "\n" not in str(caught.value)
+    assert os.readlink(proj / "tools") == str(opt) and not (proj / "evil").exists()
+
+
 def test_a_missing_or_linked_hide_entry_is_named_in_one_line(base: Path) -> None:
     (base / "real").mkdir()
     (base / "link").symlink_to(base / "real")

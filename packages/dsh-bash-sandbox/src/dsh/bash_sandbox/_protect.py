@@ -117,6 +117,43 @@ def _both(path: str) -> list[str]:
     return list(dict.fromkeys((named, os.path.realpath(named))))
 
 
+def links_on_way(path: str) -> list[str]:
+    """Every symbolic link met resolving ``path``, each named where it lies (its folder resolved).
+
+    A path dsh reads or runs later (a ``PATH`` folder, ``DSH_HOME``) is only as fixed as the links it
+    passes through: one inside a writable root could be re-pointed by a confined command, and the
+    resolved path alone would not show it.
+    """
+    found: list[str] = []
+    pending = os.path.abspath(os.path.expanduser(path)).split("/")
+    here = "/"
+    hops = 0
+    while pending:
+        part = pending.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            here = os.path.dirname(here)
+            continue
+        step = os.path.join(here, part)
+        info = _lstat(step)
+        if info is None or not stat.S_ISLNK(info.st_mode) or hops >= 40:  # 40: the kernel's own bound
+            here = step
+            continue
+        hops += 1
+        found.append(step)
+        target = os.readlink(step)
+        if os.path.isabs(target):
+            here = "/"
+        pending = target.split("/") + pending
+    return found
+
+
+def _with_links(path: str, kind: Kind) -> list[Protected]:
+    """``path`` (named and resolved) as ``kind``, and every link on its way, which must not be re-pointed."""
+    return [Protected(p, kind) for p in _both(path)] + [Protected(link, "file") for link in links_on_way(path)]
+
+
 def protected_in(
     roots: Sequence[str], home: str | None, trusted: Iterable[str], extra: Sequence[str]
 ) -> list[Protected]:
@@ -127,15 +164,16 @@ def protected_in(
     """
     wanted: list[Protected] = []
     if home is not None:
-        # As named and where it leads: a link to it inside a root could be replaced by a home of the model's.
-        wanted += (Protected(p, "dir") for p in _both(home))
+        # As named, where it leads and every link on the way: a link inside a root could be
+        # re-pointed to a home of the model's (a link in a root is refused when the options are built).
+        wanted += _with_links(home, "dir")
     for path in trusted:
         kind: Kind = "file" if os.path.isfile(path) else "dir"
-        for place in _both(path):
-            if kind == "file" or not any(_under(root, place) for root in roots):
+        for place in _with_links(path, kind):
+            if place.kind == "file" or not any(_under(root, place.path) for root in roots):
                 # A trusted folder that holds a root is the folder of a trusted file (the trust rule
                 # checks it so nobody else can swap the file): the file is protected, the root stays writable.
-                wanted.append(Protected(place, kind))
+                wanted.append(place)
     for root in roots:
         wanted += git_paths(root)
         wanted += (Protected(os.path.join(root, name), "dir") for name in AGENT_FOLDERS)
@@ -147,7 +185,7 @@ def protected_in(
         kind = "dir" if entry.endswith("/") else "file"
         entry = os.path.expanduser(entry.rstrip("/") or "/")
         if os.path.isabs(entry):
-            wanted.append(Protected(os.path.normpath(entry), kind))
+            wanted += _with_links(os.path.normpath(entry), kind)
         else:
             wanted += (Protected(os.path.normpath(os.path.join(root, entry)), kind) for root in roots)
     return [p for p in wanted if any(_under(p.path, root) or _under(root, p.path) for root in roots)]

@@ -34,7 +34,7 @@ from dsh.core import Context, Plugin
 from dsh.paths import UntrustedPathError, check_trusted, resolve_dsh_home, trusted_paths
 from dsh.session import DSH_HOME
 
-from ._protect import ProtectError, _under, protect_options, protected_in
+from ._protect import ProtectError, _under, links_on_way, protect_options, protected_in
 from ._seccomp import FilterError, filter_fd, unix_socket_filter
 
 Mode = Literal["read-only", "workspace-write", "full"]
@@ -118,20 +118,22 @@ class Layout(NamedTuple):
     workspace: str | None
     roots: tuple[str, ...]
     search: tuple[str, ...] = ()
-    """The ``PATH`` folders (resolved) that lie in ``roots``: dsh finds programs it runs on the host
-    there (the shell, hook programs), so they stay read-only."""
+    """The ``PATH`` folders (as named) that lie in ``roots``, or pass through a symbolic link there:
+    dsh finds programs it runs on the host there (the shell, hook programs), so they stay read-only
+    (and a link on the way, which a confined command could re-point, is refused)."""
 
 
 def _search_path(environments: Sequence[Mapping[str, str]], roots: Sequence[str]) -> tuple[str, ...]:
-    """The folders of each environment's ``PATH`` inside ``roots``; ValueError names a relative entry."""
+    """The folders of each environment's ``PATH`` that lie in ``roots`` or are reached through a link
+    there; ValueError names a relative entry."""
     found: dict[str, None] = {}
     for env in environments:
         for entry in env.get("PATH", os.defpath).split(os.pathsep):
             if not os.path.isabs(entry):
                 raise ValueError(entry or "(empty)")
-            real = os.path.realpath(entry)
-            if any(_under(real, root) for root in roots):
-                found[real] = None
+            places = (os.path.normpath(entry), os.path.realpath(entry), *links_on_way(entry))
+            if any(_under(place, root) for place in places for root in roots):
+                found[os.path.normpath(entry)] = None
     return tuple(found)
 
 
