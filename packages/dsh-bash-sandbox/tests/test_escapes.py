@@ -137,6 +137,27 @@ def test_a_gitdir_pointer_protects_the_repository_it_names(base: Path) -> None:
     assert repointed.exit_code != 0 and (proj / "wt" / ".git").read_text().strip() == f"gitdir: {gitdir}"
 
 
+def test_the_hooks_folder_and_included_files_a_git_config_names_stay_read_only(base: Path) -> None:
+    """Husky's ``core.hooksPath = .husky`` and an ``include.path`` file in the work tree: git runs what they
+    hold when the user commits or asks for status on the host, so a confined command must not write them."""
+    proj = base / "proj"
+    subprocess.run(["git", "init", "-q", str(proj)], check=True)
+    subprocess.run(["git", "-C", str(proj), "config", "core.hooksPath", ".husky"], check=True)
+    subprocess.run(["git", "-C", str(proj), "config", "include.path", "../local.gitconfig"], check=True)
+    (proj / "nested.gitconfig").write_text("[user]\n\tname = me\n")
+    (proj / "local.gitconfig").write_text("[include]\n\tpath = nested.gitconfig\n")
+    hook = f"printf '#!/bin/sh\\ntouch {base}/pwned\\n' > .husky/pre-commit; chmod +x .husky/pre-commit"
+    fsmonitor = f"printf '[core]\\n\\tfsmonitor = touch {base}/pwned; false\\n'"
+    result = _run(_sandbox(base), f"{hook}; {fsmonitor} > local.gitconfig; {fsmonitor} > nested.gitconfig", proj)
+    assert result.exit_code != 0 and result.stderr.count("Read-only file system") == 3, result.stderr
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
+    env["GIT_COMMITTER_EMAIL"] = "t@t"
+    subprocess.run(["git", "-C", str(proj), "status"], env=env, capture_output=True, check=True)
+    subprocess.run(["git", "-C", str(proj), "commit", "-q", "--allow-empty", "-m", "x"], env=env, check=True)
+    assert not (base / "pwned").exists() and not (proj / ".husky" / "pre-commit").exists()
+    assert (proj / "nested.gitconfig").read_text() == "[user]\n\tname = me\n"
+
+
 @pytest.fixture
 def listener(base: Path) -> Iterator[tuple[Path, list[bytes]]]:
     """A Unix socket listening on a path the sandbox can see; what any client sent it."""

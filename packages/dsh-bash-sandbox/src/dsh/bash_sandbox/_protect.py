@@ -6,7 +6,8 @@ unconfined. Inside each writable root these stay read-only, existing or not:
 - the whole of ``DSH_HOME``, and every path this process trusted (:func:`dsh.paths.trusted_paths`:
   the deployment file, hooks files and folders, plugin and skill folders, the sandbox program);
 - ``.git/hooks`` and ``.git/config`` of the root's repository (through a ``gitdir:`` pointer file
-  and its ``commondir`` too), or the whole ``.git`` where the root has none (no ``git init`` there);
+  and its ``commondir`` too), or the whole ``.git`` where the root has none (no ``git init`` there),
+  and the ``core.hooksPath`` folder and included files git's config files name;
 - the agents' hook and settings folders (:data:`AGENT_FOLDERS`);
 - shell start-up files (:data:`STARTUP_FILES`) that exist in the root; a root that holds the
   user's home (where shells read them, existing or not) is refused instead (see ``_sandbox``);
@@ -24,6 +25,7 @@ put an unprotected path in a protected one's place. A symbolic link on that way 
 
 import os
 import stat
+import subprocess
 from collections.abc import Iterable, Sequence
 from typing import Final, Literal, NamedTuple
 
@@ -78,24 +80,89 @@ def _under(path: str, root: str) -> bool:
 
 
 def git_paths(root: str) -> list[Protected]:
-    """What of ``root``'s own repository stays read-only: its hooks and config, or ``.git`` when there is none."""
+    """What of ``root``'s own repository stays read-only: its hooks, config and what the config names
+    (``core.hooksPath``, included files), or ``.git`` when there is none."""
     dotgit = os.path.join(root, ".git")
     info = _lstat(dotgit)
     if info is None:
         return [Protected(dotgit, "dir")]
     if stat.S_ISDIR(info.st_mode):
-        return [Protected(os.path.join(dotgit, "hooks"), "dir"), Protected(os.path.join(dotgit, "config"), "file")]
-    if not stat.S_ISREG(info.st_mode):
+        out, gitdirs = [], [dotgit]
+    elif not stat.S_ISREG(info.st_mode):
         return [Protected(dotgit, "file")]  # a link: refused when the options are built
-    out = [Protected(dotgit, "file")]  # the pointer itself: re-pointed, it would name a repository of the model's
-    gitdir = _pointer(dotgit, "gitdir:")
-    if gitdir is not None:
-        gitdir = os.path.realpath(os.path.join(root, gitdir))
+    else:
+        out = [Protected(dotgit, "file")]  # the pointer itself: re-pointed, it would name a repository of the model's
+        gitdirs = []
+        gitdir = _pointer(dotgit, "gitdir:")
+        if gitdir is not None:
+            gitdir = os.path.realpath(os.path.join(root, gitdir))
+            gitdirs.append(gitdir)
+            common = _pointer(os.path.join(gitdir, "commondir"), "")
+            if common is not None:
+                gitdirs.append(os.path.realpath(os.path.join(gitdir, common)))
+    for gitdir in gitdirs:
         out += [Protected(os.path.join(gitdir, "hooks"), "dir"), Protected(os.path.join(gitdir, "config"), "file")]
-        common = _pointer(os.path.join(gitdir, "commondir"), "")
-        if common is not None:
-            common = os.path.realpath(os.path.join(gitdir, common))
-            out += [Protected(os.path.join(common, "hooks"), "dir"), Protected(os.path.join(common, "config"), "file")]
+        out += [Protected(os.path.join(gitdir, "config.worktree"), "file")]
+    configs = [os.path.join(g, name) for g in gitdirs for name in ("config", "config.worktree")]
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    configs += [os.path.expanduser("~/.gitconfig"), os.path.join(xdg, "git", "config"), "/etc/gitconfig"]
+    return out + _config_names(root, configs)
+
+
+GIT_INCLUDE_DEPTH: Final = 10
+"""How deep git follows ``include.path`` (its own limit)."""
+
+
+def _config_names(root: str, configs: Sequence[str]) -> list[Protected]:
+    """What git config files name that git runs or reads as config: ``core.hooksPath`` (relative to
+    ``root``, the work tree) and every ``include.path`` / ``includeIf.*.path`` file, followed.
+
+    Husky and the like set ``core.hooksPath`` to a folder of the work tree, and an included file in
+    the work tree is config too (``core.fsmonitor``): both run on the host when *you* use git there.
+    Read by git itself (``git config --file``), so its syntax is git's; without git, no hook runs.
+    """
+    out: list[Protected] = []
+    pending = [(path, 0) for path in configs]
+    seen: set[str] = set()
+    while pending:
+        config, depth = pending.pop(0)
+        if config in seen or depth > GIT_INCLUDE_DEPTH or not os.path.isfile(config):
+            continue
+        seen.add(config)
+        try:
+            done = subprocess.run(
+                [
+                    "git",
+                    "config",
+                    "--file",
+                    config,
+                    "--null",
+                    "--get-regexp",
+                    r"^(core\.hookspath|include(if\..*)?\.path)$",
+                ],
+                capture_output=True,
+                timeout=10,
+                env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"},
+            )
+        except FileNotFoundError:
+            return out  # no git here: nothing runs its hooks
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ProtectError(f"git could not read {config} to find the hooks it names ({exc})") from None
+        if done.returncode not in (0, 1):  # 1: no such key
+            lines = done.stderr.decode(errors="replace").strip().splitlines()
+            reason = lines[-1] if lines else f"exit status {done.returncode}"
+            raise ProtectError(f"git could not read {config} to find the hooks it names ({reason}); fix that file")
+        for entry in done.stdout.decode(errors="surrogateescape").split("\0"):
+            key, _, value = entry.partition("\n")
+            if not value:
+                continue
+            value = os.path.expanduser(value)
+            if key.lower() == "core.hookspath":
+                out.append(Protected(os.path.normpath(os.path.join(root, value)), "dir"))
+            else:
+                included = os.path.normpath(os.path.join(os.path.dirname(config), value))
+                out.append(Protected(included, "file"))
+                pending.append((included, depth + 1))
     return out
 
 
