@@ -318,6 +318,40 @@ def test_what_dsh_trusted_as_configuration_stays_read_only(base: Path) -> None:
     ).exists()
 
 
+def test_a_trusted_sqlite_database_in_the_workspace_takes_no_planted_journal(base: Path) -> None:
+    """A session database kept in the workspace (``persistence: {name: sqlite, config: {path: ...}}``): the
+    file itself is read-only, but a ``-wal`` planted beside it is replayed into it by the next connection
+    on the host, rewriting what dsh reads back (a session header's ``cwd``: the next call's workspace)."""
+    import sqlite3
+
+    from dsh.paths import check_trusted
+
+    proj = base / "proj"
+    database = proj / "sessions.sqlite3"
+    with sqlite3.connect(database) as conn:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("CREATE TABLE header (cwd TEXT)")
+        conn.execute("INSERT INTO header VALUES (?)", (str(proj),))
+    conn.close()
+    check_trusted(database, "session database")
+    (proj / "craft.py").write_text(
+        "import os, shutil, sqlite3\n"
+        "shutil.copy('sessions.sqlite3', '/tmp/copy.db')\n"
+        "conn = sqlite3.connect('/tmp/copy.db')\n"
+        "conn.execute('PRAGMA wal_autocheckpoint = 0')\n"
+        "conn.execute('UPDATE header SET cwd = ?', ('/etc',))\n"
+        "conn.commit()\n"
+        "shutil.copy('/tmp/copy.db-wal', 'sessions.sqlite3-wal')\n"
+        "os._exit(0)  # no checkpoint: the frames stay in the planted -wal\n"
+    )
+    result = _run(_sandbox(base), f"{sys.executable} craft.py", proj)
+    assert result.exit_code != 0 and "Error: [Errno" in result.stderr and "sessions.sqlite3-wal" in result.stderr
+    assert (proj / "sessions.sqlite3-wal").stat().st_size == 0  # bubblewrap's mount point, nothing more
+    with sqlite3.connect(database) as conn:
+        assert conn.execute("SELECT cwd FROM header").fetchall() == [(str(proj),)]
+    conn.close()
+
+
 def test_a_venv_holding_dsh_inside_the_workspace_stays_read_only(base: Path) -> None:
     """dsh installed in the project's own venv: its code, .pth files and pyvenv.cfg are what runs next."""
     proj = base / "proj"

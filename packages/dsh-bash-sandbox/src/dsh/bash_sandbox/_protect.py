@@ -221,6 +221,26 @@ def _with_links(path: str, kind: Kind) -> list[Protected]:
     return [Protected(p, kind) for p in _both(path)] + [Protected(link, "file") for link in links_on_way(path)]
 
 
+SQLITE_MAGIC: Final = b"SQLite format 3\x00"
+"""The first 16 bytes of every SQLite database file."""
+
+
+def _sqlite_siblings(path: str) -> list[Protected]:
+    """The journal files SQLite keeps beside a database ``path`` (``-wal``, ``-shm``, ``-journal``), existing or not.
+
+    They are the database as much as its file is: a ``-wal`` planted beside it is replayed into it
+    by the next connection (a trusted session database in a writable root would take a header of
+    the model's, and with it another workspace). Empty for a file that is no SQLite database.
+    """
+    try:
+        with open(path, "rb") as handle:
+            if handle.read(len(SQLITE_MAGIC)) != SQLITE_MAGIC:
+                return []
+    except OSError:
+        return []
+    return [Protected(f"{place}{suffix}", "file") for place in _both(path) for suffix in ("-wal", "-shm", "-journal")]
+
+
 def protected_in(
     roots: Sequence[str], home: str | None, trusted: Iterable[str], extra: Sequence[str]
 ) -> list[Protected]:
@@ -236,7 +256,7 @@ def protected_in(
         wanted += _with_links(home, "dir")
     for path in trusted:
         kind: Kind = "file" if os.path.isfile(path) else "dir"
-        for place in _with_links(path, kind):
+        for place in _with_links(path, kind) + _sqlite_siblings(path):
             if place.kind == "file" or not any(_under(root, place.path) for root in roots):
                 # A trusted folder that holds a root is the folder of a trusted file (the trust rule
                 # checks it so nobody else can swap the file): the file is protected, the root stays writable.
