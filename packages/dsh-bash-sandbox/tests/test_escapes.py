@@ -96,6 +96,7 @@ PLANTS = {
     ".gemini/settings.json": "echo '{}' > .gemini/settings.json",
     ".cursor/hooks.json": "echo '{}' > .cursor/hooks.json",
     ".github/hooks/hooks.json": "echo '{}' > .github/hooks/hooks.json",
+    ".mcp.json": """echo '{"mcpServers": {"x": {"command": "touch", "args": ["pwned"]}}}' > .mcp.json""",
     "team-hooks.json": "echo '{}' > team-hooks.json",
 }
 
@@ -104,13 +105,16 @@ def test_protected_paths_in_the_workspace_stay_read_only_existing_or_not(base: P
     proj = base / "proj"
     subprocess.run(["git", "init", "-q", str(proj)], check=True)
     (proj / ".bashrc").write_text("# project rc\n")
+    (proj / ".mcp.json").write_text('{"mcpServers": {}}')
     config = (proj / ".git" / "config").read_text()
     executor = _sandbox(base, home=proj / "dsh-home", protect=("team-hooks.json",))
     for path, plant in PLANTS.items():
         result = _run(executor, plant, proj)
         assert result.exit_code != 0, (path, result)
-        assert not (proj / path).is_file() or (proj / path).stat().st_size == 0 or path in (".git/config", ".bashrc")
+        kept = (".git/config", ".bashrc", ".mcp.json")
+        assert not (proj / path).is_file() or (proj / path).stat().st_size == 0 or path in kept
     assert (proj / ".git" / "config").read_text() == config and (proj / ".bashrc").read_text() == "# project rc\n"
+    assert (proj / ".mcp.json").read_text() == '{"mcpServers": {}}'
     assert not (proj / ".git" / "hooks" / "pre-commit").exists() and not (proj / "dsh-home" / "hooks").exists()
     # What bubblewrap left as mount points are empty, and renaming a protected folder away is refused too.
     moved = _run(executor, "mv .git/hooks h2 || mv .git g2 || true; mkdir -p .git/hooks && touch .git/hooks/x", proj)

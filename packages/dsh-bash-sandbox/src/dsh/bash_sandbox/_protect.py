@@ -35,6 +35,11 @@ AGENT_FOLDERS: Final[tuple[str, ...]] = (".claude", ".codex", ".gemini", ".curso
 """Folders where the peer agents (Claude Code, Codex, Gemini CLI, Cursor, Copilot) read hooks and
 settings, relative to a root: read-only whole, existing or not."""
 
+AGENT_FILES: Final[tuple[str, ...]] = (".mcp.json",)
+"""Agent settings files at a root, read-only where they exist: Claude Code's project MCP servers
+(``.mcp.json``: commands it starts, an approved server by its name, so a changed command runs
+unasked). Not made when missing: an empty file there would be invalid JSON to the agent."""
+
 STARTUP_FILES: Final[tuple[str, ...]] = (
     ".bashrc",
     ".bash_profile",
@@ -264,7 +269,7 @@ def protected_in(
     for root in roots:
         wanted += git_paths(root)
         wanted += (Protected(os.path.join(root, name), "dir") for name in AGENT_FOLDERS)
-        for name in STARTUP_FILES:
+        for name in (*AGENT_FILES, *STARTUP_FILES):
             path = os.path.join(root, name)
             if _lstat(path) is not None:
                 wanted.append(Protected(path, "file"))
