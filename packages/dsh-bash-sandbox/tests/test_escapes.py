@@ -162,6 +162,30 @@ def test_the_hooks_folder_and_included_files_a_git_config_names_stay_read_only(b
     assert (proj / "nested.gitconfig").read_text() == "[user]\n\tname = me\n"
 
 
+@pytest.mark.parametrize("repository", [False, True])
+def test_the_workspace_cannot_be_made_a_bare_repository_whose_config_git_runs(base: Path, repository: bool) -> None:
+    """HEAD, objects/, refs/ and a config planted in the root (after breaking ``.git/HEAD`` in a repository):
+    git takes the root for a bare repository, and a ``git status`` there on the host (a shell prompt's)
+    runs the planted ``core.fsmonitor`` unconfined."""
+    proj = base / "proj"
+    if repository:
+        subprocess.run(["git", "init", "-q", str(proj)], check=True)
+    config = "git config --file config"
+    plant = (
+        "rm -f .git/HEAD; git init -q --bare /tmp/bare && cp -r /tmp/bare/. .; "
+        f"{config} core.bare false; {config} core.worktree {proj}; {config} core.fsmonitor 'touch {base}/pwned; false'"
+    )
+    result = _run(_sandbox(base), plant, proj)
+    assert "HEAD" in result.stderr, result  # the planted HEAD was refused
+    subprocess.run(["git", "status", "--short"], cwd=proj, capture_output=True)
+    assert not (base / "pwned").exists()
+    assert (proj / "HEAD").is_dir() and not list((proj / "HEAD").iterdir())  # the placeholder: no valid HEAD
+    if repository:  # and git shows no empty folder: the repository's status is unchanged by it
+        (proj / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+        status = subprocess.run(["git", "status", "--short"], cwd=proj, capture_output=True, text=True)
+        assert "HEAD" not in status.stdout, status
+
+
 @pytest.fixture
 def listener(base: Path) -> Iterator[tuple[Path, list[bytes]]]:
     """A Unix socket listening on a path the sandbox can see; what any client sent it."""

@@ -88,15 +88,21 @@ def git_paths(root: str) -> list[Protected]:
     """What of ``root``'s own repository stays read-only: its hooks, config and what the config names
     (``core.hooksPath``, included files), or ``.git`` when there is none."""
     dotgit = os.path.join(root, ".git")
+    # The root itself must never pass for a bare repository (HEAD, objects/, refs/, config planted
+    # in it, after breaking .git): git falls back to it when .git is no repository, and a ``git
+    # status`` there (a shell prompt's) runs its config's core.fsmonitor. A HEAD that is a read-only
+    # folder (empty where there was none; git shows no empty folder) is no valid HEAD.
+    head = Protected(os.path.join(root, "HEAD"), "dir")
     info = _lstat(dotgit)
     if info is None:
-        return [Protected(dotgit, "dir")]
+        return [Protected(dotgit, "dir"), head]
     if stat.S_ISDIR(info.st_mode):
-        out, gitdirs = [], [dotgit]
+        out, gitdirs = [head], [dotgit]
     elif not stat.S_ISREG(info.st_mode):
         return [Protected(dotgit, "file")]  # a link: refused when the options are built
     else:
-        out = [Protected(dotgit, "file")]  # the pointer itself: re-pointed, it would name a repository of the model's
+        # The pointer itself: re-pointed, it would name a repository of the model's.
+        out = [Protected(dotgit, "file"), head]
         gitdirs = []
         gitdir = _pointer(dotgit, "gitdir:")
         if gitdir is not None:
