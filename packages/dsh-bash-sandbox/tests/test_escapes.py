@@ -135,8 +135,8 @@ def test_a_gitdir_pointer_protects_the_repository_it_names(base: Path) -> None:
         executor, f"echo x > {gitdir}/config; echo '#!/bin/sh' > {repo}/.git/hooks/post-checkout", proj / "wt"
     )
     assert result.exit_code != 0
-    # A missing protected file is a read-only /dev/null in the sandbox; bubblewrap's empty mount point stays.
-    assert (Path(gitdir) / "config").read_text() == "" and not (repo / ".git" / "hooks" / "post-checkout").exists()
+    # The worktree's git directory is read-only whole: no config is made in it.
+    assert not (Path(gitdir) / "config").exists() and not (repo / ".git" / "hooks" / "post-checkout").exists()
     repointed = _run(executor, f"echo 'gitdir: {base}/evil' > .git", proj / "wt")
     assert repointed.exit_code != 0 and (proj / "wt" / ".git").read_text().strip() == f"gitdir: {gitdir}"
 
@@ -160,6 +160,58 @@ def test_the_hooks_folder_and_included_files_a_git_config_names_stay_read_only(b
     subprocess.run(["git", "-C", str(proj), "commit", "-q", "--allow-empty", "-m", "x"], env=env, check=True)
     assert not (base / "pwned").exists() and not (proj / ".husky" / "pre-commit").exists()
     assert (proj / "nested.gitconfig").read_text() == "[user]\n\tname = me\n"
+
+
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@t",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@t",
+}
+
+
+@pytest.mark.parametrize(
+    "plant",
+    [
+        # A commondir moves config and hooks to a copy of the model's.
+        "cp -r .git evil && git config --file evil/config core.fsmonitor '{pwn}' && echo ../evil > .git/commondir",
+        # A gitlink in the index: the root's git status recurses into a nested repository of the model's.
+        "git init -q sub && git -C sub commit -q --allow-empty -m s && git -C sub config core.fsmonitor '{pwn}' && "
+        "git update-index --add --cacheinfo 160000,$(git -C sub rev-parse HEAD),sub",
+    ],
+    ids=["commondir", "gitlink"],
+)
+def test_nothing_in_the_git_directory_can_point_git_at_a_config_of_the_models(
+    base: Path, plant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``.git/hooks`` and ``.git/config`` read-only are not enough: the rest of ``.git`` tells git where to
+    find them, and a ``git status`` in the workspace on the host (a shell prompt's) runs what they say."""
+    for name, value in GIT_IDENTITY.items():
+        monkeypatch.setenv(name, value)
+    proj = base / "proj"
+    subprocess.run(["git", "init", "-q", str(proj)], check=True)
+    subprocess.run(["git", "-C", str(proj), "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    result = _run(_sandbox(base), plant.format(pwn=f"touch {base}/pwned; false"), proj)
+    assert result.exit_code != 0 and "Read-only file system" in result.stderr, result
+    subprocess.run(["git", "status", "--short"], cwd=proj, capture_output=True)
+    assert not (base / "pwned").exists() and not (proj / ".git" / "commondir").exists()
+
+
+def test_a_submodules_git_directory_stays_read_only(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checked-out submodule: ``git status`` in the root recurses into it, so its config is the root's too."""
+    for name, value in GIT_IDENTITY.items():
+        monkeypatch.setenv(name, value)
+    proj, lib = base / "proj", base / "lib"
+    for repo in (proj, lib):
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+        subprocess.run(["git", "-C", str(repo), "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    allow = ["-c", "protocol.file.allow=always"]
+    subprocess.run(["git", "-C", str(proj), *allow, "submodule", "add", "-q", str(lib), "lib"], check=True)
+    plant = f"git -C lib config core.fsmonitor 'touch {base}/pwned; false'"
+    result = _run(_sandbox(base), plant, proj)
+    assert result.exit_code != 0, result
+    subprocess.run(["git", "status", "--short"], cwd=proj, capture_output=True)
+    assert not (base / "pwned").exists()
 
 
 @pytest.mark.parametrize("repository", [False, True])

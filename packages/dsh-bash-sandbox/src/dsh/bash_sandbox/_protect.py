@@ -85,13 +85,19 @@ def _under(path: str, root: str) -> bool:
 
 
 def git_paths(root: str) -> list[Protected]:
-    """What of ``root``'s own repository stays read-only: its hooks, config and what the config names
-    (``core.hooksPath``, included files), or ``.git`` when there is none."""
+    """What of ``root``'s own repository stays read-only: the whole git directory (and the common one a
+    ``gitdir:`` pointer leads to), its submodules' ``.git``, and what its config names
+    (``core.hooksPath``, included files); or ``.git`` when there is none.
+
+    Whole, as Codex keeps it: git reads far more than ``hooks`` and ``config`` there as instructions
+    (a planted ``commondir`` moves both elsewhere; a gitlink written into ``index`` makes ``git status``
+    recurse into a nested repository of the model's and run its ``core.fsmonitor``).
+    """
     dotgit = os.path.join(root, ".git")
     # The root itself must never pass for a bare repository (HEAD, objects/, refs/, config planted
-    # in it, after breaking .git): git falls back to it when .git is no repository, and a ``git
-    # status`` there (a shell prompt's) runs its config's core.fsmonitor. A HEAD that is a read-only
-    # folder (empty where there was none; git shows no empty folder) is no valid HEAD.
+    # in it): git falls back to it when .git is no repository, and a ``git status`` there (a shell
+    # prompt's) runs its config's core.fsmonitor. A HEAD that is a read-only folder (empty where
+    # there was none; git shows no empty folder) is no valid HEAD.
     head = Protected(os.path.join(root, "HEAD"), "dir")
     info = _lstat(dotgit)
     if info is None:
@@ -111,13 +117,51 @@ def git_paths(root: str) -> list[Protected]:
             common = _pointer(os.path.join(gitdir, "commondir"), "")
             if common is not None:
                 gitdirs.append(os.path.realpath(os.path.join(gitdir, common)))
-    for gitdir in gitdirs:
-        out += [Protected(os.path.join(gitdir, "hooks"), "dir"), Protected(os.path.join(gitdir, "config"), "file")]
-        out += [Protected(os.path.join(gitdir, "config.worktree"), "file")]
+    out += [Protected(gitdir, "dir") for gitdir in gitdirs]
+    if gitdirs:
+        out += _submodules(root, gitdirs[0])
     configs = [os.path.join(g, name) for g in gitdirs for name in ("config", "config.worktree")]
     xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
     configs += [os.path.expanduser("~/.gitconfig"), os.path.join(xdg, "git", "config"), "/etc/gitconfig"]
     return out + _config_names(root, configs)
+
+
+def _git(args: Sequence[str], what: str) -> bytes | None:
+    """The output of ``git args`` (None: no git here, so nothing runs its hooks); ProtectError when git fails."""
+    try:
+        done = subprocess.run(
+            ["git", *args],
+            capture_output=True,
+            timeout=10,
+            env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"},
+        )
+    except FileNotFoundError:
+        return None
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ProtectError(f"git could not read {what} to find what it runs ({exc})") from None
+    if done.returncode not in (0, 1):  # 1: no such key (git config)
+        lines = done.stderr.decode(errors="replace").strip().splitlines()
+        reason = lines[-1] if lines else f"exit status {done.returncode}"
+        raise ProtectError(f"git could not read {what} to find what it runs ({reason}); fix that file")
+    return done.stdout
+
+
+def _submodules(root: str, gitdir: str) -> list[Protected]:
+    """The ``.git`` of each submodule checked out in ``root`` (a gitlink of its index, where ``.gitmodules``
+    exists): ``git status`` in the root recurses into them and runs their config's ``core.fsmonitor``."""
+    if not os.path.isfile(os.path.join(root, ".gitmodules")):
+        return []
+    listing = _git(["--git-dir", gitdir, "--work-tree", root, "ls-files", "--stage", "-z"], f"the index of {root}")
+    out: list[Protected] = []
+    for entry in (listing or b"").split(b"\0"):
+        mode, _, rest = entry.partition(b" ")
+        if mode != b"160000":
+            continue
+        path = os.path.join(root, os.fsdecode(rest.partition(b"\t")[2]), ".git")
+        info = _lstat(path)
+        if info is not None:  # a missing one is a submodule not checked out: the limit the README names
+            out.append(Protected(path, "dir" if stat.S_ISDIR(info.st_mode) else "file"))
+    return out
 
 
 GIT_INCLUDE_DEPTH: Final = 10
@@ -140,30 +184,13 @@ def _config_names(root: str, configs: Sequence[str]) -> list[Protected]:
         if config in seen or depth > GIT_INCLUDE_DEPTH or not os.path.isfile(config):
             continue
         seen.add(config)
-        try:
-            done = subprocess.run(
-                [
-                    "git",
-                    "config",
-                    "--file",
-                    config,
-                    "--null",
-                    "--get-regexp",
-                    r"^(core\.hookspath|include(if\..*)?\.path)$",
-                ],
-                capture_output=True,
-                timeout=10,
-                env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"},
-            )
-        except FileNotFoundError:
+        found = _git(
+            ["config", "--file", config, "--null", "--get-regexp", r"^(core\.hookspath|include(if\..*)?\.path)$"],
+            config,
+        )
+        if found is None:
             return out  # no git here: nothing runs its hooks
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise ProtectError(f"git could not read {config} to find the hooks it names ({exc})") from None
-        if done.returncode not in (0, 1):  # 1: no such key
-            lines = done.stderr.decode(errors="replace").strip().splitlines()
-            reason = lines[-1] if lines else f"exit status {done.returncode}"
-            raise ProtectError(f"git could not read {config} to find the hooks it names ({reason}); fix that file")
-        for entry in done.stdout.decode(errors="surrogateescape").split("\0"):
+        for entry in found.decode(errors="surrogateescape").split("\0"):
             key, _, value = entry.partition("\n")
             if not value:
                 continue

@@ -425,7 +425,7 @@ class SandboxExecutor(LocalExecutor):
             )
             room = (
                 f"only the workspace and writable roots ({roots or 'none'}), a private /tmp and /dev/null are "
-                "writable, less dsh's home, .git/hooks, .git/config, agent settings and start-up files in them"
+                "writable, less dsh's home, .git, agent settings and start-up files in them"
             )
         else:
             room = "only a private /tmp and /dev/null are writable"
