@@ -4,12 +4,15 @@ A confined command must never write what dsh (or the user's shell, git, another 
 unconfined. Inside each writable root these stay read-only, existing or not:
 
 - the whole of ``DSH_HOME``, and every path this process trusted (:func:`dsh.paths.trusted_paths`:
-  the deployment file, hooks files and folders, plugin and skill folders, the sandbox program);
-- ``.git/hooks`` and ``.git/config`` of the root's repository (through a ``gitdir:`` pointer file
-  and its ``commondir`` too), or the whole ``.git`` where the root has none (no ``git init`` there),
-  and the ``core.hooksPath`` folder and included files git's config files name;
+  the deployment file, hooks files and folders, plugin and skill folders, the sandbox program,
+  a SQLite database with its journal files), with every symbolic link on the way to them;
+- the root's whole git directory (through a ``gitdir:`` pointer file and its ``commondir`` too), or
+  an empty ``.git`` where the root has none (no ``git init`` there), a ``HEAD`` that keeps the root
+  from passing for a bare repository, checked-out submodules' ``.git``, and the ``core.hooksPath``
+  folder and included files git's config files name (see :func:`git_paths`);
 - the agents' hook and settings folders (:data:`AGENT_FOLDERS`);
-- shell start-up files (:data:`STARTUP_FILES`) that exist in the root; a root that holds the
+- agent settings files (:data:`AGENT_FILES`) and shell start-up files (:data:`STARTUP_FILES`) that
+  exist in the root; a root that holds the
   user's home (where shells read them, existing or not) is refused instead (see ``_sandbox``);
 - whatever the deployment adds (``protect``).
 
