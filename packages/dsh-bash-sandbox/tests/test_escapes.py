@@ -358,6 +358,28 @@ def test_a_path_entry_reached_through_a_link_in_the_workspace_cannot_be_repointe
     assert os.readlink(proj / "tools") == str(opt) and not (proj / "evil").exists()
 
 
+def test_a_link_that_vanishes_while_protections_are_worked_out_is_one_line(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A background confined command renaming links as fast as it can makes ``readlink`` fail between the
+    check and the read: the call is refused in one line, not a traceback from ``os.path``."""
+    (base / "real-home").mkdir(mode=0o700)
+    (base / "home-link").symlink_to(base / "real-home")
+    executor = _sandbox(base, home=base / "home-link")
+    real_readlink = os.readlink
+
+    def vanished(path: str | os.PathLike[str], *args: object, **kwargs: object) -> str:
+        if os.fspath(path) == str(base / "home-link"):
+            raise FileNotFoundError(2, "No such file or directory", os.fspath(path))
+        return real_readlink(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "readlink", vanished)
+    with pytest.raises(SandboxError) as caught:
+        _run(executor, "true", base / "proj")
+    assert str(caught.value).startswith(f"the workspace-write sandbox cannot run: {base}/home-link changed while")
+    assert "\n" not in str(caught.value)
+
+
 def test_a_missing_or_linked_hide_entry_is_named_in_one_line(base: Path) -> None:
     (base / "real").mkdir()
     (base / "link").symlink_to(base / "real")

@@ -320,6 +320,11 @@ class SandboxExecutor(LocalExecutor):
                 args += protect_options(layout.roots, wanted)
             except ProtectError as exc:
                 raise self._refuse(f"the {self.mode} sandbox cannot run: {exc}") from None
+            except OSError as exc:  # a path on the way changed under the check (a background command's doing)
+                raise self._refuse(
+                    f"the {self.mode} sandbox cannot run: {exc.filename} changed while its protection was worked "
+                    f"out ({exc.strerror}); run the call again, and stop background commands that rename it"
+                ) from None
         if self.allow_unix_sockets:
             args += self._socket_masks()
         args += self._hide_options()
