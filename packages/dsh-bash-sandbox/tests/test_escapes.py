@@ -365,19 +365,26 @@ def test_a_link_that_vanishes_while_protections_are_worked_out_is_one_line(
     check and the read: the call is refused in one line, not a traceback from ``os.path``."""
     (base / "real-home").mkdir(mode=0o700)
     (base / "home-link").symlink_to(base / "real-home")
-    executor = _sandbox(base, home=base / "home-link")
+    (base / "proj" / "tools").symlink_to(base / "real-home")
     real_readlink = os.readlink
+    racing: list[Path] = []
 
     def vanished(path: str | os.PathLike[str], *args: object, **kwargs: object) -> str:
-        if os.fspath(path) == str(base / "home-link"):
+        if Path(path) in racing:
             raise FileNotFoundError(2, "No such file or directory", os.fspath(path))
         return real_readlink(path, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(os, "readlink", vanished)
-    with pytest.raises(SandboxError) as caught:
-        _run(executor, "true", base / "proj")
-    assert str(caught.value).startswith(f"the workspace-write sandbox cannot run: {base}/home-link changed while")
-    assert "\n" not in str(caught.value)
+    for link, executor in (
+        (base / "home-link", _sandbox(base, home=base / "home-link")),  # DSH_HOME's way, in the options
+        (base / "proj" / "tools", _sandbox(base)),  # a PATH entry's way, in the layout
+    ):
+        racing[:] = [link]
+        monkeypatch.setenv("PATH", f"{base}/proj/tools/bin:/usr/bin:/bin")
+        with pytest.raises(SandboxError) as caught:
+            _run(executor, "true", base / "proj")
+        assert str(caught.value).startswith(f"the workspace-write sandbox cannot run: {link} changed while")
+        assert "\n" not in str(caught.value)
 
 
 def test_a_missing_or_linked_hide_entry_is_named_in_one_line(base: Path) -> None:

@@ -246,7 +246,16 @@ class SandboxExecutor(LocalExecutor):
                 f"the {self.mode} sandbox will not run: PATH holds the relative entry {exc}, through which "
                 "dsh would run on the host a program a confined command wrote in the workspace; remove it from PATH"
             ) from None
+        except OSError as exc:
+            raise self._changed(exc) from None
         return Layout(cwd, workspace, roots, search)
+
+    def _changed(self, exc: OSError) -> SandboxError:
+        """The refusal when a path on the way changed under a check (a background command renaming it)."""
+        return self._refuse(
+            f"the {self.mode} sandbox cannot run: {exc.filename} changed while its protection was worked "
+            f"out ({exc.strerror}); run the call again, and stop background commands that rename it"
+        )
 
     def _hide_options(self) -> list[str]:
         args: list[str] = []
@@ -321,10 +330,7 @@ class SandboxExecutor(LocalExecutor):
             except ProtectError as exc:
                 raise self._refuse(f"the {self.mode} sandbox cannot run: {exc}") from None
             except OSError as exc:  # a path on the way changed under the check (a background command's doing)
-                raise self._refuse(
-                    f"the {self.mode} sandbox cannot run: {exc.filename} changed while its protection was worked "
-                    f"out ({exc.strerror}); run the call again, and stop background commands that rename it"
-                ) from None
+                raise self._changed(exc) from None
         if self.allow_unix_sockets:
             args += self._socket_masks()
         args += self._hide_options()
