@@ -171,6 +171,31 @@ GIT_INCLUDE_DEPTH: Final = 10
 """How deep git follows ``include.path`` (its own limit)."""
 
 
+_CONFIG_CACHE: dict[tuple[str, int, int, int, int], tuple[tuple[str, str], ...]] = {}
+"""What each config file said, by its identity and version (a git run costs milliseconds on every call)."""
+
+
+def _config_entries(config: str) -> tuple[tuple[str, str], ...] | None:
+    """The ``(key, value)`` of ``config``'s ``core.hooksPath`` and include paths, as git reads them (None: no git)."""
+    info = os.stat(config)
+    key = (config, info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size)
+    if key in _CONFIG_CACHE:
+        return _CONFIG_CACHE[key]
+    found = _git(
+        ["config", "--file", config, "--null", "--get-regexp", r"^(core\.hookspath|include(if\..*)?\.path)$"],
+        config,
+    )
+    if found is None:
+        return None
+    entries = []
+    for entry in found.decode(errors="surrogateescape").split("\0"):
+        name, _, value = entry.partition("\n")
+        if value:
+            entries.append((name, value))
+    _CONFIG_CACHE[key] = tuple(entries)
+    return _CONFIG_CACHE[key]
+
+
 def _config_names(root: str, configs: Sequence[str]) -> list[Protected]:
     """What git config files name that git runs or reads as config: ``core.hooksPath`` (relative to
     ``root``, the work tree) and every ``include.path`` / ``includeIf.*.path`` file, followed.
@@ -187,16 +212,10 @@ def _config_names(root: str, configs: Sequence[str]) -> list[Protected]:
         if config in seen or depth > GIT_INCLUDE_DEPTH or not os.path.isfile(config):
             continue
         seen.add(config)
-        found = _git(
-            ["config", "--file", config, "--null", "--get-regexp", r"^(core\.hookspath|include(if\..*)?\.path)$"],
-            config,
-        )
+        found = _config_entries(config)
         if found is None:
             return out  # no git here: nothing runs its hooks
-        for entry in found.decode(errors="surrogateescape").split("\0"):
-            key, _, value = entry.partition("\n")
-            if not value:
-                continue
+        for key, value in found:
             value = os.path.expanduser(value)
             if key.lower() == "core.hookspath":
                 out.append(Protected(os.path.normpath(os.path.join(root, value)), "dir"))
