@@ -41,3 +41,12 @@ def test_a_bash_shell_form_line_is_left_to_bash_and_an_unset_placeholder_is_empt
 def test_powershell_gets_the_text_substituted_since_it_does_not_read_the_braces_as_env() -> None:
     hook = HookCommand("& '${CLAUDE_PLUGIN_ROOT}/x.ps1'", shell="powershell")
     assert command_line(hook, ENV) == "& '/plug/x.ps1'"
+
+
+def test_powershell_exec_form_doubles_every_quote_powershell_reads_as_single() -> None:
+    """PowerShell ends a single-quoted string at U+2019 (and U+2018, U+201A, U+201B) as at ': a model's tool
+    input holding one would run the rest of the argument as PowerShell on the host, unless doubled like '."""
+    hook = HookCommand("./guard.ps1", args=("${tool_input.command}",), shell="powershell")
+    attack = "a\u2019; Remove-Item ~ -Recurse; \u2018b'c\u201ad\u201be"
+    line = command_line(hook, {}, {"command": attack})
+    assert line == "& './guard.ps1' 'a\u2019\u2019; Remove-Item ~ -Recurse; \u2018\u2018b''c\u201a\u201ad\u201b\u201be'"

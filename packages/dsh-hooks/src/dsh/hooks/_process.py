@@ -41,6 +41,11 @@ def _placeholder() -> re.Pattern[str]:
     return re.compile(r"\$\{(" + "|".join(map(re.escape, all_placeholders())) + r")\}")
 
 
+_PS_QUOTE = re.compile("(['\u2018\u2019\u201a\u201b])")
+"""The characters PowerShell's tokenizer takes for a single quote: the ASCII one and the typographic
+ones (left, right, low-9, reversed). Inside a single-quoted string each is escaped by doubling it; an
+undoubled U+2019 in a model's ``${tool_input.*}`` would end the string and run the rest on the host."""
+
 _TOOL_INPUT = re.compile(r"\$\{tool_input\.([A-Za-z0-9_.\-]+)\}")
 
 
@@ -77,7 +82,7 @@ def command_line(
         return substitute(hook.command, env) if hook.shell == "powershell" else hook.command
     words = [substitute(hook.command, env), *(substitute(a, env, tool_input or {}) for a in hook.args)]
     if hook.shell == "powershell":
-        return "& " + " ".join("'" + w.replace("'", "''") + "'" for w in words)
+        return "& " + " ".join("'" + _PS_QUOTE.sub(r"\1\1", w) + "'" for w in words)
     return "exec " + shlex.join(words)
 
 
