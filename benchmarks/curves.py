@@ -465,7 +465,11 @@ def bench_discovery_curve(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
 
 
 def _proc_status(pid: int) -> dict[str, Any]:
-    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    try:
+        fds: int | str = len(os.listdir(f"/proc/{pid}/fd"))
+    except PermissionError:
+        # dsh serve makes itself non-dumpable (seal_process): only root may list its descriptors.
+        fds = "unreadable: dsh serve is not dumpable, only root can count its /proc/PID/fd"
     rss_kib = 0
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):

@@ -477,3 +477,18 @@ def test_the_readmes_shortcut_past_hatch_run_starts_the_workspace_dsh() -> None:
     assert script.is_file(), f"{script} is missing: the Hatch environment has no dsh script"
     done = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0 and "dsh-cli 0.1.0" in done.stdout.splitlines(), done.stdout + done.stderr
+
+
+def test_no_document_installs_a_dsh_distribution_from_an_index() -> None:
+    """The dsh-* names are on no index (someone else may register them): every ``pip install`` of one
+    in a documented command block reads the wheels built from a clone (``--no-index``)."""
+    names = {pkg.name for pkg in PACKAGES}
+    offenders = []
+    for doc in sorted(REPO.glob("**/*.md")):
+        if any(part.startswith(".") for part in doc.relative_to(REPO).parts):
+            continue  # .venv/, .venvs/: installed third-party files
+        for block in re.findall(r"^```[a-z]*\n(.*?)^```", doc.read_text(), re.S | re.M):
+            for command in re.findall(r"pip install [^#\n]*", block):
+                if set(command.split()) & names and "--no-index" not in command:
+                    offenders.append(f"{doc.relative_to(REPO)}: {command.strip()}")
+    assert offenders == []

@@ -54,3 +54,16 @@ def test_locate_on_sqlite_prints_nothing_on_stdout_and_exits_1(tmp_path: Path) -
     )
     as_json = dsh("sessions", "locate", made["session_id"], "--deployment", str(deployment), "--json", home=home)
     assert as_json.returncode == 0 and json.loads(as_json.stdout)["location"] is None
+
+
+def test_plugins_columns_line_up_whatever_the_longest_group(tmp_path: Path) -> None:
+    # dsh.hook_dialects is longer than a 16-column group field once was: each column still starts at one offset.
+    rows = json.loads(dsh("plugins", "--json", home=tmp_path / "h").stdout)["plugins"]
+    lines = dsh("plugins", home=tmp_path / "h").stdout.splitlines()[1:]
+    assert len(lines) == len(rows) and any(r["group"] == "dsh.hook_dialects" for r in rows)
+    offsets = set()
+    for row, line in zip(rows, lines, strict=True):
+        name_at = line.index(f" {row['name']} ", len(row["group"])) + 1
+        state_at = line.rindex(f" {row['state']}") + 1
+        offsets.add((name_at, state_at))
+    assert len(offsets) == 1, lines

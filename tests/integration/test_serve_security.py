@@ -156,6 +156,10 @@ def _deployment(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.skipif(
+    os.geteuid() != 0,
+    reason="needs root: dsh serve makes itself non-dumpable (seal_process), so only root can count its /proc/PID/fd",
+)
 def test_a_thousand_execs_keep_open_files_and_memory_flat(home: Path, tmp_path: Path) -> None:
     if not session_lock_released_after_flush(tmp_path):
         pytest.xfail("the JSONL backend keeps each session's lock until it closes; #9 makes it per turn")

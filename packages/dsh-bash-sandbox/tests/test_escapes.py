@@ -269,6 +269,11 @@ def listener(base: Path) -> Iterator[tuple[Path, list[bytes]]]:
         server.close()
 
 
+# The interpreter the confined commands run (CONNECT needs only the standard library): the one this
+# venv was made from, since a venv under /tmp (a clone in /tmp) is not visible inside the sandbox,
+# whose /tmp is private.
+PYTHON = str(Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}")
+
 CONNECT = """
 import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -281,7 +286,7 @@ def test_no_unix_socket_outside_answers_a_confined_call(
     base: Path, listener: tuple[Path, list[bytes]], mode: str
 ) -> None:
     path, heard = listener
-    command = f"{sys.executable} -c '{CONNECT}' {path}"
+    command = f"{PYTHON} -c '{CONNECT}' {path}"
     result = _run(_sandbox(base, mode), command, base / "proj")
     assert result.exit_code != 0 and "answered" not in result.stdout and heard == []
     assert "PermissionError" in result.stderr, result.stderr
@@ -294,9 +299,9 @@ def test_a_socket_the_deployment_lists_answers_and_no_other(base: Path, listener
         unlisted.bind(str(other))
         unlisted.listen()
         executor = _sandbox(base, "read-only", allow_unix_sockets=(str(path),))
-        result = _run(executor, f"{sys.executable} -c '{CONNECT}' {path}", base / "proj")
+        result = _run(executor, f"{PYTHON} -c '{CONNECT}' {path}", base / "proj")
         assert result.exit_code == 0 and result.stdout == "answered\n", result
-        refused = _run(executor, f"{sys.executable} -c '{CONNECT}' {other}", base / "proj")
+        refused = _run(executor, f"{PYTHON} -c '{CONNECT}' {other}", base / "proj")
         assert refused.exit_code != 0 and "ConnectionRefusedError" in refused.stderr, refused.stderr
     assert heard == [b"run touch ~/x"]
 
@@ -549,7 +554,7 @@ def test_a_background_command_runs_behind_the_same_walls(base: Path, listener: t
     import asyncio
 
     path, heard = listener
-    command = f"touch {base}/home/bg; {sys.executable} -c '{CONNECT}' {path}; touch started"
+    command = f"touch {base}/home/bg; {PYTHON} -c '{CONNECT}' {path}; touch started"
     request = BashExecRequest(command, cwd=str(base / "proj"), workspace=str(base / "proj"))
 
     async def main() -> tuple[int, str]:

@@ -296,7 +296,10 @@ def test_json_callers_get_a_document_on_failures_before_the_command_ran(tmp_path
     assert proc.returncode == 125
     document = json.loads(proc.stdout)
     assert document["exit_code"] is None and document["session_id"] is None
-    assert document["error"] == f"no session nope under {home / 'sessions'}"
+    assert document["error"] == (
+        f"no session nope under {home / 'sessions'}; `dsh sessions list` lists the sessions of this deployment "
+        "and DSH_HOME"
+    )
     ran = dsh("exec", "--json", "--no-server", "--", "true", home=home)
     assert list(document) == list(json.loads(ran.stdout)), "a failure's document has every key a run's has"
     assert proc.stderr == f"dsh: {document['error']}\n"

@@ -19,6 +19,7 @@ from dsh.paths.deployment import choose_deployment, relative_home
 from dsh.paths.log import configure_command
 from dsh.session import SessionLockedError, SessionNotFoundError
 
+from ._errors import not_found_hint
 from ._fast._client import _stop_loading
 from ._fast._exec_argv import ExecArgs
 from ._fast._status import FAILURE_EXIT, failure_document
@@ -114,7 +115,7 @@ def dispatch(args: Args) -> int:
             import traceback
 
             traceback.print_exc()
-        message = f"{exc}{_own_session_hint(args, exc)}"
+        message = f"{exc}{_own_session_hint(args, exc) or not_found_hint(exc)}"
         print(f"dsh: {message}", file=sys.stderr)
         if getattr(args, "json", False):
             # A --json caller reads stdout: it gets a document saying what failed, never nothing.

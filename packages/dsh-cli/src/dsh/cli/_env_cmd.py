@@ -150,9 +150,13 @@ def plugins_verb(args: argparse.Namespace) -> int:
             print_json({"deployment": deployment, "plugins": rows, "problems": runtime.problems()})
         else:
             say(f"deployment: {choice.path or 'built-in default'} ({choice.reason})")
-            for row in rows:
-                dist = f"{row['distribution']} {row['version']}" if row["distribution"] else "-"
-                say(f"{row['group']:<16} {row['name']:<24} {dist:<32} {row['state']}")
+            dists = [f"{row['distribution']} {row['version']}" if row["distribution"] else "-" for row in rows]
+            # Columns as wide as their longest cell, so a long group (dsh.hook_dialects) keeps them aligned.
+            group_w = max((len(row["group"]) for row in rows), default=0)
+            name_w = max((len(row["name"]) for row in rows), default=0)
+            dist_w = max((len(dist) for dist in dists), default=0)
+            for row, dist in zip(rows, dists, strict=True):
+                say(f"{row['group']:<{group_w}}  {row['name']:<{name_w}}  {dist:<{dist_w}}  {row['state']}")
                 if row["error"]:
                     say(f"    error: {row['error']}")
         return 0

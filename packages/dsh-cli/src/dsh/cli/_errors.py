@@ -18,10 +18,19 @@ turns it into an answer to the peer or a failure sentence of its own. The agent 
 from __future__ import annotations
 
 from dsh.core import DshError
+from dsh.session import SessionNotFoundError
 
 from ._fast._wire import WireError
 
-__all__ = ["MissingPluginError", "ServeError", "UsageError", "WireError"]
+__all__ = ["MissingPluginError", "ServeError", "UsageError", "WireError", "not_found_hint"]
+
+
+def not_found_hint(exc: BaseException) -> str:
+    """Where to look for a session the deployment does not hold (sessions stay in the store that recorded
+    them), to follow its failure sentence; in-process and served alike."""
+    if isinstance(exc, SessionNotFoundError):
+        return "; `dsh sessions list` lists the sessions of this deployment and DSH_HOME"
+    return ""
 
 
 class UsageError(DshError, ValueError):

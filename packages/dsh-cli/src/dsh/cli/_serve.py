@@ -36,7 +36,7 @@ from dsh.core import DshError, EscapedError, describe
 from dsh.harness import LiveRuntime, warnings
 from dsh.paths import ensure_private_dir, seal_process, signals
 
-from ._errors import ServeError
+from ._errors import ServeError, not_found_hint
 from ._exec import exec_command
 from ._fast._status import FAILURE_EXIT
 from ._fast._wire import (
@@ -248,7 +248,10 @@ class Server:
             interrupt = watch.result() if watch.done() and not watch.cancelled() else None
             return interrupted_answer(interrupt[1]) if interrupt and interrupt[0] == "interrupt" else self._stopped()
         if (error := work.exception()) is not None:
-            detail = str(error) if isinstance(error, DshError) else f"the exec failed: {describe(error)}"
+            if isinstance(error, DshError):
+                detail = f"{error}{not_found_hint(error)}"
+            else:
+                detail = f"the exec failed: {describe(error)}"
             return failure_answer(request, detail)
         return work.result()
 
