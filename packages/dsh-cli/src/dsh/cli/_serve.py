@@ -149,6 +149,20 @@ class Server:
         writer.write(frame)
         await asyncio.wait_for(writer.drain(), self.idle_timeout)
 
+    async def _refuse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, error: str) -> None:
+        """Answer a client that is not served, then read what it sent, unparsed, until it closes.
+
+        Its request is still unread: closing over it would reset the connection, and the client
+        would lose the refusal it was about to read. The wait is bounded by the keep-alive period.
+        """
+        await self._send(writer, {"ok": False, "error": error})
+        if writer.can_write_eof():
+            writer.write_eof()
+        with contextlib.suppress(OSError, TimeoutError):
+            async with asyncio.timeout(self.keepalive):
+                while await reader.read(1 << 16):
+                    pass
+
     async def _keep_alive(self, writer: asyncio.StreamWriter) -> None:
         """Say "still here" at once (the request is taken) and every ``keepalive`` seconds, until cancelled.
 
@@ -193,12 +207,12 @@ class Server:
         uid = peer_uid(writer.get_extra_info("socket"))
         if uid is not None and uid != os.geteuid():
             _log(f"refused a client of uid {uid}: only uid {os.geteuid()} is served")
-            await self._send(writer, {"ok": False, "error": f"this dsh server serves only uid {os.geteuid()}"})
+            await self._refuse(reader, writer, f"this dsh server serves only uid {os.geteuid()}")
             return
         foreign = foreign_namespace(peer_pid(writer.get_extra_info("socket")))
         if foreign is not None:
             _log(f"refused a client {foreign}")
-            await self._send(writer, {"ok": False, "error": f"this dsh server refuses a client {foreign}"})
+            await self._refuse(reader, writer, f"this dsh server refuses a client {foreign}")
             return
         task = asyncio.current_task()
         assert task is not None
