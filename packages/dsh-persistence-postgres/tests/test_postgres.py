@@ -471,3 +471,15 @@ def test_acquire_refuses_a_user_who_may_write_flushes_but_not_the_records_of_com
             flusher.acquire(_header())  # refused before any command could run unrecorded
     finally:
         flusher.close()
+
+
+def test_errors_name_the_server_a_dsn_reaches_and_never_its_password() -> None:
+    from dsh.persistence.postgres._database import Database
+
+    def where(dsn: str, env: dict[str, str]) -> str:
+        options: dict[str, Any] = {"pool_min_size": 1, "pool_max_size": 2, "statement_timeout": None}
+        return Database(dsn, schema="dsh", connect_timeout=1, env=env, **options).where
+
+    assert where("dbname=dsh password=hunter2", {}) == "PostgreSQL on the local socket (port 5432) database dsh"
+    assert where("", {"PGPORT": "6543", "PGUSER": "me"}) == "PostgreSQL on the local socket (port 6543) database me"
+    assert where("postgresql://me:hunter2@db.example:5433/app", {}) == "PostgreSQL db.example:5433 database app"

@@ -62,10 +62,11 @@ class Database:
         if "connect_timeout" not in params and "PGCONNECT_TIMEOUT" not in environ:
             extra["connect_timeout"] = max(1, round(connect_timeout))
         self._conninfo = make_conninfo(dsn, **extra)
-        host = params.get("host") or params.get("hostaddr") or environ.get("PGHOST") or "the local socket"
+        host = params.get("host") or params.get("hostaddr") or environ.get("PGHOST")
         port = params.get("port") or environ.get("PGPORT") or "5432"
         dbname = params.get("dbname") or environ.get("PGDATABASE") or params.get("user") or environ.get("PGUSER")
-        self.where = f"PostgreSQL {host}:{port}" + (f" database {dbname}" if dbname else "")
+        server = f"{host}:{port}" if host else f"on the local socket (port {port})"
+        self.where = f"PostgreSQL {server}" + (f" database {dbname}" if dbname else "")
         """The server and database, as errors name them (never the password)."""
         self.schema = schema
         self.ident = sql.Identifier(schema)
