@@ -241,7 +241,7 @@ def test_a_frozen_link_ends_the_call_within_the_configured_keepalive_bound(host:
         for pid in host.pids(f"sleep\0{tag}"):
             os.kill(pid, signal.SIGKILL)
     assert proc.returncode == 255, err
-    assert 1.0 <= waited < 1.5 + 8, f"gave up after {waited:.2f} s"
+    assert waited >= 1.0 and waited < 1.5 + 8, f"gave up after {waited:.2f} s"  # the bound, not a speed
     document = json.loads(out)
     assert (document["stdout"], document["status_known"]) == ("printed\n", False)
     assert "the host sent nothing for 1.5 s (keepalive_interval, keepalive_count_max)" in document["stderr"]

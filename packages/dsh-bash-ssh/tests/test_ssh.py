@@ -272,7 +272,7 @@ def test_a_frozen_link_is_given_up_after_the_keepalive_bound_keeping_what_came(
     finally:
         for pid in host.pids(f"sleep\0{tag}"):
             os.kill(pid, signal.SIGKILL)
-    assert 1.0 <= waited < 1.5 + 5, f"given up after {waited:.2f} s"
+    assert waited >= 1.0 and waited < 1.5 + 5, f"given up after {waited:.2f} s"  # the bound, not a speed
     assert (result.exit_code, result.status_known) == (255, False)  # type: ignore[attr-defined]
     assert result.stdout == "started\ntick 1\ntick 2\ntick 3\n"  # type: ignore[attr-defined]
     assert result.stderr == (  # type: ignore[attr-defined]
