@@ -458,7 +458,7 @@ def test_a_trusted_sqlite_database_in_the_workspace_takes_no_planted_journal(bas
         "shutil.copy('/tmp/copy.db-wal', 'sessions.sqlite3-wal')\n"
         "os._exit(0)  # no checkpoint: the frames stay in the planted -wal\n"
     )
-    result = _run(_sandbox(base), f"{sys.executable} craft.py", proj)
+    result = _run(_sandbox(base), f"{PYTHON} craft.py", proj)
     assert result.exit_code != 0 and "Error: [Errno" in result.stderr and "sessions.sqlite3-wal" in result.stderr
     assert (proj / "sessions.sqlite3-wal").stat().st_size == 0  # bubblewrap's mount point, nothing more
     with sqlite3.connect(database) as conn:

@@ -43,7 +43,7 @@ _CHILD = textwrap.dedent(
         code, stdout, stderr, spill = asyncio.run(background())
     with open("/proc/self/status") as fh:
         peak = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:")) * 1024
-    print(json.dumps({"peak": peak, "stdout": stdout[:300], "tail": stdout[-20:], "length": len(stdout),
+    print(json.dumps({"peak": peak, "stdout": stdout[:1000], "tail": stdout[-20:], "length": len(stdout),
                       "spill": spill, "stderr": stderr, "exit": code}))
     """
 )
