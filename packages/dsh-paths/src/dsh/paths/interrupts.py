@@ -109,6 +109,20 @@ def _initialising_extension(frame: FrameType | None) -> bool:
     return False
 
 
+_SWALLOWED = (("<frozen importlib._bootstrap>", "cb"),)
+"""Frames whose exceptions Python prints as "Exception ignored in ..." and drops: the weak-reference
+callback that releases an import's module lock (its file and function name)."""
+
+
+def _raise_lost(frame: FrameType | None) -> bool:
+    """Whether an exception raised in ``frame`` would be swallowed by the interpreter (a traceback on
+    stderr, and the run goes on as if nothing was raised): a weak-reference callback, a ``__del__``."""
+    if frame is None:
+        return False
+    code = frame.f_code
+    return code.co_name == "__del__" or (code.co_filename, code.co_name) in _SWALLOWED
+
+
 def _redeliver(sig: signal.Signals) -> None:
     """Send ``sig`` to this process again after :data:`REDELIVER_AFTER` seconds (from a thread)."""
     import os
@@ -193,9 +207,10 @@ class Interrupts:
         assert self.caught is not None
         if not (self._armed or (self._held == 0 and not self.started and self._cancel is None)):
             return
-        if _initialising_extension(frame):
+        if _initialising_extension(frame) or _raise_lost(frame):
             # An exception raised into a C extension's initialisation can crash the interpreter
-            # (orjson's does, measured): ask again in a moment, once the import is through.
+            # (orjson's does, measured), and one raised in a weak-reference callback or a __del__ is
+            # printed as a traceback and lost: ask again in a moment, once that code is through.
             self._deferred = True
             _redeliver(self.caught)
             return
