@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh.agent import ModelStep, ScriptError, ToolCall, load_script
-from dsh.agent._script import Script, ScriptTurn, _CallForm, _StepForm
+from dsh.agent import ModelStep, ScriptError, ToolCall
+from dsh.agent.script import Script, ScriptTurn, _CallForm, _StepForm, load_script
 
 
 def test_a_tool_call_refuses_an_empty_name_and_replace_keeps_the_checked_one() -> None:
