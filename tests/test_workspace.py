@@ -457,9 +457,9 @@ NOT_RECORDS = {
     "dsh/session/_empty.py:ReadOnlyDict": "a mapping that must be a dict (json and `|` take it as one)",
     "dsh/tool_bash/_tool.py:TaskTable": "background tasks started and finished while the tool lives",
 }
-"""Every slotted class of ``packages/*/src`` that is not a checked record, and why; the fenced fast
-path (``dsh/cli/_fast/``) keeps its own. A new slotted class is a record (make it a NamedTuple) or
-is added here with its reason."""
+"""Every slotted or bare class of ``packages/*/src`` that is not a checked record, and why; the fenced
+fast path (``dsh/cli/_fast/``) keeps its own. A new one is a record (make it a NamedTuple) or is
+added here with its reason."""
 
 TYPED_DICTS = {"dsh/session/events.py"}
 """Where a ``TypedDict`` may be defined: the keys of the JSON objects dsh publishes (an event's ``data``)."""
@@ -477,11 +477,12 @@ def test_every_record_dsh_defines_is_a_named_tuple() -> None:
     """The record rule (root README, issues 22 and 40): one kind of record class in dsh's own sources.
 
     No dataclass and no pydantic model (pydantic is the bridge that reads files into NamedTuples);
-    a ``TypedDict`` only where published JSON objects are typed; and every class with ``__slots__``
-    either a checked record (``__slots__ = ()`` on a NamedTuple of its module) or in
-    :data:`NOT_RECORDS` with why it is state.
+    a ``TypedDict`` only where published JSON objects are typed; and every class with ``__slots__``, or
+    of a record's shape without being one (no base, nothing but attributes and dunder methods), either
+    a checked record (``__slots__ = ()`` on a NamedTuple of its module) or in :data:`NOT_RECORDS` with
+    why it is state.
     """
-    slotted = set()
+    listed = set()
     for source in REPO.glob("packages/*/src/**/*.py"):
         module = _module(source)
         tree = ast.parse(source.read_text())
@@ -509,16 +510,28 @@ def test_every_record_dsh_defines_is_a_named_tuple() -> None:
                 if isinstance(statement, ast.Assign)
                 and any(isinstance(t, ast.Name) and t.id == "__slots__" for t in statement.targets)
             ]
-            if not slots or module.startswith("dsh/cli/_fast/"):
+            if module.startswith("dsh/cli/_fast/") or not (slots or _carries_data(node)):
                 continue
-            if ast.literal_eval(slots[0]) == () and named_tuples & set(bases):
+            if slots and ast.literal_eval(slots[0]) == () and named_tuples & set(bases):
                 continue  # a checked record: a private NamedTuple of the fields and a public subclass
-            slotted.add(f"{module}:{node.name}")
+            listed.add(f"{module}:{node.name}")
             assert f"{module}:{node.name}" in NOT_RECORDS, (
-                f"{where} has __slots__ and is not a checked record: if it carries data (fields set once, no "
-                "identity), make it a typing.NamedTuple; if it is state, add it to NOT_RECORDS with why (root README)"
+                f"{where} is a slotted or bare class, not a checked record: if it carries data (fields set "
+                "once, no identity), make it a typing.NamedTuple; if it is state, add it to NOT_RECORDS with why "
+                "(root README)"
             )
-    assert slotted == set(NOT_RECORDS), f"NOT_RECORDS names classes that are gone: {sorted(set(NOT_RECORDS) - slotted)}"
+    assert listed == set(NOT_RECORDS), f"NOT_RECORDS names classes that are gone: {sorted(set(NOT_RECORDS) - listed)}"
+
+
+def _carries_data(node: ast.ClassDef) -> bool:
+    """A class of no base (``Generic`` aside) whose body is only attributes and dunder methods: a record's shape."""
+    if any(base != "Generic" for base in _bases(node)):
+        return False
+    return all(
+        isinstance(statement, ast.Expr | ast.Assign | ast.AnnAssign)
+        or (isinstance(statement, ast.FunctionDef) and statement.name[:2] == statement.name[-2:] == "__")
+        for statement in node.body
+    )
 
 
 def test_modules_that_define_records_evaluate_their_annotations() -> None:
