@@ -7,8 +7,8 @@ The rest of ``bench_cold`` runs ``python -m dsh.cli`` in the workspace environme
 distribution is an editable install (21 source folders on ``sys.path``). A user's ``dsh`` is neither:
 this measures that one, against ``python -c pass`` of the same virtual environment. The script and
 ``python -m dsh.cli`` take turns with one deployment file in one home, as a user calling both would:
-caches that evicted each other's entries would show here as two slow figures (see the dsh-loader
-README's validated-form cache). Building the wheels takes a minute; ``build_wheels.py`` fetches the
+caches that evicted each other's entries would show here as two slow figures (see the dsh-cli
+README's "Start-up memos"). Building the wheels takes a minute; ``build_wheels.py`` fetches the
 third-party wheels through pip (its cache, else the package index), and the install then reads that
 folder alone (``--no-index``).
 """

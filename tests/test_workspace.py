@@ -456,17 +456,108 @@ def test_the_readmes_two_commands_are_the_ones_ci_and_the_venv_layout_use() -> N
     assert "DSH_SESSION_JSONL" in line, "it shows where the default deployment's JSONL transcript is"
 
 
+NOT_RECORDS = {
+    # Slotted classes of dsh's sources that are not records, and why (the record rule, root README:
+    # may a copy with the same fields stand in for it everywhere? No: it is state, or not a value).
+    "dsh/agent/_observe.py:Span": "ended later: its end time, error and attributes are set when the work ends",
+    "dsh/bash_env/_registry.py:_State": "the registry's shared state, behind a lock",
+    "dsh/bash_env/_resolve.py:Entry": "a contributor with its lock, thread pool and running resolves",
+    "dsh/bash_env/_resolve.py:Call": "one collect in progress: futures, outcomes taken so far",
+    "dsh/bash_env/_resolve.py:Snapshot": "a mapping that must be a dict (a call's env), carrying warnings",
+    "dsh/bash_ssh/_ssh.py:_Pooled": "a pooled connection and the count of commands it carries now",
+    "dsh/cli/_sessions_cmd.py:Verdict": "filled in as the checks run",
+    "dsh/core/_context.py:Context": "a plugin's handle on its fiber: behaviour, no data of its own",
+    "dsh/core/_fiber.py:Effect": "a registration that is disposed once; fibers key effects by identity",
+    "dsh/core/_services.py:ServiceKey": "a typed name: as a tuple it would iterate (inject=KEY would pass for "
+    "inject=(KEY,)) and equal ('db',)",
+    "dsh/core/_services.py:_Entry": "a registration, removed only by its own disposer (compared with `is`)",
+    "dsh/core/_services.py:Registry": "values registered and removed as plugins load and unload",
+    "dsh/hooks/_transcript.py:_Lines": "a view's chain end and announced tool ids, advanced line by line",
+    "dsh/hooks/_transcript.py:_View": "how far a view was written, updated as events are appended",
+    "dsh/loader/_contain.py:_Wrapper": "an installed signal handler, told apart from others with `is`",
+    "dsh/loader/_contain.py:_Watch": "counts signals while armed",
+    "dsh/loader/_contain.py:_Containment": "a context manager holding the watch it armed",
+    "dsh/loader/_discovery.py:_Scan": "filled in while scanning",
+    "dsh/paths/deployment.py:DeploymentChoice": "a record by the rule, left plain while issue 40's deployment "
+    "work moves it: make it a NamedTuple (or move it into the fence) and drop this line",
+    "dsh/session/_empty.py:ReadOnlyDict": "a mapping that must be a dict (json and `|` take it as one)",
+    "dsh/tool_bash/_tool.py:TaskTable": "background tasks started and finished while the tool lives",
+}
+"""Every slotted or bare class of ``packages/*/src`` that is not a checked record, and why; the fenced
+fast path (``dsh/cli/_fast/``) keeps its own. A new one is a record (make it a NamedTuple) or is
+added here with its reason."""
+
+TYPED_DICTS = {"dsh/session/events.py"}
+"""Where a ``TypedDict`` may be defined: the keys of the JSON objects dsh publishes (an event's ``data``)."""
+
+
+def _module(source: Path) -> str:
+    return source.as_posix().split("/src/", 1)[1]
+
+
+def _bases(node: ast.ClassDef) -> list[str]:
+    return [ast.unparse(base.value if isinstance(base, ast.Subscript) else base) for base in node.bases]
+
+
 def test_every_record_dsh_defines_is_a_named_tuple() -> None:
-    """The record rule (root README, issue 22): no dataclass is defined in dsh's own sources."""
+    """The record rule (root README, issues 22 and 40): one kind of record class in dsh's own sources.
+
+    No dataclass and no pydantic model (pydantic is the bridge that reads files into NamedTuples);
+    a ``TypedDict`` only where published JSON objects are typed; and every class with ``__slots__``, or
+    of a record's shape without being one (no base, nothing but attributes and dunder methods), either
+    a checked record (``__slots__ = ()`` on a NamedTuple of its module) or in :data:`NOT_RECORDS` with
+    why it is state.
+    """
+    listed = set()
     for source in REPO.glob("packages/*/src/**/*.py"):
-        for node in ast.walk(ast.parse(source.read_text())):
-            if isinstance(node, ast.ClassDef):
-                for decorator in node.decorator_list:
-                    target = decorator.func if isinstance(decorator, ast.Call) else decorator
-                    name = ast.unparse(target)
-                    assert name.split(".")[-1] != "dataclass", (
-                        f"{source}: class {node.name} is a dataclass; dsh's records are NamedTuples (root README)"
-                    )
+        module = _module(source)
+        tree = ast.parse(source.read_text())
+        classes = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+        named_tuples = {node.name for node in classes if "NamedTuple" in _bases(node)}
+        for node in classes:
+            where = f"{source}: class {node.name}"
+            for decorator in node.decorator_list:
+                target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                assert ast.unparse(target).split(".")[-1] != "dataclass", (
+                    f"{where} is a dataclass; dsh's records are NamedTuples (root README)"
+                )
+            bases = [base.split(".")[-1] for base in _bases(node)]
+            assert not {"BaseModel", "RootModel"} & set(bases), (
+                f"{where} is a pydantic model; dsh's records are NamedTuples, read from a file with "
+                "dsh.loader.validation.validate_named_tuple (root README)"
+            )
+            assert "TypedDict" not in bases or module in TYPED_DICTS, (
+                f"{where} is a TypedDict; a record is a NamedTuple, and only {sorted(TYPED_DICTS)} types "
+                "published JSON objects with TypedDicts (root README)"
+            )
+            slots = [
+                statement.value
+                for statement in node.body
+                if isinstance(statement, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "__slots__" for t in statement.targets)
+            ]
+            if module.startswith("dsh/cli/_fast/") or not (slots or _carries_data(node)):
+                continue
+            if slots and ast.literal_eval(slots[0]) == () and named_tuples & set(bases):
+                continue  # a checked record: a private NamedTuple of the fields and a public subclass
+            listed.add(f"{module}:{node.name}")
+            assert f"{module}:{node.name}" in NOT_RECORDS, (
+                f"{where} is a slotted or bare class, not a checked record: if it carries data (fields set "
+                "once, no identity), make it a typing.NamedTuple; if it is state, add it to NOT_RECORDS with why "
+                "(root README)"
+            )
+    assert listed == set(NOT_RECORDS), f"NOT_RECORDS names classes that are gone: {sorted(set(NOT_RECORDS) - listed)}"
+
+
+def _carries_data(node: ast.ClassDef) -> bool:
+    """A class of no base (``Generic`` aside) whose body is only attributes and dunder methods: a record's shape."""
+    if any(base != "Generic" for base in _bases(node)):
+        return False
+    return all(
+        isinstance(statement, ast.Expr | ast.Assign | ast.AnnAssign)
+        or (isinstance(statement, ast.FunctionDef) and statement.name[:2] == statement.name[-2:] == "__")
+        for statement in node.body
+    )
 
 
 def test_modules_that_define_records_evaluate_their_annotations() -> None:

@@ -3,8 +3,11 @@
 Each verb runs in a fresh interpreter through the real entry point (``dsh.cli._fast._client.main``,
 what ``python -m dsh.cli`` and the ``dsh`` script run), on the default deployment in an empty
 home; a wrapper then prints which heavy modules ended up in ``sys.modules``. pydantic stays the
-validator of configs, deployment files and scripts, so it is loaded only when one is there to check;
-``importlib.metadata`` only when the installed distributions changed since the discovery cache.
+validator of configs, deployment files and scripts, and dsh-loader alone validates and scans on every
+call; a cold command skips them through the start-up memos its fence hands the loader
+(``dsh.cli._fast._memos``: ``<home>/run/discovery.cache`` and ``validated.cache``), so pydantic and yaml
+load only for a file or config not seen before, ``importlib.metadata`` only when the installed
+distributions changed since the last command.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from dsh.bash_env import BASH_ENV_GROUP
+from dsh.cli._fast._memos import EntryPointFile
 from dsh.loader import PLUGINS_GROUP, Catalog, DiscoveryError
 from tests.helpers import make_dist
 
@@ -76,8 +77,8 @@ def test_the_discovery_cache_keeps_who_was_left_out(site: Path, tmp_path: Path) 
     make_dist(site, "second-dist", "3.1", {BASH_ENV_GROUP: {"region": "second:c"}})
     cache = tmp_path / "run" / "discovery"
     cache.parent.mkdir(mode=0o700)
-    scanned = Catalog(cache)
-    cached = Catalog(cache)  # read back: no rescan
+    scanned = Catalog(EntryPointFile(str(cache)))
+    cached = Catalog(EntryPointFile(str(cache)))  # read back: no rescan
     for catalog in (scanned, cached):
         assert catalog.find(BASH_ENV_GROUP, "region").distribution == "first-dist"
         assert [loss.item.who() for loss in catalog.lost(BASH_ENV_GROUP)] == ["second-dist 3.1"]

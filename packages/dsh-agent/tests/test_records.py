@@ -1,4 +1,4 @@
-"""The turn's records are NamedTuples; a script reads its steps and calls as mappings, in plain words."""
+"""The turn's and a script's records are NamedTuples; a script reads its steps and calls as mappings, in plain words."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from dsh.agent import ModelStep, ScriptError, ToolCall
-from dsh.agent.script import Script, ScriptTurn, _CallForm, _StepForm, load_script
+from dsh.agent.script import Script, ScriptTurn, load_script
+from dsh.loader.validation import validate_named_tuple
+from dsh.session.persistence import json_bytes, json_loads
 
 
 def test_a_tool_call_refuses_an_empty_name_and_replace_keeps_the_checked_one() -> None:
@@ -18,12 +20,6 @@ def test_a_tool_call_refuses_an_empty_name_and_replace_keeps_the_checked_one() -
     assert call._replace(id="c1") == ToolCall(name="bash", id="c1", arguments={"command": "true"})
     assert call.to_json() == {"id": None, "name": "bash", "arguments": {"command": "true"}}
     assert ToolCall(name="x", error="bad").to_json() == {"id": None, "name": "x", "arguments": {}, "error": "bad"}
-
-
-def test_the_script_forms_name_exactly_the_records_fields() -> None:
-    # The forms repeat the fields the records have (their types as a file gives them): they must not drift.
-    assert set(_CallForm.model_fields) == set(ToolCall._fields)
-    assert set(_StepForm.model_fields) == set(ModelStep._fields)
 
 
 def _script(tmp_path: Path, text: str) -> Path:
@@ -38,13 +34,15 @@ def test_a_script_builds_the_records_with_their_defaults(tmp_path: Path) -> None
     assert isinstance(call, ModelStep) and isinstance(call.tool_calls[0], ToolCall)
     assert call.tool_calls[0] == ToolCall(name="bash")
     assert done == ModelStep(text="done")
-    # Written back as a file holds it, and read again to the same records; a record given as itself is kept.
-    dumped = script.model_dump()
+    assert isinstance(script, Script) and isinstance(script.turns[0], ScriptTurn)
+    # Written back as dsh's JSON writes a record (an object of its fields), read again, and written the same.
+    dumped = json_loads(json_bytes(script))
     assert dumped["turns"][0]["steps"][0]["tool_calls"] == [
         {"name": "bash", "id": None, "arguments": {}, "error": None}
     ]
-    assert Script.model_validate(dumped) == script
-    assert Script(turns=[ScriptTurn(steps=[done])]).turns[0].steps[0] is done
+    again = validate_named_tuple(Script, dumped)
+    assert again.turns[0].steps[0].tool_calls == [ToolCall(name="bash")]
+    assert json_loads(json_bytes(again)) == dumped
 
 
 @pytest.mark.parametrize(
@@ -64,6 +62,7 @@ def test_a_script_builds_the_records_with_their_defaults(tmp_path: Path) -> None
         ("[hi]", "field 'turns[0].steps[0]' must be a mapping"),
         ("[[hi]]", "field 'turns[0].steps[0]' must be a mapping"),
         ("[{usage: {a: x}}]", "field 'turns[0].steps[0].usage.a' must be a whole number"),
+        ("[{usage: {a: true}}]", "field 'turns[0].steps[0].usage.a' must be a whole number"),
     ],
 )
 def test_a_script_step_or_call_is_a_mapping_and_its_faults_are_plain_words(
@@ -73,3 +72,24 @@ def test_a_script_step_or_call_is_a_mapping_and_its_faults_are_plain_words(
     with pytest.raises(ScriptError) as caught:
         load_script(path)
     assert str(caught.value) == f"{path}: {message}"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[{user: hi}]", "the top level must be a mapping of fields"),
+        ("turns: [[hi]]", "field 'turns[0]' must be a mapping"),
+        ("turns: hi", "field 'turns' must be a list"),
+        ("subagents: {helper: [{text: 1}]}", "field 'subagents.helper[0].text' must be a string"),
+        ("modle: x", "field 'modle' is not a known field (check its spelling)"),
+    ],
+)
+def test_a_script_is_a_mapping_of_its_records_fields(tmp_path: Path, text: str, message: str) -> None:
+    path = _script(tmp_path, text)
+    with pytest.raises(ScriptError) as caught:
+        load_script(path)
+    assert str(caught.value) == f"{path}: {message}"
+
+
+def test_an_empty_script_file_is_an_empty_script(tmp_path: Path) -> None:
+    assert load_script(_script(tmp_path, "")) == Script()

@@ -1,19 +1,16 @@
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from dsh.core import FieldError
 from dsh.loader import (
-    Catalog,
     Deployment,
     DeploymentError,
     ModelChoice,
     PersistenceChoice,
     PluginEntry,
-    ValidatedCache,
     load_deployment,
     parse_deployment,
 )
@@ -83,22 +80,3 @@ def test_the_records_are_checked_named_tuples_built_in_code_as_from_a_file() -> 
     for bad in (lambda: PluginEntry(""), lambda: PersistenceChoice(""), lambda: ModelChoice(" ")):
         with pytest.raises(FieldError, match="must not be empty"):
             bad()
-
-
-def test_a_cached_deployment_keeps_its_model_and_every_record_s_type(tmp_path: Path) -> None:
-    path = _write(
-        tmp_path, "model: {provider: anthropic, config: {model: x}}\nplugins:\n  - {id: a, config: {k: [1]}}\n"
-    )
-    cached = str(tmp_path / "validated.cache")
-    first = ValidatedCache(cached, Catalog().key)
-    validated = load_deployment(path, validated=first)
-    first.save()
-    (form,) = json.loads(Path(cached).read_text())["environments"][0]["deployments"].values()
-    assert form["deployment"]["model"] == {"provider": "anthropic", "config": {"model": "x"}}
-    again = load_deployment(path, validated=ValidatedCache(cached, Catalog().key))
-    assert again == validated and again.model == ModelChoice("anthropic", {"model": "x"})
-    assert [type(r) for r in (again.persistence, again.model, *(again.plugins or ()))] == [
-        PersistenceChoice,
-        ModelChoice,
-        PluginEntry,
-    ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Annotated, Literal, NamedTuple
@@ -91,6 +91,18 @@ def test_invalid_configs_fail_naming_each_field(kind: type, seq: type, raw: obje
     state, error, _ = _load(kind, raw)
     assert state is FiberState.FAILED and error is not None
     assert error.startswith("plugin 'server' has invalid config: ") and message in error
+
+
+class Watched(NamedTuple):
+    paths: Sequence[str] = ()
+
+
+@pytest.mark.parametrize("given", ["a", None, 3, {"a": 1}])
+def test_a_sequence_field_given_anything_but_a_list_must_be_a_list(given: object) -> None:
+    # pydantic words these its own way ('str' instances are not allowed as a Sequence value; an instance of Sequence).
+    state, error, _ = _load(Watched, {"paths": given})
+    assert state is FiberState.FAILED
+    assert error == "plugin 'server' has invalid config: field 'config.paths' must be a list"
 
 
 @pytest.mark.parametrize("kind", [NeedsPath, NeedsPathTuple])

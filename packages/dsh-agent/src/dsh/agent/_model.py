@@ -7,8 +7,8 @@ deployment's ``model: {provider: NAME, config: {...}}`` (or ``dsh run --model NA
 does not satisfy the protocol is one error naming its entry point, never a ``TypeError`` mid-turn.
 
 :class:`ToolCall` is a checked ``NamedTuple`` (``dsh exec`` builds a call with no pydantic); a script
-is validated by pydantic, which checks it as a field of :class:`~dsh.agent.ModelStep` (``_steps``, a
-module ``dsh exec`` never imports: it runs no model step).
+is read into it by dsh-loader's pydantic bridge, as a field of :class:`~dsh.agent.ModelStep` (``_steps``,
+a module ``dsh exec`` never imports: it runs no model step), and its ``__new__`` checks it there too.
 """
 
 from collections import deque
@@ -161,13 +161,13 @@ class ScriptedModel:
     def __init__(
         self,
         turns: "Sequence[Sequence[ModelStep]]",
-        subagents: "dict[str, list[ModelStep]] | None" = None,
+        subagents: "Mapping[str, Sequence[ModelStep]] | None" = None,
         name: str = "dsh-scripted",
     ) -> None:
         self.name = name
         self._turns = deque(list(t) for t in turns)
         self._steps: deque[ModelStep] = deque()
-        self._subagents = subagents or {}
+        self._subagents: Mapping[str, Sequence[ModelStep]] = subagents or {}
 
     @classmethod
     def from_script(cls, script: "Script") -> "ScriptedModel":

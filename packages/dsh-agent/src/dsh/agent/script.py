@@ -1,103 +1,46 @@
-"""Scripts of the keyless model (``dsh run --script``): read from YAML or JSON, validated by pydantic."""
+"""Scripts of the keyless model (``dsh run --script``): records read from YAML or JSON by dsh-loader's pydantic bridge.
+
+A script is input read from a file, like a deployment: its records are ``NamedTuple``s (dsh's one
+kind, root README), and :func:`load_script` validates the file's mapping into them with
+:func:`dsh.loader.validation.validate_named_tuple`, the bridge deployments and plugin configs go
+through (unknown keys refused, a list where a step or call is expected refused as "must be a
+mapping", each error naming its field). pydantic and yaml are imported only when a script is read.
+"""
 
 import json
 import os
-from typing import Annotated, Any, NamedTuple
-
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    GetPydanticSchema,
-    PlainSerializer,
-    ValidationError,
-    ValidatorFunctionWrapHandler,
-    WrapValidator,
-)
+from collections.abc import Mapping
+from typing import NamedTuple
 
 from dsh.core import Context, Plugin
-from dsh.loader.validation import format_validation_error
 from dsh.paths import read_regular_text
+from dsh.session import EMPTY_MAPPING
 
 from ._errors import ScriptError
-from ._model import ToolCall
 from ._steps import ModelStep
 
 
-def _from_mapping(record: type[Any], form: type[BaseModel]) -> tuple[Any, ...]:
-    """How a script reads ``record`` (a NamedTuple): pydantic metadata reading a mapping as ``form`` types it.
-
-    pydantic's own reading of a NamedTuple also takes a list of its values in order and words its
-    errors its own way; a script's step and call are mappings (unknown keys refused), so a list is
-    "must be a mapping". The record is built from the fields given (its own defaults for the rest,
-    a list as a tuple), so its ``__new__`` checks it; one given as itself (a script built in Python)
-    is kept. ``Script.model_dump()`` writes it back as the form does, nested records included.
-    """
-
-    def build(value: Any, validate: ValidatorFunctionWrapHandler) -> Any:
-        if isinstance(value, record):
-            return value
-        given = validate(value)
-        fields = {name: getattr(given, name) for name in given.model_fields_set}
-        return record(**{name: tuple(v) if isinstance(v, list) else v for name, v in fields.items()})
-
-    return (
-        GetPydanticSchema(lambda _source, handler: handler(form)),
-        WrapValidator(build),
-        PlainSerializer(lambda value: form.model_validate(value._asdict()).model_dump()),
-    )
-
-
-class _CallForm(BaseModel):
-    """A :class:`~dsh.agent.ToolCall` in a script (an empty ``name`` is refused by the record itself)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    id: str | None = None
-    arguments: dict[str, object] = Field(default_factory=dict)
-    error: str | None = None
-
-
-_ScriptCall = Annotated[ToolCall, *_from_mapping(ToolCall, _CallForm)]
-
-
-class _StepForm(BaseModel):
-    """A :class:`~dsh.agent.ModelStep` in a script."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    text: str = ""
-    tool_calls: list[_ScriptCall] = Field(default_factory=list)
-    reasoning: str = ""
-    usage: dict[str, int] = Field(default_factory=dict)
-
-
-_ScriptStep = Annotated[ModelStep, *_from_mapping(ModelStep, _StepForm)]
-
-
-class ScriptTurn(BaseModel):
+class ScriptTurn(NamedTuple):
     """One scripted turn: the user's prompt and the model's steps."""
 
-    model_config = ConfigDict(extra="forbid")
-
     user: str = ""
-    steps: list[_ScriptStep] = Field(default_factory=list)
+    steps: tuple[ModelStep, ...] = ()
 
 
-class Script(BaseModel):
+class Script(NamedTuple):
     """A keyless run: turns for the main agent and steps for each subagent type."""
 
-    model_config = ConfigDict(extra="forbid")
-
     model: str = "dsh-scripted"
-    turns: list[ScriptTurn] = Field(default_factory=list)
-    subagents: dict[str, list[_ScriptStep]] = Field(default_factory=dict)
+    turns: tuple[ScriptTurn, ...] = ()
+    subagents: Mapping[str, tuple[ModelStep, ...]] = EMPTY_MAPPING
 
 
 def load_script(path: str | os.PathLike[str]) -> Script:
     """Read a script from YAML or JSON; errors name the file and field."""
     import yaml  # only scripts need it
+    from pydantic import ValidationError
+
+    from dsh.loader.validation import format_validation_error, validate_named_tuple
 
     source = os.fspath(path)
     try:
@@ -108,9 +51,10 @@ def load_script(path: str | os.PathLike[str]) -> Script:
     except (ValueError, yaml.YAMLError) as exc:
         raise ScriptError(f"{source}: invalid script syntax: {exc}", path=source) from None
     try:
-        return Script.model_validate(raw or {})
+        script: Script = validate_named_tuple(Script, raw if raw is not None else {})
     except ValidationError as exc:
         raise ScriptError(f"{source}: {format_validation_error(exc, schema=Script)}", path=source) from None
+    return script
 
 
 class ScriptedConfig(NamedTuple):

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 from dsh.bash_env import BASH_ENV, TOOL_CALL_ID_KEY, TURN_ID_KEY, CollectionError
 from dsh.core import Fiber
-from dsh.harness import open_runtime
 from dsh.loader import Runtime
 from dsh.session import SESSIONS, AgentRef, ToolExecution
 
+from ._open import open_runtime
 from ._output import print_json, say
 
 if TYPE_CHECKING:

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from dsh.agent import needs_event_loop
 from dsh.bash import Interrupted, Interrupts, run_blocking
-from dsh.harness import open_runtime
 
 from ._drive import interruptible as _interruptible
 from ._drive import run_async
@@ -21,6 +20,7 @@ from ._exec import ExecOutcome, exec_command
 from ._fast._exec_argv import command_line
 from ._fast._status import exec_notices, exec_status
 from ._fast._streams import write_outputs
+from ._open import open_runtime
 from ._output import print_json
 
 if TYPE_CHECKING:

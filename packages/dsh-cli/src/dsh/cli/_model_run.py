@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING, Any
 from dsh.agent import Agent, ModelError, ToolCall, load_model
 from dsh.bash import Interrupted, Interrupts
 from dsh.bash_env import outer_claim
-from dsh.harness import notice_line, open_runtime
+from dsh.harness import notice_line
 from dsh.loader import ModelChoice, Runtime
 from dsh.session import SESSIONS, Session, ToolResult
 
 from ._errors import UsageError
 from ._exec import location_json
+from ._open import open_runtime
 from ._output import print_json, say
 
 if TYPE_CHECKING:

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Any
 from dsh.agent import Agent, ScriptedModel
 from dsh.agent.script import load_script
 from dsh.bash_env import outer_claim
-from dsh.harness import notice_line, open_runtime
+from dsh.harness import notice_line
 from dsh.session import SESSIONS, Session, SessionStore
 
 from ._errors import UsageError
 from ._exec import location_json
+from ._open import open_runtime
 from ._output import print_json, say
 
 if TYPE_CHECKING:

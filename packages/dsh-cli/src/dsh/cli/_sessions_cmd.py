@@ -11,7 +11,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dsh.bash_env import SESSION_ID_KEY, SESSION_JSONL_KEY, TOOL_CALL_ID_KEY, TURN_ID_KEY
-from dsh.harness import open_runtime
 from dsh.paths import trust_fault
 from dsh.session import (
     SESSIONS,
@@ -26,6 +25,7 @@ from dsh.session.persistence import BEGAN_EVENT, FilePersistence, SessionPersist
 
 from ._errors import UsageError
 from ._exec import location_json
+from ._open import open_runtime
 from ._output import print_json, say
 
 FORK_EVENT = "session/fork"

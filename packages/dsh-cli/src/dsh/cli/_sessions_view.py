@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from dsh.harness import open_runtime
 from dsh.loader import Runtime
 from dsh.session import SESSIONS, SessionHeader
 
 from ._exec import location_json
+from ._open import open_runtime
 from ._output import on_terminal, print_json, say, terminal_safe
 from ._show import children_of, render
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dsh.harness import open_runtime
 from dsh.skills import SKILLS
 
 from ._errors import MissingPluginError
+from ._open import open_runtime
 from ._output import print_json, say
 
 

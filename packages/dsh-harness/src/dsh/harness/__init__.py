@@ -14,6 +14,7 @@ from ._live import LiveRuntime
 from ._runtime import (
     DEFAULT_IDS,
     DEFAULT_SOURCE,
+    StartupMemos,
     boot_layered,
     default_deployment,
     default_plugins,
@@ -31,6 +32,7 @@ __all__ = [
     "HarnessSession",
     "HarnessTurn",
     "LiveRuntime",
+    "StartupMemos",
     "boot_layered",
     "default_deployment",
     "default_plugins",

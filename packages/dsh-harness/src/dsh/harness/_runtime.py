@@ -6,6 +6,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Protocol
 
 from dsh.agent import BUILTINS
 from dsh.hooks import hook_runner
@@ -13,16 +14,15 @@ from dsh.loader import (
     Catalog,
     Deployment,
     DeploymentError,
+    EntryPointMemo,
     PersistenceChoice,
     PluginEntry,
     Runtime,
-    ValidatedCache,
+    ValidationMemo,
     boot,
     compose,
-    discovery_cache,
     load_deployment,
     resolve_home,
-    validated_cache,
 )
 from dsh.paths import check_trusted, ensure_private_dir, resolve_dsh_home
 from dsh.paths.deployment import DeploymentChoice, choose_deployment
@@ -30,6 +30,21 @@ from dsh.paths.deployment import DeploymentChoice, choose_deployment
 DEFAULT_SOURCE = "<default deployment>"
 DEFAULT_IDS = ("bash-local", "bash-env", "tool-bash", "skills", "hooks")
 """The ids :func:`default_plugins` gives, in their order."""
+
+
+class StartupMemos(Protocol):
+    """What an application hands :func:`open_runtime` to remember discovery and validation between
+    processes in the home (the ``dsh`` command's cold start-up does; without them the loader scans and
+    validates every time). Either may answer None: that one is not remembered.
+    """
+
+    def entry_points(self, home: Path) -> EntryPointMemo | None:
+        """The memo of installed entry points for the home ``home`` (checked private already)."""
+        ...
+
+    def validation(self, home: Path, catalog: Catalog) -> ValidationMemo | None:
+        """The memo of validated forms for ``home``, under the installed distributions ``catalog`` reflects."""
+        ...
 
 
 def default_plugins(home: Path) -> list[PluginEntry]:
@@ -83,7 +98,7 @@ def layer_on_defaults(deployment: Deployment, source: str, env: Mapping[str, str
 
 
 def _deployment(
-    choice: DeploymentChoice, env: Mapping[str, str] | None, validated: ValidatedCache
+    choice: DeploymentChoice, env: Mapping[str, str] | None, validated: ValidationMemo | None
 ) -> tuple[Deployment, str]:
     if choice.path is None:
         return default_deployment(env), DEFAULT_SOURCE
@@ -120,12 +135,15 @@ def open_runtime(
     env: Mapping[str, str] | None = None,
     check: bool = True,
     choice: DeploymentChoice | None = None,
+    memos: StartupMemos | None = None,
 ) -> Runtime:
     """Boot the deployment in effect (see :func:`choose_deployment`) with the agent built-ins.
 
     ``path`` plays the part of ``--deployment``; without it the same rule as the ``dsh`` command
     applies (``$DSH_DEPLOYMENT``, then ``<DSH_HOME>/deployment.yaml``, then the built-in one).
     With ``check=False`` the runtime is returned even when entries failed, for diagnostics.
+    ``memos`` (:class:`StartupMemos`) may answer discovery and validation from what an earlier
+    process learnt; without them the installed distributions are scanned and files validated.
     """
     if choice is None:
         choice = choose_deployment(os.fspath(path) if path is not None else None, env)
@@ -134,10 +152,9 @@ def open_runtime(
     # checked by `load_deployment` on the descriptor it reads.
     home = resolve_dsh_home(None, env)
     ensure_private_dir(home, "DSH_HOME")
-    # One scan of the installed distributions serves the validated-form cache's key and the boot,
-    # and a deployment file read before costs neither yaml nor pydantic (dsh-loader's README).
-    catalog = Catalog(cache=discovery_cache(home))
-    validated = validated_cache(home, catalog)
+    # One catalog serves the validation memo's key (the installed distributions) and the boot.
+    catalog = Catalog(None if memos is None else memos.entry_points(home))
+    validated = None if memos is None else memos.validation(home, catalog)
     deployment, source = _deployment(choice, env, validated)
     return boot_layered(deployment, source, env=env, check=check, catalog=catalog, validated=validated)
 
@@ -149,7 +166,7 @@ def boot_layered(
     env: Mapping[str, str] | None = None,
     check: bool = True,
     catalog: Catalog | None = None,
-    validated: ValidatedCache | None = None,
+    validated: ValidationMemo | None = None,
 ) -> Runtime:
     """Boot an already layered deployment with the agent built-ins; its warnings go to stderr."""
     ensure_private_dir(resolve_home(deployment, env), "DSH_HOME")

@@ -3,7 +3,9 @@
 The kernel (``dsh.core``) knows nothing of entry points, files, pydantic or signals; this package
 finds plugins through the ``dsh.*`` entry-point groups, reads deployment files and loads them into a
 kernel made by :func:`root`: plugin configs validated with pydantic (:mod:`dsh.loader.validation`),
-plugin code contained (:func:`contained`, :func:`containment`).
+plugin code contained (:func:`contained`, :func:`containment`). Discovery reads
+:mod:`importlib.metadata` and validation runs pydantic unless a caller hands in a memo
+(:class:`EntryPointMemo`, :class:`ValidationMemo`) that answers for them.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from ._deployment import (
     ModelChoice,
     PersistenceChoice,
     PluginEntry,
+    ValidationMemo,
     load_deployment,
     parse_deployment,
     resolve_home,
 )
-from ._discovery import PLUGINS_GROUP, Catalog, EntryPointItem, GroupDiff, Lost
+from ._discovery import PLUGINS_GROUP, Catalog, EntryPointItem, EntryPointMemo, Fingerprint, GroupDiff, Lost, Row
 from ._errors import BootError, DeploymentError, DiscoveryError
 from ._follow import follow_group
 from ._runtime import (
@@ -31,12 +34,9 @@ from ._runtime import (
     Runtime,
     boot,
     compose,
-    discovery_cache,
     root,
     validate_config,
-    validated_cache,
 )
-from ._validated import ValidatedCache
 
 __all__ = [
     "CATALOG",
@@ -51,24 +51,25 @@ __all__ = [
     "DeploymentError",
     "DiscoveryError",
     "EntryPointItem",
+    "EntryPointMemo",
+    "Fingerprint",
     "GroupDiff",
     "LoopLimits",
     "Lost",
     "ModelChoice",
     "PersistenceChoice",
     "PluginEntry",
+    "Row",
     "Runtime",
-    "ValidatedCache",
+    "ValidationMemo",
     "boot",
     "compose",
     "contained",
     "containment",
-    "discovery_cache",
     "follow_group",
     "load_deployment",
     "parse_deployment",
     "resolve_home",
     "root",
     "validate_config",
-    "validated_cache",
 ]

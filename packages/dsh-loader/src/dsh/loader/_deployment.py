@@ -7,18 +7,15 @@ is validated by pydantic, imported by :func:`parse_deployment`, which calls each
 """
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from dsh.core import FieldError
 from dsh.paths import UntrustedPathError, open_trusted, resolve_dsh_home
 from dsh.session import EMPTY_MAPPING
 
 from ._errors import DeploymentError
-
-if TYPE_CHECKING:
-    from ._validated import ValidatedCache
 
 MAX_DEPLOYMENT_BYTES = 1024 * 1024
 """Largest deployment file read (1 MiB): a real one is a few hundred bytes, and a huge one would
@@ -161,6 +158,28 @@ class Deployment(_Deployment):
         return Deployment(**{**self._asdict(), **changes})
 
 
+class ValidationMemo(Protocol):
+    """Remembers validated forms between processes: the seam a command's start-up uses to skip yaml and
+    pydantic for a deployment file or plugin config it validated before. The loader's default is none:
+    it validates every time.
+
+    Each method returns what ``validate`` returns (calling it when the memo cannot answer); an answer
+    from the memo must be what ``validate`` would return now, and the memo never raises on its own account.
+    """
+
+    def deployment(self, source: str, text: str, validate: Callable[[], Deployment]) -> Deployment:
+        """The deployment the file ``source``, holding exactly ``text``, validates to."""
+        ...
+
+    def config(self, ref: str, cls: type[Any], raw: Mapping[str, Any], validate: Callable[[], Any]) -> Any:
+        """``raw`` validated into the plugin ``ref``'s ``Config`` class ``cls``."""
+        ...
+
+    def save(self) -> None:
+        """Keep what this process learnt (a composition calls it once, after its configs)."""
+        ...
+
+
 def _describe_loc(raw: object, loc: Sequence[int | str]) -> str:
     from .validation import field_path
 
@@ -192,8 +211,8 @@ def parse_deployment(raw: object, source: str = "<deployment>") -> Deployment:
     return deployment
 
 
-def load_deployment(path: str | os.PathLike[str], *, validated: "ValidatedCache | None" = None) -> Deployment:
-    """Read and validate a YAML deployment file; with ``validated``, a file read before costs no yaml or pydantic.
+def load_deployment(path: str | os.PathLike[str], *, validated: ValidationMemo | None = None) -> Deployment:
+    """Read a YAML deployment file and validate it with pydantic (or ask ``validated`` for its form).
 
     A deployment names code to load, so it is read only from a trusted file (see
     :func:`dsh.paths.read_trusted_text`), checked on the one descriptor it is read from.

@@ -18,13 +18,12 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple, Protocol
 
 from dsh.core import Disposer, describe
 
 from ._contain import contained
-from ._discovery_cache import Row, cache_key, read_cache, write_cache
 from ._errors import DiscoveryError
 
 PLUGINS_GROUP = "dsh.plugins"
@@ -32,6 +31,34 @@ PLUGINS_GROUP = "dsh.plugins"
 
 GROUP_PREFIX = "dsh."
 """Every entry-point group whose name starts with this is dsh's; each package owns its own."""
+
+
+Fingerprint = tuple[tuple[str, object], ...]
+"""The installed distributions as :class:`Catalog` watches them: each ``sys.path`` entry, in order, with
+the name, inode and modification time of every ``*.dist-info``, ``*.egg-info`` and ``*.pth`` entry in it
+(a frozenset; None for a missing entry, ``(inode, mtime)`` for a zip file). Any install, uninstall or
+reinstall moves it."""
+
+Row = tuple[str, ...]
+"""One scanned entry point as plain text: ``("I", group, name, value, distribution, version, installed)``
+for an item, ``("L", ...)`` for one left out because another distribution, installed first, has its name."""
+
+
+class EntryPointMemo(Protocol):
+    """Remembers what a scan found for a :data:`Fingerprint`, between processes (the seam a command's
+    start-up uses to skip :mod:`importlib.metadata`; the loader's default is none: it scans).
+
+    ``get`` answers the rows stored for exactly this fingerprint, or None (never raises); ``put``
+    stores them (a failure to store costs speed only, never raises).
+    """
+
+    def get(self, fingerprint: Fingerprint) -> Sequence[Row] | None:
+        """The rows a scan found for ``fingerprint``, or None when they are not known."""
+        ...
+
+    def put(self, fingerprint: Fingerprint, rows: Sequence[Row]) -> None:
+        """Remember ``rows`` as what a scan finds for ``fingerprint``."""
+        ...
 
 
 def import_ref(ref: str) -> Any:
@@ -149,7 +176,7 @@ class _PathWatch:
         # entry -> (the directory's mtime when last listed, its metadata entries)
         self._seen: dict[str, tuple[int, frozenset[tuple[str, int, int]] | None]] = {}
 
-    def fingerprint(self, paths: Iterable[str]) -> tuple[tuple[str, object], ...]:
+    def fingerprint(self, paths: Iterable[str]) -> Fingerprint:
         # One stat per entry when nothing moved: `dsh serve` takes this at every turn.
         out: list[tuple[str, object]] = []
         for entry in paths:
@@ -191,7 +218,7 @@ def _installed_at(dist: Any, name: str, version: str, listings: dict[str, dict[s
 
 
 def _scan() -> _Scan:
-    import importlib.metadata as md  # with email and zipfile: only when the cache cannot answer
+    import importlib.metadata as md  # with email and zipfile: only when a scan runs (no memo answered)
 
     scan = _Scan()
     # entry_points() already lets the first distribution of a name on sys.path shadow the
@@ -240,7 +267,7 @@ def _rows(scan: _Scan) -> list[Row]:
     return rows
 
 
-def _from_rows(rows: list[Row]) -> _Scan:
+def _from_rows(rows: Sequence[Row]) -> _Scan:
     scan = _Scan()
     for row in rows:
         if row[0] == "I":
@@ -263,33 +290,33 @@ class Catalog:
     each package names its own group (``dsh.plugins`` here, ``dsh.persistence`` in dsh-session,
     ``dsh.bash_env`` in dsh-bash-env).
 
-    ``cache`` is a file where the scan is kept between processes, keyed by the installed
-    distributions' fingerprint (see ``_discovery_cache``): a process that finds it current skips
-    :mod:`importlib.metadata`. Its folder must be one only this user can write (the caller checks).
+    Discovery reads :mod:`importlib.metadata` whenever the installed distributions are scanned. A
+    ``memo`` (:class:`EntryPointMemo`) may answer for the installed distributions instead, by their
+    :attr:`fingerprint`: the ``dsh`` command hands in one that keeps the scan in a file of its home.
     """
 
-    def __init__(self, cache: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, memo: EntryPointMemo | None = None) -> None:
         self._watchers: dict[str, list[Watcher]] = {}
         self._watch = _PathWatch()
-        self._cache = None if cache is None else os.fspath(cache)
+        self._memo = memo
         # The fingerprint is taken before the scan: an install racing the scan moves it, so the
         # next process rescans rather than trusting what this one half saw.
         self._fingerprint = self._watch.fingerprint(sys.path)
-        rows = None if self._cache is None else read_cache(self._cache, cache_key(self._fingerprint))
+        rows = None if memo is None else memo.get(self._fingerprint)
         if rows is not None:
             self._scan = _from_rows(rows)
         else:
             self._scan = _scan()
-            self._save()
+            self._remember()
 
     @property
-    def key(self) -> str:
-        """One line naming the installed distributions this catalog reflects (the discovery cache's key)."""
-        return cache_key(self._fingerprint)
+    def fingerprint(self) -> Fingerprint:
+        """The installed distributions this catalog reflects (see :data:`Fingerprint`)."""
+        return self._fingerprint
 
-    def _save(self) -> None:
-        if self._cache is not None:
-            write_cache(self._cache, cache_key(self._fingerprint), _rows(self._scan))
+    def _remember(self) -> None:
+        if self._memo is not None:
+            self._memo.put(self._fingerprint, _rows(self._scan))
 
     def groups(self) -> list[str]:
         """Every ``dsh.*`` group with at least one installed entry point, sorted."""
@@ -351,7 +378,7 @@ class Catalog:
         new = _scan()
         self._fingerprint = fingerprint
         old, self._scan = self._scan, new
-        self._save()
+        self._remember()
         diffs = []
         for group in sorted({*old.items, *new.items, *old.lost, *new.lost}):
             before, after = old.items.get(group, {}), new.items.get(group, {})

@@ -18,15 +18,13 @@ from dsh.core import (
     describe,
     plugin_config,
 )
-from dsh.paths import UntrustedPathError, ensure_private_dir
 from dsh.session import DSH_HOME
 from dsh.session.persistence import PERSISTENCE_GROUP
 
 from ._contain import contained, containment
-from ._deployment import Deployment, LoopLimits, ModelChoice, resolve_home
+from ._deployment import Deployment, LoopLimits, ModelChoice, ValidationMemo, resolve_home
 from ._discovery import PLUGINS_GROUP, Catalog, EntryPointItem, GroupDiff, import_ref
 from ._errors import BootError, DiscoveryError
-from ._validated import VALIDATED_CACHE, ValidatedCache
 
 CATALOG: ServiceKey[Catalog] = ServiceKey("catalog")
 """The entry-point catalog of the running deployment."""
@@ -179,7 +177,7 @@ class Runtime:
         return fiber
 
     def _load_entry(
-        self, entry_id: str, group: str, name: str, config: object, validated: ValidatedCache | None = None
+        self, entry_id: str, group: str, name: str, config: object, validated: ValidationMemo | None = None
     ) -> None:
         try:
             if ":" in name:
@@ -192,7 +190,7 @@ class Runtime:
             return
         self._raw_configs[entry_id] = config  # a reload validates the entry's own words again, never a form
         config_cls = getattr(plugin, "Config", None)
-        if validated is not None and config and isinstance(config_cls, type):
+        if validated is not None and config and isinstance(config, Mapping) and isinstance(config_cls, type):
             ref = name if origin is None else f"{origin.group}:{origin.name}:{origin.value}"
             # An invalid config is left to the kernel, which fails the entry's fiber with the same message.
             with contextlib.suppress(PluginError):
@@ -224,39 +222,6 @@ class Runtime:
                     fiber.error = str(exc)
 
 
-DISCOVERY_CACHE = "discovery.cache"
-"""The discovery cache's name in ``<home>/run`` (the home's private folder of run-time state)."""
-
-
-def discovery_cache(home: Path) -> Path | None:
-    """Where the catalog of ``home`` keeps its scan: ``<home>/run/discovery.cache``, or None.
-
-    None when the home does not exist (composition creates no home) or ``run`` cannot be made (a
-    read-only home): discovery then scans every time, which is slower and still correct. A ``run``
-    that exists but is not trusted (another owner, writable by others) raises
-    :class:`~dsh.paths.UntrustedPathError` naming it and the fix: its sockets, locks and caches are
-    the command's, and the README's threat model stops the command there.
-    """
-    if not home.is_dir():
-        return None
-    try:
-        return ensure_private_dir(home / "run", "dsh run folder") / DISCOVERY_CACHE
-    except UntrustedPathError:
-        raise
-    except OSError:
-        return None
-
-
-def validated_cache(home: Path, catalog: Catalog) -> ValidatedCache:
-    """The validated-form cache of ``home`` (``<home>/run/validated.cache``) for ``catalog``'s distributions.
-
-    Without a private ``run`` folder the cache remembers nothing between processes (slower, still correct).
-    """
-    folder = discovery_cache(home)
-    path = None if folder is None else str(folder.with_name(VALIDATED_CACHE))
-    return ValidatedCache(path, catalog.key)
-
-
 def compose(
     deployment: Deployment,
     *,
@@ -264,13 +229,13 @@ def compose(
     builtins: Sequence[object] = (),
     env: Mapping[str, str] | None = None,
     catalog: Catalog | None = None,
-    validated: ValidatedCache | None = None,
+    validated: ValidationMemo | None = None,
 ) -> Runtime:
     """Load a deployment without judging it: see :meth:`Runtime.problems` and :meth:`Runtime.check`.
 
     ``builtins`` are plugins the caller always wants (the agent's tool registry, say),
-    loaded at the root before the persistence backend and the entries. ``validated`` answers
-    plugin configs validated before (see :func:`validated_cache`).
+    loaded at the root before the persistence backend and the entries. ``catalog`` is the discovery
+    to use (a new :class:`Catalog` by default); ``validated`` may answer plugin configs validated before.
     """
     with containment():  # one signal watch for every plugin's import and apply
         return _compose(deployment, source, builtins, env, catalog, validated)
@@ -282,10 +247,10 @@ def _compose(
     builtins: Sequence[object],
     env: Mapping[str, str] | None,
     catalog: Catalog | None,
-    validated: ValidatedCache | None,
+    validated: ValidationMemo | None,
 ) -> Runtime:
     home = resolve_home(deployment, env)
-    runtime = Runtime(deployment, source, home, catalog or Catalog(cache=discovery_cache(home)))
+    runtime = Runtime(deployment, source, home, catalog or Catalog())
     root = runtime.ctx
     root.provide(DSH_HOME, home)
     root.provide(CATALOG, runtime.catalog)
@@ -314,7 +279,7 @@ def boot(
     builtins: Sequence[object] = (),
     env: Mapping[str, str] | None = None,
     catalog: Catalog | None = None,
-    validated: ValidatedCache | None = None,
+    validated: ValidationMemo | None = None,
 ) -> Runtime:
     """Compose and check; on a failed boot, unload what loaded and raise :class:`BootError`."""
     runtime = compose(deployment, source=source, builtins=builtins, env=env, catalog=catalog, validated=validated)

@@ -37,6 +37,7 @@ _PLAIN = {
     "unexpected_keyword_argument": "is not a known field (check its spelling)",
     "list_type": "must be a list",
     "tuple_type": "must be a list",
+    "sequence_str": "must be a list",
     "dict_type": "must be a mapping",
     "model_type": "must be a mapping",
     "model_attributes_type": "must be a mapping",
@@ -68,6 +69,8 @@ def plain_error(err: Mapping[str, Any]) -> str:
         bound = next(iter(ctx.values()))
         words = {"greater_than": "greater than", "greater_than_equal": "at least", "less_than": "less than"}
         return f"must be {words.get(kind, 'at most')} {bound}"
+    if kind == "is_instance_of" and ctx.get("class") == "Sequence":  # a ``Sequence`` field given a non-list
+        return "must be a list"
     if kind == "value_error":
         error = ctx.get("error")
         if isinstance(error, FieldError):

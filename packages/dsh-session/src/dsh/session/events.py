@@ -1,7 +1,9 @@
 """The events dsh's harness records in a transcript, one typed class per event type, and their checker.
 
 Each class is a :class:`~typing.TypedDict` of one event type's ``data``: an integrator reading a
-transcript writes ``data = cast(ToolResultData, event.data)`` and gets every field typed. ``EVENTS``
+transcript writes ``data = cast(ToolResultData, event.data)`` and gets every field typed. They are
+schemas, not records (the root README's record rule): ``data`` stays the dict written and read back,
+where a key left out differs from one that is null, and no class here is ever built. ``EVENTS``
 maps each type to its class; :func:`event_problems` checks a recorded event against it (a field the
 class does not list, a listed field missing or of the wrong type). The dsh-session README's event
 table is these classes, and a test keeps the two equal and runs the harness's code paths through

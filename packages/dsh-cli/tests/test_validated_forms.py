@@ -1,4 +1,5 @@
-"""The validated-form cache: a deployment file or plugin config read before costs no yaml or pydantic."""
+"""The command's validation memo (``<home>/run/validated.cache``): a deployment file or plugin config read
+before costs no yaml or pydantic."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from typing import Any
 
 import pytest
 
-from dsh.loader import Catalog, DeploymentError, ValidatedCache, load_deployment, validated_cache
+from dsh.cli._fast._memos import ValidatedForms, environment_key
+from dsh.cli._open import MEMOS, RECORDS
+from dsh.loader import Catalog, DeploymentError, ModelChoice, PersistenceChoice, PluginEntry, load_deployment
 
 PLUGIN_TAIL = """
 name = "acme"
@@ -71,11 +74,12 @@ plugin = sys.modules[__name__]
 PROBE = """
 import json, sys
 from pathlib import Path
-from dsh.loader import Catalog, compose, discovery_cache, load_deployment, validated_cache
+from dsh.cli._open import MEMOS
+from dsh.loader import Catalog, compose, load_deployment
 
 home, path = Path(sys.argv[1]), sys.argv[2]
-catalog = Catalog(cache=discovery_cache(home))
-cache = validated_cache(home, catalog)
+catalog = Catalog(MEMOS.entry_points(home))
+cache = MEMOS.validation(home, catalog)
 deployment = load_deployment(path, validated=cache)
 # compose, not boot: this distribution's tests have no persistence backend installed to boot with
 with compose(deployment, catalog=catalog, validated=cache, env={"DSH_HOME": str(home)}) as runtime:
@@ -156,7 +160,8 @@ def test_a_cache_file_someone_else_could_write_is_never_believed(home: Path) -> 
     path = _deployment(home, "persistence: {backend: sqlite}\n")
     cached = home / "run" / "validated.cache"
     catalog = Catalog()
-    cache = ValidatedCache(str(cached), catalog.key)
+    key = environment_key(catalog.fingerprint)
+    cache = ValidatedForms(str(cached), key, RECORDS)
     load_deployment(path, validated=cache)
     cache.save()
     # Another user's doctored form: the file says the deployment is jsonl.
@@ -165,16 +170,19 @@ def test_a_cache_file_someone_else_could_write_is_never_believed(home: Path) -> 
     entry["deployment"]["persistence"]["backend"] = "forged"
     cached.write_text(json.dumps(forged))
     cached.chmod(0o664)  # the group could have written it: dsh-paths' one trust rule refuses it
-    assert load_deployment(path, validated=ValidatedCache(str(cached), catalog.key)).persistence.backend == "sqlite"
+    assert load_deployment(path, validated=ValidatedForms(str(cached), key, RECORDS)).persistence.backend == "sqlite"
     cached.chmod(0o600)
-    assert load_deployment(path, validated=ValidatedCache(str(cached), catalog.key)).persistence.backend == "forged"
+    assert load_deployment(path, validated=ValidatedForms(str(cached), key, RECORDS)).persistence.backend == "forged"
     # ... which is why only a file no one else can write is believed: such a file of our own is our own word.
-    assert load_deployment(path, validated=ValidatedCache(str(cached), "another key")).persistence.backend == "sqlite"
+    assert (
+        load_deployment(path, validated=ValidatedForms(str(cached), "another key", RECORDS)).persistence.backend
+        == "sqlite"
+    )
 
 
 def test_a_form_the_config_class_refuses_now_is_validated_afresh(home: Path) -> None:
     catalog = Catalog()
-    cache = validated_cache(home, catalog)
+    cache = MEMOS.validation(home, catalog)
 
     from dataclasses import dataclass
 
@@ -205,7 +213,7 @@ def test_a_form_the_config_class_refuses_now_is_validated_afresh(home: Path) -> 
 
 def test_an_invalid_file_is_still_an_error_naming_the_file(home: Path) -> None:
     path = _deployment(home, "persistence: {backend: ''}\n")
-    cache = validated_cache(home, Catalog())
+    cache = MEMOS.validation(home, Catalog())
     with pytest.raises(DeploymentError, match=r"deployment\.yaml"):
         load_deployment(path, validated=cache)
 
@@ -231,10 +239,10 @@ def test_a_config_leaving_a_mapping_field_at_its_read_only_default_is_cached(tmp
     home = tmp_path / "home"
     (home / "run").mkdir(parents=True, mode=0o700)
     catalog = Catalog()
-    cache = validated_cache(home, catalog)
+    cache = MEMOS.validation(home, catalog)
     assert cache.config("ref", Config, {"exclude": ["a"]}, validate) == Config(("a",))
     cache.save()
-    again = validated_cache(home, catalog).config("ref", Config, {"exclude": ["a"]}, validate)
+    again = MEMOS.validation(home, catalog).config("ref", Config, {"exclude": ["a"]}, validate)
     assert calls == [1]  # the second process's answer came from the cache
     assert again == Config(("a",)) and again.policy is EMPTY_MAPPING and type(again.exclude) is tuple
 
@@ -257,14 +265,14 @@ def test_a_cached_deployment_form_of_the_wrong_types_is_validated_afresh(
     (home / "run").mkdir(parents=True, mode=0o700)
     path = _deployment(home, "model: {provider: openai}\nplugins:\n  - {id: bash-env}\n")
     catalog = Catalog()
-    cache = validated_cache(home, catalog)
+    cache = MEMOS.validation(home, catalog)
     expected = load_deployment(path, validated=cache)
     cache.save()
     cached = home / "run" / "validated.cache"
     data = json.loads(cached.read_text())
     doctor(next(iter(data["environments"][0]["deployments"].values()))["deployment"])
     cached.write_text(json.dumps(data))
-    assert load_deployment(path, validated=validated_cache(home, catalog)) == expected
+    assert load_deployment(path, validated=MEMOS.validation(home, catalog)) == expected
 
 
 def test_a_deployment_holding_a_value_json_cannot_is_loaded_and_not_cached(tmp_path: Path) -> None:
@@ -273,7 +281,7 @@ def test_a_deployment_holding_a_value_json_cannot_is_loaded_and_not_cached(tmp_p
     (home / "run").mkdir(parents=True, mode=0o700)
     path = _deployment(home, "persistence: {backend: jsonl, config: {since: 2024-01-01}}\n")
     for _ in range(2):
-        cache = validated_cache(home, Catalog())
+        cache = MEMOS.validation(home, Catalog())
         assert str(load_deployment(path, validated=cache).persistence.config["since"]) == "2024-01-01"
         cache.save()
 
@@ -286,7 +294,7 @@ def test_environments_sharing_a_home_keep_their_own_forms(tmp_path: Path) -> Non
     validations: list[str] = []
 
     def load(key: str) -> str:
-        cache = ValidatedCache(str(cached), key)
+        cache = ValidatedForms(str(cached), key, RECORDS)
         text = path.read_text()
         validate = lambda: (validations.append(key), load_deployment(path))[1]  # noqa: E731
         backend = cache.deployment(str(path), text, validate).persistence.backend
@@ -324,15 +332,15 @@ def test_a_field_the_file_gave_is_kept_even_when_it_equals_the_default(tmp_path:
     home = tmp_path / "home"
     (home / "run").mkdir(parents=True, mode=0o700)
     catalog = Catalog()
-    cache = validated_cache(home, catalog)
+    cache = MEMOS.validation(home, catalog)
     cache.config("ref", Old, {"port": 22}, lambda: Old(port=22))
     cache.save()
-    again = validated_cache(home, catalog).config("ref", New, {"port": 22}, lambda: New(port=22))
+    again = MEMOS.validation(home, catalog).config("ref", New, {"port": 22}, lambda: New(port=22))
     assert again == New(port=22, host="a")
 
 
 def _bloated() -> str:
-    from dsh.loader._discovery_cache import MAX_CACHE_BYTES
+    from dsh.cli._fast._memos import MAX_CACHE_BYTES
 
     pad = "a" * (MAX_CACHE_BYTES + 1)
     return json.dumps({"format": "dsh validated cache 4", "environments": [{"key": "x", "pad": pad}]})
@@ -350,7 +358,7 @@ def test_a_cache_it_cannot_read_is_ignored_and_rewritten_small(tmp_path: Path, p
     cached.chmod(0o600)
     path = tmp_path / "deployment.yaml"
     path.write_text("persistence: {backend: sqlite}\n")
-    cache = ValidatedCache(str(cached), "key")
+    cache = ValidatedForms(str(cached), "key", RECORDS)
     assert load_deployment(path, validated=cache).persistence.backend == "sqlite"
     cache.save()
     assert json.loads(cached.read_text())["environments"][0]["key"] == "key"
@@ -360,7 +368,7 @@ def test_a_cache_it_cannot_read_is_ignored_and_rewritten_small(tmp_path: Path, p
 def test_a_save_that_would_pass_the_limit_drops_other_environments_then_old_forms(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import dsh.loader._validated as validated
+    import dsh.cli._fast._memos as validated
 
     cached = tmp_path / "run" / "validated.cache"
     cached.parent.mkdir(mode=0o700)
@@ -368,7 +376,7 @@ def test_a_save_that_would_pass_the_limit_drops_other_environments_then_old_form
     def load(key: str, name: str) -> None:
         path = tmp_path / name
         path.write_text(f"persistence: {{backend: sqlite}}\n# {'x' * 2000}\n")
-        cache = ValidatedCache(str(cached), key)
+        cache = ValidatedForms(str(cached), key, RECORDS)
         load_deployment(path, validated=cache)
         cache.save()
 
@@ -384,3 +392,21 @@ def test_a_save_that_would_pass_the_limit_drops_other_environments_then_old_form
     load("new-venv", "latest.yaml")  # this environment's own oldest forms go, the newest stays
     kept = json.loads(cached.read_text())["environments"]
     assert cached.stat().st_size <= 6_000 and str(tmp_path / "latest.yaml") in kept[0]["deployments"]
+
+
+def test_a_cached_deployment_keeps_its_model_and_every_record_s_type(tmp_path: Path) -> None:
+    path = tmp_path / "deployment.yaml"
+    path.write_text("model: {provider: anthropic, config: {model: x}}\nplugins:\n  - {id: a, config: {k: [1]}}\n")
+    cached = str(tmp_path / "validated.cache")
+    first = ValidatedForms(cached, environment_key(Catalog().fingerprint), RECORDS)
+    validated = load_deployment(path, validated=first)
+    first.save()
+    (form,) = json.loads(Path(cached).read_text())["environments"][0]["deployments"].values()
+    assert form["deployment"]["model"] == {"provider": "anthropic", "config": {"model": "x"}}
+    again = load_deployment(path, validated=ValidatedForms(cached, environment_key(Catalog().fingerprint), RECORDS))
+    assert again == validated and again.model == ModelChoice("anthropic", {"model": "x"})
+    assert [type(r) for r in (again.persistence, again.model, *(again.plugins or ()))] == [
+        PersistenceChoice,
+        ModelChoice,
+        PluginEntry,
+    ]
