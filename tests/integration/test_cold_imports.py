@@ -162,14 +162,6 @@ def test_two_spellings_of_the_interpreter_share_one_home_without_validating_agai
     assert validated == [True, False, False, False]
 
 
-def test_a_plain_cold_exec_never_builds_the_full_command_line_parser(tmp_path: Path) -> None:
-    """The fenced start-up path reads the plain ``exec`` form; every other line is argparse's."""
-    code, loaded, out = _cold(tmp_path / "home", "exec", "--no-server", "--", "echo ran", watched=("argparse",))
-    assert (code, loaded, out) == (0, [], "ran\n")
-    code, loaded, _ = _cold(tmp_path / "home", "exec", "--debug", "--no-server", "--", "true", watched=("argparse",))
-    assert (code, loaded) == (0, ["argparse"])  # anything but the plain form goes to the full parser
-
-
 def test_the_fence_imports_only_the_standard_library_dsh_paths_and_itself() -> None:
     """Start-up tricks live in ``dsh.cli._fast`` alone, and it reaches nothing above ``dsh.paths``."""
     import ast

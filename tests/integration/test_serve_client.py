@@ -267,3 +267,70 @@ def test_a_served_json_document_stays_json_where_the_client_s_encoding_is_ascii(
     assert done.stdout.isascii() and json.loads(done.stdout)["stdout"] == "café\n"
     _, log = server.stop()
     assert "exited 0" in log, "it was served"
+
+
+def _served_count(server: ServeProcess) -> int:
+    _, log = server.stop()
+    return log.count("dsh serve: exec in session")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        ("--timeout", "0", "--", "true"),
+        ("--cwd", "/tmp", "--session", "s1", "--", "true"),
+        ("--",),
+        ("--json", "--bogus", "--", "true"),
+        ("--help",),
+    ],
+    ids=["bad-timeout", "cwd-with-session", "no-command", "unknown-option", "help"],
+)
+def test_a_served_client_prints_help_and_usage_errors_exactly_as_a_cold_one(
+    server: ServeProcess, home: Path, line: tuple[str, ...]
+) -> None:
+    """The server reads the line with the one parser and hands back what it will not run; the
+    client's own process prints it, so status 2 (0 for help), stderr and stdout are the cold ones."""
+    served = dsh("exec", *line, home=home)
+    cold = dsh("exec", "--no-server", *line, home=home)
+    assert served.returncode == (0 if "--help" in line else 2), served.stderr
+    assert (served.returncode, served.stdout, served.stderr) == (cold.returncode, cold.stdout, cold.stderr)
+    assert _served_count(server) == 0
+
+
+def test_a_served_json_exec_reports_its_document_and_its_timeout(server: ServeProcess, home: Path) -> None:
+    served = dsh("exec", "--json", "--timeout", "0.5", "--", "echo out; sleep 5", home=home)
+    assert served.returncode == 124, served.stderr
+    document = json.loads(served.stdout)
+    assert (document["stdout"], document["timed_out"], document["timeout"]) == ("out\n", True, 0.5)
+    assert "timed out after 0.5 s" in served.stderr
+    assert _served_count(server) == 1
+
+
+def test_no_server_spelled_out_never_asks_a_hung_server(server: ServeProcess, home: Path) -> None:
+    os.kill(server.pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        local = dsh("exec", "--no-server", "--json", "--", "echo here", home=home, timeout=60)
+        assert time.monotonic() - started < 8, "it waited for the stopped server"
+        assert local.returncode == 0 and json.loads(local.stdout)["stdout"] == "here\n", local.stderr
+    finally:
+        os.kill(server.pid, signal.SIGCONT)
+    assert _served_count(server) == 0
+
+
+def test_a_line_for_another_deployment_or_with_debug_runs_in_the_client(
+    server: ServeProcess, home: Path, tmp_path: Path
+) -> None:
+    """The server answers that such a line is not its own; the client reads it and runs it itself
+    (or through that deployment's own server). Relative paths are the client's."""
+    other = tmp_path / "work" / "other.yaml"
+    other.parent.mkdir()
+    other.write_text("persistence: {backend: jsonl}\n")
+    other.chmod(0o600)
+    elsewhere = dsh("exec", "--deployment", "other.yaml", "--", "pwd", home=home, cwd=other.parent)
+    assert (elsewhere.returncode, elsewhere.stdout) == (0, f"{other.parent}\n"), elsewhere.stderr
+    debug = dsh("exec", "--debug", "--", "echo debugged", home=home)
+    assert (debug.returncode, debug.stdout) == (0, "debugged\n"), debug.stderr
+    here = dsh("exec", "--cwd", "..", "--", "pwd", home=home, cwd=other.parent)
+    assert (here.returncode, here.stdout) == (0, f"{tmp_path}\n"), here.stderr
+    assert _served_count(server) == 1, "only the last line was served"

@@ -2,9 +2,14 @@
 a deployment is loaded, and the only place in dsh where start-up tricks are allowed.
 
 Rules inside this folder (and nowhere else): modules import only the standard library, ``dsh.paths``
-and each other; ``TYPE_CHECKING = False`` stands in for ``typing``; and start-up costs are measured
-(``tests/integration/test_cold_imports.py`` holds this folder to them). Everything outside it is
-ordinary Python: ``typing`` imported as usual, one argparse parser.
+and each other (the rest of ``dsh.cli`` only where the fast path ends: the parser, the in-process
+verbs); ``TYPE_CHECKING = False`` stands in for ``typing``; C modules stand in for their wrappers
+(``_socket``, ``_signal``, ``_json``); and start-up costs are measured
+(``tests/integration/test_cold_imports.py`` holds this folder to them). No parser lives here: the
+served client sends its words unread and the server reads them with the one parser
+(``dsh.cli._parser``); the client's one look at its own words is ``--no-server`` before ``--``
+(see ``_client._bypasses_server``). Everything outside this folder is ordinary Python: ``typing``
+imported as usual, one argparse parser.
 """
 
 
