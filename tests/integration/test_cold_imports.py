@@ -172,9 +172,7 @@ def test_the_fence_imports_only_the_standard_library_dsh_paths_and_itself() -> N
     for source in folder.glob("*.py"):
         for node in ast.walk(ast.parse(source.read_text())):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("dsh."):
-                assert node.module in ("dsh.paths", "dsh.paths.deployment", "dsh.paths.log"), (
-                    f"{source.name} imports {node.module}"
-                )
+                assert node.module in ("dsh.paths", "dsh.paths.deployment"), f"{source.name} imports {node.module}"
             if isinstance(node, ast.Import):
                 assert not [a.name for a in node.names if a.name.startswith("dsh.")], source.name
     tricks = [
@@ -184,7 +182,6 @@ def test_the_fence_imports_only_the_standard_library_dsh_paths_and_itself() -> N
     ]
     allowed = {"packages/dsh-cli/src/dsh/cli/__init__.py"}  # imported on the way into the fence
     allowed |= {"packages/dsh-paths/src/dsh/paths/__init__.py", "packages/dsh-paths/src/dsh/paths/_trust.py"}
-    allowed |= {"packages/dsh-paths/src/dsh/paths/log.py"}  # the warnings policy, installed first
     assert set(tricks) <= allowed, sorted(set(tricks) - allowed)
 
 

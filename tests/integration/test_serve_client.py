@@ -188,7 +188,7 @@ def test_the_served_client_imports_only_what_it_needs(server: ServeProcess, home
     )
     assert proc.returncode == 0 and json.loads(proc.stdout)["exit_code"] == 0, proc.stderr
     loaded = set(proc.stderr.split())
-    heavy = {"argparse", "json", "re", "pathlib", "hashlib", "shlex", "socket", "enum", "typing", "asyncio"}
+    heavy = {"argparse", "json", "re", "pathlib", "hashlib", "shlex", "socket", "enum", "typing", "asyncio", "logging"}
     heavy |= {"pydantic", "yaml", "importlib.metadata", "dsh.core", "dsh.loader", "dsh.cli._cli"}
     assert not loaded & heavy, f"the served client imported {sorted(loaded & heavy)}"
     _, log = server.stop()

@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING
 from dsh.core import DshError, describe
 from dsh.paths import signals
 from dsh.paths.deployment import choose_deployment, relative_home
-from dsh.paths.log import configure_command
+from dsh.paths.log import capture_warnings, configure_command
 from dsh.session import SessionLockedError, SessionNotFoundError
 
 from ._errors import not_found_hint
 from ._fast._client import _stop_loading
 from ._fast._status import FAILURE_EXIT, failure_document
 from ._fast._streams import quiet_stdout
+from ._fast._warnings import released
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -48,6 +49,7 @@ def dispatch(args: argparse.Namespace) -> int:
     """Run a parsed ``dsh`` command line in this process; return the exit status."""
     # The command reports failures itself (boot report, warnings); --debug adds the library's log.
     configure_command(debug=args.debug)
+    capture_warnings(released())  # those raised while dsh started, then every later one
     if args.verb not in ("exec", "run") and signals.current(signal.SIGINT) is _stop_loading:
         # Loaded: from here Ctrl-C unwinds (finally blocks run). exec and run keep the loading
         # handler until their own interrupts take over (see `_drive.interruptible`).

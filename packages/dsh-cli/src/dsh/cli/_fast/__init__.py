@@ -20,16 +20,16 @@ def run() -> None:
     every object the interpreter holds (about a millisecond of a served ``dsh exec``, measured), and a
     one-shot command makes little cyclic garbage (see :func:`._client.run`).
 
-    Warnings are sent to the library log first of all, before any dependency is imported: a library's
-    deprecation notice (``import asyncssh`` under a newer cryptography) never reaches the command's
-    stderr, served or not; ``--debug`` shows them (``dsh.paths.log.capture_warnings``).
+    Warnings are held first of all, before any dependency is imported, until the command knows
+    where they go (``_warnings``): a library's deprecation notice (``import asyncssh`` under a newer
+    cryptography) never reaches the command's stderr, served or not; ``--debug`` shows them.
     """
     import gc
 
     gc.disable()
-    from dsh.paths.log import capture_warnings
+    from ._warnings import hold
 
-    capture_warnings()
+    hold()
     from ._client import run as start
 
     start()
