@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from dsh.cli._fast._wire import PROTOCOL, frame, recv_frame
+from dsh.cli_fast._wire import PROTOCOL, frame, recv_frame
 
 DSH_FAILED = (1, 125)
 """Statuses of a dsh that failed itself: 1 today for every verb, 125 for `dsh exec` once #9's exit statuses land."""

@@ -177,7 +177,7 @@ def test_a_client_that_goes_away_has_its_command_killed(server: ServeProcess, ho
 def test_the_served_client_imports_only_what_it_needs(server: ServeProcess, home: Path) -> None:
     probe = (
         "import sys\n"
-        "from dsh.cli._fast._client import main\n"
+        "from dsh.cli_fast._client import main\n"
         "code = main(['exec', '--json', '--', 'true'])\n"
         "sys.stdout.flush()\n"
         "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh.cli._fast._wire import MAX_FRAME, recv_frame, socket_path
+from dsh.cli_fast._wire import MAX_FRAME, recv_frame, socket_path
 from dsh.testing import OTHER_UID, as_other_uid, needs_root
 from tests.helpers import dsh
 from tests.integration.serve_support import (

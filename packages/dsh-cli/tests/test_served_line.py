@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh.cli._fast._client import _bypasses_server
 from dsh.cli._parser import command_line, parse, read_served
+from dsh.cli_fast._client import _bypasses_server
 
 WORDS = [
     "exec", "--", "--json", "--session", "--cwd", "--timeout", "--deployment", "--no-server", "--no-s", "--debug",

@@ -14,6 +14,10 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
+from dsh.cli_fast._client import _stop_loading
+from dsh.cli_fast._status import FAILURE_EXIT, failure_document
+from dsh.cli_fast._streams import quiet_stdout
+from dsh.cli_fast._warnings import released
 from dsh.core import DshError, describe
 from dsh.paths import signals
 from dsh.paths.deployment import choose_deployment, relative_home
@@ -21,10 +25,6 @@ from dsh.paths.log import capture_warnings, configure_command
 from dsh.session import SessionLockedError, SessionNotFoundError
 
 from ._errors import not_found_hint
-from ._fast._client import _stop_loading
-from ._fast._status import FAILURE_EXIT, failure_document
-from ._fast._streams import quiet_stdout
-from ._fast._warnings import released
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -123,7 +123,7 @@ def dispatch(args: argparse.Namespace) -> int:
         # `dsh exec` keeps 0-124 and 126+ for the command, as `timeout` and `env` do.
         return FAILURE_EXIT if args.verb == "exec" else 1
     except KeyboardInterrupt:  # SIGINT before a verb's own handling was installed (start-up)
-        from ._fast._status import interrupted_early
+        from dsh.cli_fast._status import interrupted_early
 
         print(f"dsh: {interrupted_early('SIGINT')}", file=sys.stderr)
         return 128 + signal.SIGINT

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from dsh.agent import needs_event_loop
 from dsh.bash import Interrupted, Interrupts
+from dsh.cli_fast._status import exec_notices, exec_status
+from dsh.cli_fast._streams import write_outputs
 from dsh.harness import open_runtime
 
 from ._drive import interruptible as _interruptible
 from ._drive import run_async, run_sync
 from ._errors import UsageError
 from ._exec import ExecOutcome, exec_command
-from ._fast._status import exec_notices, exec_status
-from ._fast._streams import write_outputs
 from ._output import print_json
 from ._parser import command_line
 

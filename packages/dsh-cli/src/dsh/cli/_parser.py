@@ -15,8 +15,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._fast._status import BLOCKED_EXIT, FAILURE_EXIT, TIMEOUT_EXIT
-from ._fast._wire import KEEPALIVE, KEEPALIVE_RANGE, MISSED_KEEPALIVES
+from dsh.cli_fast._status import BLOCKED_EXIT, FAILURE_EXIT, TIMEOUT_EXIT
+from dsh.cli_fast._wire import KEEPALIVE, KEEPALIVE_RANGE, MISSED_KEEPALIVES
 
 if TYPE_CHECKING:
     from dsh.loader import EntryPointItem
@@ -126,7 +126,7 @@ class _Parser(argparse.ArgumentParser):
     sub-parser of its parent's class)."""
 
     def print_help(self, file: Any = None) -> None:  # typeshed's SupportsWrite: no module to import at run time
-        from ._fast._streams import write_all
+        from dsh.cli_fast._streams import write_all
 
         write_all(self.format_help(), sys.stdout if file is None else file)
 
@@ -146,7 +146,7 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="list the installed dsh distributions and exit")
 
     def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
-        from ._fast._streams import write_all
+        from dsh.cli_fast._streams import write_all
 
         write_all("".join(f"{name} {version}\n" for name, version in installed_versions()), sys.stdout)
         parser.exit()

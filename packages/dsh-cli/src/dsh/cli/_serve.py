@@ -32,14 +32,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dsh.core import DshError, EscapedError, describe
-from dsh.harness import LiveRuntime, warnings
-from dsh.paths import ensure_private_dir, seal_process, signals
-
-from ._errors import ServeError, not_found_hint
-from ._exec import exec_command
-from ._fast._status import FAILURE_EXIT
-from ._fast._wire import (
+from dsh.cli_fast._status import FAILURE_EXIT
+from dsh.cli_fast._wire import (
     HEADER_SIZE,
     KEEPALIVE,
     WireError,
@@ -50,6 +44,12 @@ from ._fast._wire import (
     peer_uid,
     socket_path,
 )
+from dsh.core import DshError, EscapedError, describe
+from dsh.harness import LiveRuntime, warnings
+from dsh.paths import ensure_private_dir, seal_process, signals
+
+from ._errors import ServeError, not_found_hint
+from ._exec import exec_command
 from ._output import json_text
 from ._serve_protocol import (
     CLIENT_GONE,

@@ -8,11 +8,11 @@ import signal
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from dsh.cli_fast._status import failure_document, interrupted_reason
+from dsh.cli_fast._wire import HEADER_SIZE, PROTOCOL, WireError, decode, frame_length
 from dsh.paths import INTERRUPTS
 from dsh.paths.deployment import choose_deployment
 
-from ._fast._status import failure_document, interrupted_reason
-from ._fast._wire import HEADER_SIZE, PROTOCOL, WireError, decode, frame_length
 from ._output import json_text
 from ._parser import command_line, read_served
 

@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = served_exec(words, asked[0])
             if code is not None:
                 return code
-        from .._parser import parse
+        from dsh.cli._parser import parse
 
         args = parse(words)
         verb = args.verb
@@ -54,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = None if deployment in asked else served_exec(words, deployment)
             if code is not None:
                 return code
-        from .._cli import dispatch
+        from dsh.cli._cli import dispatch
 
         return dispatch(args)
     except OutputLost as exc:  # what ran, ran: one line, and dsh's own failure status

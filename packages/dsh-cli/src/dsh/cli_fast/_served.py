@@ -209,7 +209,7 @@ class _Line:
         """Whether the line asks for ``--json``: the server's word, else the one parser's (a failure before the server
         said it: no served exec pays for the parser otherwise)."""
         if self.json is None:
-            from .._parser import parse  # a usage error exits 2 here, as in-process: the line was never run
+            from dsh.cli._parser import parse  # a usage error exits 2 here, as in-process: the line was never run
 
             self.json = bool(getattr(parse(self.words), "json", False))
         return self.json
