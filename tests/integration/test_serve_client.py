@@ -334,3 +334,18 @@ def test_a_line_for_another_deployment_or_with_debug_runs_in_the_client(
     here = dsh("exec", "--cwd", "..", "--", "pwd", home=home, cwd=other.parent)
     assert (here.returncode, here.stdout) == (0, f"{tmp_path}\n"), here.stderr
     assert _served_count(server) == 1, "only the last line was served"
+
+
+def test_python_m_dsh_cli_fast_serves_without_the_cli_package(server: ServeProcess, home: Path) -> None:
+    """The light ``python -m`` form (``python -m dsh.cli`` imports the package and its exports first)."""
+    probe = "import runpy, sys; runpy.run_module('dsh.cli_fast', run_name='__main__', alter_sys=True)"
+    code = f"import atexit, sys; atexit.register(lambda: print('dsh.cli' in sys.modules, file=sys.stderr)); {probe}"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "exec", "--", "echo fast"],
+        env=clean_env(home),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "fast\n", "False\n")
+    assert _served_count(server) == 1
