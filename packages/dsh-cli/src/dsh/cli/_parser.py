@@ -9,6 +9,7 @@ their exit status are this module's alone, served or not.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shlex
 import sys
@@ -456,12 +457,18 @@ def read_served(words: Sequence[str]) -> argparse.Namespace | None:
     if list(words[:1]) != ["exec"]:
         return None
     try:
-        return parse(words, _kind=_Silent)
+        return parse(words, _silent=True)
     except SystemExit:
         return None
 
 
-def parse(argv: Sequence[str] | None = None, *, _kind: type[_Parser] = _Parser) -> argparse.Namespace:
+@functools.cache
+def _silent_parsers(verb: str) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser | None]:
+    """The silent parser of a built-in verb, built once: a server reads every request with it."""
+    return _build(kind=_Silent, only=verb)
+
+
+def parse(argv: Sequence[str] | None = None, *, _silent: bool = False) -> argparse.Namespace:
     """Parse a ``dsh`` command line; exit 2 with the usage on an invalid one (argparse's way)."""
     words = list(sys.argv[1:] if argv is None else argv)
     word = _verb_word(words)
@@ -481,7 +488,7 @@ def parse(argv: Sequence[str] | None = None, *, _kind: type[_Parser] = _Parser) 
             sys.stderr.write(f"dsh: {exc}\n")
             raise SystemExit(1) from None
     else:
-        parser, exec_parser = _build(kind=_kind, only=word)
+        parser, exec_parser = _silent_parsers(word) if _silent else _build(only=word)
     args, unknown = parser.parse_known_args(words)
     # argparse reports a verb's unknown option from the top parser, with dsh's usage: the verb's is the useful one.
     owner: argparse.ArgumentParser = vars(args).pop("usage_parser", parser)
