@@ -9,12 +9,14 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from dsh.cli_fast._wire import recv_frame, socket_path
 from tests.helpers import dsh
 from tests.integration.serve_support import (
     ServeProcess,
@@ -349,3 +351,32 @@ def test_python_m_dsh_cli_fast_serves_without_the_cli_package(server: ServeProce
     )
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "fast\n", "False\n")
     assert _served_count(server) == 1
+
+
+def test_an_older_server_refuses_a_newer_client_in_one_line_and_json_still_gets_its_document(tmp_path: Path) -> None:
+    """A server of another protocol answers before it read the line, so it never says whether ``--json``
+    was given: the client reads its own line with the one parser to print the failure document."""
+    home = tmp_path / "home"
+    (home / "run").mkdir(parents=True, mode=0o700)
+    os.chmod(home, 0o700)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(socket_path(None, {"DSH_HOME": str(home)}))
+    listener.listen(1)
+    said = "this dsh server speaks protocol 4, the client 5"
+
+    def old_server() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            recv_frame(conn)
+            conn.sendall(frame(json.dumps({"ok": False, "error": said}).encode()))
+
+    thread = threading.Thread(target=old_server, daemon=True)
+    thread.start()
+    try:
+        done = dsh("exec", "--json", "--", "true", home=home, env={"DSH_DEPLOYMENT": ""})
+    finally:
+        thread.join(timeout=30)
+        listener.close()
+    assert (done.returncode, done.stderr) == (125, f"dsh: {said}\n")
+    document = json.loads(done.stdout)
+    assert (document["error"], document["exit_code"], document["status_known"]) == (said, None, True)
