@@ -39,7 +39,7 @@ class NotServed(Exception):
 
     Help and usage errors (which the client prints as it always does), ``--debug``, ``--no-server``
     (an abbreviation of it: the exact word never reaches a server) and another deployment than this
-    server's. The message says which, for the server's log and the tests.
+    server's. The message, the answer's ``unserved``, says which.
     """
 
 
