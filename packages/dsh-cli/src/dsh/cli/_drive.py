@@ -17,10 +17,9 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from dsh.bash import Interrupts, interruption
+from dsh.cli_fast._status import interrupted_early, interrupted_late, interrupted_reason
 from dsh.core import DshError
 from dsh.paths.signals import interrupt_signals
-
-from ._fast._status import interrupted_early, interrupted_late, interrupted_reason
 
 T = TypeVar("T")
 
