@@ -479,7 +479,7 @@ def _proc_status(pid: int) -> dict[str, Any]:
 
 def bench_serve_growth(tmp: Path, size: dict[str, Any]) -> dict[str, Any]:
     """``dsh serve``'s open files and memory after 1 and after N served execs (clients run in this process)."""
-    from dsh.cli._fast._client import main as client_main
+    from dsh.cli_fast._client import main as client_main
 
     home = tmp / "serve-home"
     home.mkdir(mode=0o700)

@@ -91,7 +91,7 @@ def bench_installed(tmp: Path, rounds: int) -> dict[str, Any]:
     venv = installed_venv(tmp)
     python, script = str(venv / "bin" / "python"), str(venv / "bin" / "dsh")
     homes = {}
-    for name in ("builtin", "file"):
+    for name in ("builtin", "file", "cold-builtin", "cold-file"):
         home = tmp / f"installed-{name}"
         home.mkdir(mode=0o700)
         homes[name] = home
@@ -100,14 +100,17 @@ def bench_installed(tmp: Path, rounds: int) -> dict[str, Any]:
     deployment.chmod(0o600)
     plain = child_env(os.environ, DSH_HOME=str(homes["builtin"]))
     with_file = child_env(os.environ, DSH_HOME=str(homes["file"]), DSH_DEPLOYMENT=str(deployment))
-    exec_true = ["exec", "--no-server", "--", "true"]
+    # Cold: the plain line, in homes no server listens for (it looks for one, as a user's cold exec does).
+    cold = child_env(os.environ, DSH_HOME=str(homes["cold-builtin"]))
+    cold_file = child_env(os.environ, DSH_HOME=str(homes["cold-file"]), DSH_DEPLOYMENT=str(deployment))
+    exec_true = ["exec", "--", "true"]
     jobs: dict[str, tuple[list[str], Mapping[str, str]]] = {
         "python_pass": ([python, "-c", "pass"], plain),
-        "exec": ([script, *exec_true], plain),
-        "exec_deployment_file": ([script, *exec_true], with_file),
-        "exec_deployment_file_python_m": ([python, "-m", "dsh.cli", *exec_true], with_file),
-        "served_exec": ([script, "exec", "--", "true"], plain),
-        "served_exec_deployment_file": ([script, "exec", "--", "true"], with_file),
+        "exec": ([script, *exec_true], cold),
+        "exec_deployment_file": ([script, *exec_true], cold_file),
+        "exec_deployment_file_python_m": ([python, "-m", "dsh.cli", *exec_true], cold_file),
+        "served_exec": ([script, *exec_true], plain),
+        "served_exec_deployment_file": ([script, *exec_true], with_file),
     }
     servers = [_serve(script, plain), _serve(script, with_file)]
     try:

@@ -91,12 +91,15 @@ def test_hatch_workspace_covers_packages() -> None:
 
 
 def _readme_layers() -> list[tuple[str, str]]:
-    """(distribution, module) rows of the root README's package table, in its order (the layers)."""
+    """(distribution, module) rows of the root README's package table, in its order (the layers); a
+    distribution with several top-level modules (dsh-cli: ``dsh.cli`` and its fence ``dsh.cli_fast``)
+    gives a row for each."""
     rows = []
     for line in (REPO / "README.md").read_text().splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 3 and cells[0].startswith("[dsh-") and cells[1].startswith("`dsh."):
-            rows.append((cells[0][1 : cells[0].index("]")], cells[1].strip("`")))
+            dist = cells[0][1 : cells[0].index("]")]
+            rows += [(dist, module) for module in re.findall(r"`(dsh\.[\w.]+)`", cells[1])]
     return rows
 
 
@@ -114,15 +117,16 @@ def _imports(source: Path) -> set[str]:
 
 
 def test_the_readme_lists_every_distribution_in_layer_order() -> None:
-    assert sorted(d for d, _ in _readme_layers()) == [p.name for p in PACKAGES]
+    assert sorted(dict.fromkeys(d for d, _ in _readme_layers())) == [p.name for p in PACKAGES]
 
 
 def test_imports_only_go_down_the_readme_layers() -> None:
     layers = _readme_layers()
     rank = {module: i for i, (_, module) in enumerate(layers)}
     for dist, module in layers:
+        own = {m for d, m in layers if d == dist}
         for source in (REPO / "packages" / dist / "src").rglob("*.py"):
-            for target in _imports(source) - {module}:
+            for target in _imports(source) - own:
                 assert target in rank, f"{source} imports {target}, which the README's table does not list"
                 assert rank[target] < rank[module], f"{source} imports {target}, a layer above {module}"
 
@@ -209,7 +213,7 @@ def test_the_library_stands_apart_from_the_command() -> None:
         deps = _meta(pkg)["project"].get("dependencies", [])
         assert not [d for d in deps if d.startswith("dsh-cli")], f"{pkg.name} depends on dsh-cli"
         for source in (pkg / "src").rglob("*.py"):
-            assert "dsh.cli" not in _imports(source), f"{source} imports dsh.cli"
+            assert not _imports(source) & {"dsh.cli", "dsh.cli_fast"}, f"{source} imports dsh.cli"
     mcp = [d.split("==")[0] for d in _meta(REPO / "packages" / "dsh-mcp")["project"]["dependencies"]]
     assert "dsh-harness" in mcp
 
@@ -245,7 +249,7 @@ _SETS_HANDLERS = ("signal.signal", "add_signal_handler", "remove_signal_handler"
 def test_one_module_sets_signal_handlers() -> None:
     """Issue 40: dsh.paths.signals sets every handler; only the fenced fast path keeps its own calls."""
     owner = REPO / "packages" / "dsh-paths" / "src" / "dsh" / "paths" / "signals.py"
-    fence = REPO / "packages" / "dsh-cli" / "src" / "dsh" / "cli" / "_fast"
+    fence = REPO / "packages" / "dsh-cli" / "src" / "dsh" / "cli_fast"
     for source in REPO.glob("packages/*/src/**/*.py"):
         if source == owner or fence in source.parents:
             continue
@@ -257,15 +261,10 @@ def test_one_module_sets_signal_handlers() -> None:
                 )
 
 
-LAZY_EXPORTS_LEFT = {"packages/dsh-cli/src/dsh/cli/__init__.py"}
-"""Packages still resolving exports in a module ``__getattr__``: dsh.cli's front door, which the served
-client's package imports (issue 40: it goes once the front door has left the command's distribution)."""
-
-
 def test_outside_the_fast_path_imports_are_ordinary() -> None:
     """Issue 40: no module ``__getattr__`` resolving exports lazily, and nothing asks ``sys.modules``
     whether asyncio is loaded: how a run is driven is its driver's to say (``dsh.bash.driven_blocking``)."""
-    fence = REPO / "packages" / "dsh-cli" / "src" / "dsh" / "cli" / "_fast"
+    fence = REPO / "packages" / "dsh-cli" / "src" / "dsh" / "cli_fast"
     for source in REPO.glob("packages/*/src/**/*.py"):
         if fence in source.parents:
             continue
@@ -274,8 +273,6 @@ def test_outside_the_fast_path_imports_are_ordinary() -> None:
         assert not re.search(
             r"""sys\.modules\b[^\n]{0,20}["']asyncio|["']asyncio["'] (not )?in sys\.modules""", text
         ), f"{name} asks sys.modules about asyncio; read dsh.bash.driven_blocking() (the driver's fact) instead"
-        if name in LAZY_EXPORTS_LEFT:
-            continue
         for node in ast.parse(text).body:
             assert not (isinstance(node, ast.FunctionDef) and node.name == "__getattr__"), (
                 f"{name}:{node.lineno} resolves its exports lazily; import them, or make a public submodule "
@@ -283,12 +280,14 @@ def test_outside_the_fast_path_imports_are_ordinary() -> None:
             )
 
 
-def test_lazy_cli_exports_resolve() -> None:
+def test_cli_exports_are_plain() -> None:
+    """Issue 40: ``dsh.cli`` imports its exports as any package does (the fence is a package of its own)."""
     import dsh.cli
 
+    source = (REPO / "packages" / "dsh-cli" / "src" / "dsh" / "cli" / "__init__.py").read_text()
+    assert "__getattr__" not in source and "TYPE_CHECKING" not in source
     for name in dsh.cli.__all__:
-        assert getattr(dsh.cli, name) is not None
-    assert sorted(dsh.cli.__all__) == sorted(dsh.cli._EXPORTS)
+        assert name in vars(dsh.cli), name
 
 
 def test_a_clone_with_nothing_beside_it_collects_the_whole_suite(tmp_path: Path) -> None:
@@ -450,7 +449,7 @@ def test_the_readmes_two_commands_are_the_ones_ci_and_the_venv_layout_use() -> N
     # The set-up command runs `dsh exec` through the same Hatch, on the built-in default deployment.
     ((*launcher, verb, separator, line),) = setup
     assert launcher == [hatch, run, "dsh"] and (verb, separator) == ("exec", "--")
-    assert _meta(REPO / "packages" / "dsh-cli")["project"]["scripts"]["dsh"] == "dsh.cli._fast:run"
+    assert _meta(REPO / "packages" / "dsh-cli")["project"]["scripts"]["dsh"] == "dsh.cli_fast:run"
     table = {row.split("`")[1] for row in (REPO / "README.md").read_text().splitlines() if row.startswith("| `DSH_")}
     assert set(re.findall(r"\$(DSH_[A-Z_]+)", line)) <= table, "it shows only variables the README's table lists"
     assert "DSH_SESSION_JSONL" in line, "it shows where the default deployment's JSONL transcript is"
@@ -484,7 +483,7 @@ NOT_RECORDS = {
     "dsh/tool_bash/_tool.py:TaskTable": "background tasks started and finished while the tool lives",
 }
 """Every slotted or bare class of ``packages/*/src`` that is not a checked record, and why; the fenced
-fast path (``dsh/cli/_fast/``) keeps its own. A new one is a record (make it a NamedTuple) or is
+fast path (``dsh/cli_fast/``) keeps its own. A new one is a record (make it a NamedTuple) or is
 added here with its reason."""
 
 TYPED_DICTS = {"dsh/session/events.py"}
@@ -536,7 +535,7 @@ def test_every_record_dsh_defines_is_a_named_tuple() -> None:
                 if isinstance(statement, ast.Assign)
                 and any(isinstance(t, ast.Name) and t.id == "__slots__" for t in statement.targets)
             ]
-            if module.startswith("dsh/cli/_fast/") or not (slots or _carries_data(node)):
+            if module.startswith("dsh/cli_fast/") or not (slots or _carries_data(node)):
                 continue
             if slots and ast.literal_eval(slots[0]) == () and named_tuples & set(bases):
                 continue  # a checked record: a private NamedTuple of the fields and a public subclass

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from dsh.cli._fast._wire import PROTOCOL, frame, recv_frame
+from dsh.cli_fast._wire import PROTOCOL, frame, recv_frame
 
 DSH_FAILED = (1, 125)
 """Statuses of a dsh that failed itself: 1 today for every verb, 125 for `dsh exec` once #9's exit statuses land."""
@@ -96,17 +96,22 @@ def connect(path: Path) -> socket.socket:
     return sock
 
 
-def request(command: str, cwd: Path, env: dict[str, str] | None = None, **fields: Any) -> dict[str, Any]:
-    """A well-formed exec request for the built-in deployment (``command`` is one word: a shell line)."""
+def request(
+    command: str,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    *,
+    options: tuple[str, ...] = (),
+    deployment: str | None = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """A well-formed request of ``dsh exec [--deployment D] OPTIONS -- COMMAND`` (``command``: one shell line)."""
+    named = ("--deployment", deployment) if deployment is not None else ()
     return {
         "protocol": PROTOCOL,
-        "argv": [command],
+        "argv": ["exec", *named, *options, "--", command],
         "cwd": str(cwd),
         "env": env if env is not None else {"PATH": os.environ["PATH"]},
-        "session": None,
-        "timeout": None,
-        "deployment": None,
-        "json": False,
         **fields,
     }
 

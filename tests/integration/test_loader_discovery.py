@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from dsh.bash_env import BASH_ENV_GROUP
-from dsh.cli._fast._memos import EntryPointFile
+from dsh.cli_fast._memos import EntryPointFile
 from dsh.loader import PLUGINS_GROUP, Catalog, DiscoveryError
 from tests.helpers import make_dist
 

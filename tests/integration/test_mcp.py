@@ -76,7 +76,7 @@ def test_stale_dsh_variables_of_the_client_never_reach_the_child(tmp_path: Path)
 
 HELP = """
 import json, sys
-from dsh.cli._fast._client import main
+from dsh.cli_fast._client import main
 
 try:
     main(["--help"])

@@ -21,7 +21,7 @@ import pytest
 
 from dsh.bash import BashExecRequest
 from dsh.bash_sandbox import SandboxExecutor
-from dsh.cli._fast import _wire
+from dsh.cli_fast import _wire
 from tests.helpers import dsh
 from tests.integration.serve_support import ServeProcess
 

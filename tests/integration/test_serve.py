@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh.cli._fast._wire import socket_path
+from dsh.cli_fast._wire import socket_path
 from tests.helpers import dsh
 
 pytestmark = pytest.mark.integration

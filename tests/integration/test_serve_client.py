@@ -9,12 +9,14 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from dsh.cli_fast._wire import recv_frame, socket_path
 from tests.helpers import dsh
 from tests.integration.serve_support import (
     ServeProcess,
@@ -177,7 +179,7 @@ def test_a_client_that_goes_away_has_its_command_killed(server: ServeProcess, ho
 def test_the_served_client_imports_only_what_it_needs(server: ServeProcess, home: Path) -> None:
     probe = (
         "import sys\n"
-        "from dsh.cli._fast._client import main\n"
+        "from dsh.cli_fast._client import main\n"
         "code = main(['exec', '--json', '--', 'true'])\n"
         "sys.stdout.flush()\n"
         "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n"
@@ -188,7 +190,7 @@ def test_the_served_client_imports_only_what_it_needs(server: ServeProcess, home
     )
     assert proc.returncode == 0 and json.loads(proc.stdout)["exit_code"] == 0, proc.stderr
     loaded = set(proc.stderr.split())
-    heavy = {"argparse", "json", "re", "pathlib", "hashlib", "shlex", "socket", "enum", "typing", "asyncio"}
+    heavy = {"argparse", "json", "re", "pathlib", "hashlib", "shlex", "socket", "enum", "typing", "asyncio", "logging"}
     heavy |= {"pydantic", "yaml", "importlib.metadata", "dsh.core", "dsh.loader", "dsh.cli._cli"}
     assert not loaded & heavy, f"the served client imported {sorted(loaded & heavy)}"
     _, log = server.stop()
@@ -267,3 +269,114 @@ def test_a_served_json_document_stays_json_where_the_client_s_encoding_is_ascii(
     assert done.stdout.isascii() and json.loads(done.stdout)["stdout"] == "café\n"
     _, log = server.stop()
     assert "exited 0" in log, "it was served"
+
+
+def _served_count(server: ServeProcess) -> int:
+    _, log = server.stop()
+    return log.count("dsh serve: exec in session")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        ("--timeout", "0", "--", "true"),
+        ("--cwd", "/tmp", "--session", "s1", "--", "true"),
+        ("--",),
+        ("--json", "--bogus", "--", "true"),
+        ("--help",),
+    ],
+    ids=["bad-timeout", "cwd-with-session", "no-command", "unknown-option", "help"],
+)
+def test_a_served_client_prints_help_and_usage_errors_exactly_as_a_cold_one(
+    server: ServeProcess, home: Path, line: tuple[str, ...]
+) -> None:
+    """The server reads the line with the one parser and hands back what it will not run; the
+    client's own process prints it, so status 2 (0 for help), stderr and stdout are the cold ones."""
+    served = dsh("exec", *line, home=home)
+    cold = dsh("exec", "--no-server", *line, home=home)
+    assert served.returncode == (0 if "--help" in line else 2), served.stderr
+    assert (served.returncode, served.stdout, served.stderr) == (cold.returncode, cold.stdout, cold.stderr)
+    assert _served_count(server) == 0
+
+
+def test_a_served_json_exec_reports_its_document_and_its_timeout(server: ServeProcess, home: Path) -> None:
+    served = dsh("exec", "--json", "--timeout", "0.5", "--", "echo out; sleep 5", home=home)
+    assert served.returncode == 124, served.stderr
+    document = json.loads(served.stdout)
+    assert (document["stdout"], document["timed_out"], document["timeout"]) == ("out\n", True, 0.5)
+    assert "timed out after 0.5 s" in served.stderr
+    assert _served_count(server) == 1
+
+
+def test_no_server_spelled_out_never_asks_a_hung_server(server: ServeProcess, home: Path) -> None:
+    os.kill(server.pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        local = dsh("exec", "--no-server", "--json", "--", "echo here", home=home, timeout=60)
+        assert time.monotonic() - started < 8, "it waited for the stopped server"
+        assert local.returncode == 0 and json.loads(local.stdout)["stdout"] == "here\n", local.stderr
+    finally:
+        os.kill(server.pid, signal.SIGCONT)
+    assert _served_count(server) == 0
+
+
+def test_a_line_for_another_deployment_or_with_debug_runs_in_the_client(
+    server: ServeProcess, home: Path, tmp_path: Path
+) -> None:
+    """The server answers that such a line is not its own; the client reads it and runs it itself
+    (or through that deployment's own server). Relative paths are the client's."""
+    other = tmp_path / "work" / "other.yaml"
+    other.parent.mkdir()
+    other.write_text("persistence: {backend: jsonl}\n")
+    other.chmod(0o600)
+    elsewhere = dsh("exec", "--deployment", "other.yaml", "--", "pwd", home=home, cwd=other.parent)
+    assert (elsewhere.returncode, elsewhere.stdout) == (0, f"{other.parent}\n"), elsewhere.stderr
+    debug = dsh("exec", "--debug", "--", "echo debugged", home=home)
+    assert (debug.returncode, debug.stdout) == (0, "debugged\n"), debug.stderr
+    here = dsh("exec", "--cwd", "..", "--", "pwd", home=home, cwd=other.parent)
+    assert (here.returncode, here.stdout) == (0, f"{tmp_path}\n"), here.stderr
+    assert _served_count(server) == 1, "only the last line was served"
+
+
+def test_python_m_dsh_cli_fast_serves_without_the_cli_package(server: ServeProcess, home: Path) -> None:
+    """The light ``python -m`` form (``python -m dsh.cli`` imports the package and its exports first)."""
+    probe = "import runpy, sys; runpy.run_module('dsh.cli_fast', run_name='__main__', alter_sys=True)"
+    code = f"import atexit, sys; atexit.register(lambda: print('dsh.cli' in sys.modules, file=sys.stderr)); {probe}"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "exec", "--", "echo fast"],
+        env=clean_env(home),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "fast\n", "False\n")
+    assert _served_count(server) == 1
+
+
+def test_an_older_server_refuses_a_newer_client_in_one_line_and_json_still_gets_its_document(tmp_path: Path) -> None:
+    """A server of another protocol answers before it read the line, so it never says whether ``--json``
+    was given: the client reads its own line with the one parser to print the failure document."""
+    home = tmp_path / "home"
+    (home / "run").mkdir(parents=True, mode=0o700)
+    os.chmod(home, 0o700)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(socket_path(None, {"DSH_HOME": str(home)}))
+    listener.listen(1)
+    said = "this dsh server speaks protocol 4, the client 5"
+
+    def old_server() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            recv_frame(conn)
+            conn.sendall(frame(json.dumps({"ok": False, "error": said}).encode()))
+
+    thread = threading.Thread(target=old_server, daemon=True)
+    thread.start()
+    try:
+        done = dsh("exec", "--json", "--", "true", home=home, env={"DSH_DEPLOYMENT": ""})
+    finally:
+        thread.join(timeout=30)
+        listener.close()
+    assert (done.returncode, done.stderr) == (125, f"dsh: {said}\n")
+    document = json.loads(done.stdout)
+    assert (document["error"], document["exit_code"], document["status_known"]) == (said, None, True)

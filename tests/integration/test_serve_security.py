@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh.cli._fast._wire import MAX_FRAME, recv_frame, socket_path
+from dsh.cli_fast._wire import MAX_FRAME, recv_frame, socket_path
 from dsh.testing import OTHER_UID, as_other_uid, needs_root
 from tests.helpers import dsh
 from tests.integration.serve_support import (
@@ -59,20 +59,27 @@ def test_bad_requests_get_error_answers_and_the_server_stays_up(server: ServePro
         "a JSON object is expected, not null": frame(b"null"),
         "'env' must be the client's non-empty environment": request("echo hi", tmp_path, env={}),
         "'env' must map strings to strings": request("echo hi", tmp_path, env={"A": 1}),  # type: ignore[dict-item]
-        "'argv' must not be a blank command": request(" ", tmp_path),
         "'argv' must be a non-empty list of strings": request("x", tmp_path, argv=[]),
-        "'json' must be true or false": request("x", tmp_path, json="yes"),
-        "serves the built-in deployment, not /elsewhere.yaml; run with --no-server": request(
-            "x", tmp_path, deployment="/elsewhere.yaml"
-        ),
         "'cwd' must be an absolute path": request("true", Path("relative")),
-        "'timeout' must be a positive number": request("true", tmp_path, timeout=-1),
-        "speaks protocol 4, the client 3": request("true", tmp_path, protocol=3),
+        "speaks protocol 5, the client 4: run both from the same dsh": request("true", tmp_path, protocol=4),
     }
     for expected, message in cases.items():
         answer = ask(server.path, message)
         assert answer is not None and answer["ok"] is False, expected
         assert expected in answer["error"], (expected, answer)
+    # Lines the server does not run are the client's to run (and to print help or a usage error for).
+    unserved = {
+        "help, a usage error": request(" ", tmp_path),
+        "help, a usage error ": request("true", tmp_path, options=("--timeout", "-1")),
+        " help, a usage error": request("true", tmp_path, options=("--help",)),
+        "--debug and --no-server": request("true", tmp_path, options=("--debug",)),
+        "serves the built-in deployment, not /elsewhere.yaml": request("x", tmp_path, deployment="/elsewhere.yaml"),
+        "not `dsh exec`": {**request("true", tmp_path), "argv": ["env"]},
+    }
+    for expected, message in unserved.items():
+        answer = ask(server.path, message)
+        assert answer is not None and answer["ok"] is False and "error" not in answer, expected
+        assert expected.strip() in answer["unserved"], (expected, answer)
     without_env = request("true", tmp_path)
     del without_env["env"]
     answer = ask(server.path, without_env)

@@ -475,7 +475,7 @@ def test_ctrl_c_while_loading_ends_dsh_with_130_even_when_stderr_is_full(tmp_pat
     if not os.path.exists("/dev/full"):
         pytest.skip("needs /dev/full (Linux) to fill stderr")
     code = (
-        "import os, signal; from dsh.cli._fast._client import _stop_loading; "
+        "import os, signal; from dsh.cli_fast._client import _stop_loading; "
         "os.dup2(os.open('/dev/full', os.O_WRONLY), 2); _stop_loading(signal.SIGINT, None)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -518,7 +518,7 @@ def test_dsh_s_stderr_is_line_buffered_and_drops_what_fd_2_refuses() -> None:
     # Whole lines at once, as Python's own stderr (print writes the text and the newline apart, and
     # another thread's line must not land between them); a full fd 2 is dropped, never raised.
     code = (
-        "import os; from dsh.cli._fast._streams import Diagnostics\n"
+        "import os; from dsh.cli_fast._streams import Diagnostics\n"
         "d = Diagnostics('utf-8', 'backslashreplace', False)\n"
         "d.write('a'); os.write(2, b'|'); d.write('b\\nc'); os.write(2, b'|'); d.flush()\n"
         "os.dup2(os.open('/dev/full', os.O_WRONLY), 2); d.write('lost\\n'); d.flush(); print('survived')\n"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh.cli._fast._memos import EntryPointFile, environment_key
+from dsh.cli_fast._memos import EntryPointFile, environment_key
 from dsh.loader import PLUGINS_GROUP, Catalog
 from dsh.testing import make_dist, remove_dist, touch_dir
 

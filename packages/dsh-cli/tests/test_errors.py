@@ -15,10 +15,10 @@ from dsh.agent import ScriptedModel, ScriptError
 from dsh.agent.script import load_script
 from dsh.cli import MissingPluginError, ServeError, UsageError, _errors
 from dsh.cli._exec import exec_command
-from dsh.cli._fast._wire import WireError
 from dsh.cli._serve import _claim
 from dsh.cli._sessions_cmd import run_verify
 from dsh.cli._skills_cmd import skills
+from dsh.cli_fast._wire import WireError
 from dsh.core import DshError
 from dsh.harness import open_runtime
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from dsh.cli._fast._memos import ValidatedForms, environment_key
 from dsh.cli._open import MEMOS, RECORDS
+from dsh.cli_fast._memos import ValidatedForms, environment_key
 from dsh.loader import Catalog, DeploymentError, ModelChoice, PersistenceChoice, PluginEntry, load_deployment
 
 PLUGIN_TAIL = """
@@ -340,7 +340,7 @@ def test_a_field_the_file_gave_is_kept_even_when_it_equals_the_default(tmp_path:
 
 
 def _bloated() -> str:
-    from dsh.cli._fast._memos import MAX_CACHE_BYTES
+    from dsh.cli_fast._memos import MAX_CACHE_BYTES
 
     pad = "a" * (MAX_CACHE_BYTES + 1)
     return json.dumps({"format": "dsh validated cache 4", "environments": [{"key": "x", "pad": pad}]})
@@ -368,7 +368,7 @@ def test_a_cache_it_cannot_read_is_ignored_and_rewritten_small(tmp_path: Path, p
 def test_a_save_that_would_pass_the_limit_drops_other_environments_then_old_forms(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import dsh.cli._fast._memos as validated
+    import dsh.cli_fast._memos as validated
 
     cached = tmp_path / "run" / "validated.cache"
     cached.parent.mkdir(mode=0o700)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh.cli._fast._wire import decode, dumps, encode, loads
+from dsh.cli_fast._wire import decode, dumps, encode, loads
 
 # Every code point, lone surrogates included: os.environ holds undecodable bytes as U+DC80..U+DCFF.
 TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=40)
@@ -63,7 +63,7 @@ def test_what_has_no_json_form_is_refused() -> None:
 def test_the_codec_needs_neither_json_nor_re() -> None:
     probe = (
         "import sys\n"
-        "from dsh.cli._fast._wire import dumps, loads\n"
+        "from dsh.cli_fast._wire import dumps, loads\n"
         "assert loads(dumps({'a': ['\\udcff', 1.5, None, True]}).decode()) == {'a': ['\\udcff', 1.5, None, True]}\n"
         "print(sorted({'json', 're', 'enum'} & set(sys.modules)))\n"
     )

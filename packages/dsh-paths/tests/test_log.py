@@ -61,26 +61,26 @@ WARN = "import warnings; warnings.warn('a library is deprecated', UserWarning)"
 
 
 @pytest.mark.parametrize(("debug", "shown"), [(False, False), (True, True)])
-def test_captured_warnings_are_the_log_s_even_when_raised_before_the_command_is_configured(
-    debug: bool, shown: bool
-) -> None:
+def test_captured_warnings_are_the_log_s_those_held_before_first(debug: bool, shown: bool) -> None:
     done = _run(
-        "from dsh.paths.log import capture_warnings, configure_command; capture_warnings(); "
-        f"{WARN}; configure_command(debug={debug}); {WARN.replace('a library', 'another library')}"
+        "from dsh.paths.log import capture_warnings, configure_command; "
+        f"configure_command(debug={debug}); capture_warnings(['held: a library is deprecated']); {WARN}"
     )
     if shown:
         lines = [line for line in done.stderr.splitlines() if line.startswith("dsh: py.warnings: ")]
-        assert len(lines) == 2 and "a library is deprecated" in lines[0] and "another library" in lines[1]
+        assert len(lines) == 2 and lines[0] == "dsh: py.warnings: held: a library is deprecated"
+        assert "UserWarning: a library is deprecated" in lines[1]
     else:
         assert done.stderr == ""
 
 
-def test_silent_warnings_never_import_logging() -> None:
+def test_a_warning_shown_to_a_file_the_caller_names_goes_there() -> None:
     done = _run(
-        "import sys; from dsh.paths.log import capture_warnings, configure_command; capture_warnings(); "
-        f"configure_command(debug=False); {WARN}; print('logging' in sys.modules)"
+        "import sys, warnings; from dsh.paths.log import capture_warnings, configure_command; "
+        "configure_command(debug=False); capture_warnings(); "
+        "warnings.showwarning('named', UserWarning, 'f.py', 1, file=sys.stdout)"
     )
-    assert (done.stdout, done.stderr) == ("False\n", "")
+    assert "UserWarning: named" in done.stdout and done.stderr == ""
 
 
 def test_the_warnings_filters_stay_python_s() -> None:

@@ -1,5 +1,5 @@
 """``python -m dsh.cli`` runs the ``dsh`` command."""
 
-from ._fast import run
+from dsh.cli_fast import run
 
 run()

@@ -8,31 +8,29 @@ This module owns only the dispatch and how a failure becomes one ``dsh:`` line a
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import sys
 from typing import TYPE_CHECKING
 
+from dsh.cli_fast._client import _stop_loading
+from dsh.cli_fast._status import FAILURE_EXIT, failure_document
+from dsh.cli_fast._streams import quiet_stdout
+from dsh.cli_fast._warnings import released
 from dsh.core import DshError, describe
 from dsh.paths import signals
 from dsh.paths.deployment import choose_deployment, relative_home
-from dsh.paths.log import configure_command
+from dsh.paths.log import capture_warnings, configure_command
 from dsh.session import SessionLockedError, SessionNotFoundError
 
 from ._errors import not_found_hint
-from ._fast._client import _stop_loading
-from ._fast._exec_argv import ExecArgs
-from ._fast._status import FAILURE_EXIT, failure_document
-from ._fast._streams import quiet_stdout
 
 if TYPE_CHECKING:
-    import argparse
     from collections.abc import Sequence
 
-    Args = argparse.Namespace | ExecArgs
 
-
-def _own_session_hint(args: Args, exc: BaseException) -> str:
+def _own_session_hint(args: argparse.Namespace, exc: BaseException) -> str:
     """Why the session of the very shell running this command cannot be opened yet, if that is the case."""
     wanted = getattr(args, "session", None) or getattr(args, "id", None)
     if not wanted or wanted != os.environ.get("DSH_SESSION_ID"):
@@ -47,12 +45,12 @@ def _own_session_hint(args: Args, exc: BaseException) -> str:
     return ""
 
 
-def dispatch(args: Args) -> int:
+def dispatch(args: argparse.Namespace) -> int:
     """Run a parsed ``dsh`` command line in this process; return the exit status."""
     # The command reports failures itself (boot report, warnings); --debug adds the library's log.
     configure_command(debug=args.debug)
-    verb = "exec" if isinstance(args, ExecArgs) else args.verb
-    if verb not in ("exec", "run") and signals.current(signal.SIGINT) is _stop_loading:
+    capture_warnings(released())  # those raised while dsh started, then every later one
+    if args.verb not in ("exec", "run") and signals.current(signal.SIGINT) is _stop_loading:
         # Loaded: from here Ctrl-C unwinds (finally blocks run). exec and run keep the loading
         # handler until their own interrupts take over (see `_drive.interruptible`).
         signals.install(signal.SIGINT, signal.default_int_handler)
@@ -61,7 +59,7 @@ def dispatch(args: Args) -> int:
         if refused is not None:
             raise DshError(refused)
         args.choice = choose_deployment(getattr(args, "deployment", None))
-        if isinstance(args, ExecArgs) or args.verb == "exec":
+        if args.verb == "exec":
             from ._exec_cmd import exec_verb
 
             return exec_verb(args)
@@ -125,7 +123,7 @@ def dispatch(args: Args) -> int:
         # `dsh exec` keeps 0-124 and 126+ for the command, as `timeout` and `env` do.
         return FAILURE_EXIT if args.verb == "exec" else 1
     except KeyboardInterrupt:  # SIGINT before a verb's own handling was installed (start-up)
-        from ._fast._status import interrupted_early
+        from dsh.cli_fast._status import interrupted_early
 
         print(f"dsh: {interrupted_early('SIGINT')}", file=sys.stderr)
         return 128 + signal.SIGINT

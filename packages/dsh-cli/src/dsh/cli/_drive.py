@@ -20,10 +20,9 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from dsh.bash import Interrupted, Interrupts, interruption
+from dsh.cli_fast._status import interrupted_early, interrupted_late, interrupted_reason
 from dsh.paths.interrupts import printed_before
 from dsh.paths.signals import interrupt_signals
-
-from ._fast._status import interrupted_early, interrupted_late, interrupted_reason
 
 T = TypeVar("T")
 

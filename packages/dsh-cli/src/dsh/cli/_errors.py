@@ -17,10 +17,9 @@ turns it into an answer to the peer or a failure sentence of its own. The agent 
 
 from __future__ import annotations
 
+from dsh.cli_fast._wire import WireError
 from dsh.core import DshError
 from dsh.session import SessionNotFoundError
-
-from ._fast._wire import WireError
 
 __all__ = ["MissingPluginError", "ServeError", "UsageError", "WireError", "not_found_hint"]
 

@@ -16,13 +16,13 @@ from dsh.bash import (
     world_of,
 )
 from dsh.bash_env import outer_claim
+from dsh.cli_fast._status import BLOCKED_EXIT
 from dsh.harness import notice_line
 from dsh.loader import Runtime
 from dsh.paths import INTERRUPTS
 from dsh.session import SESSIONS, TOOLS, PersistenceError, Session, ToolResult
 
 from ._errors import UsageError
-from ._fast._status import BLOCKED_EXIT
 
 
 class ExecOutcome(NamedTuple):

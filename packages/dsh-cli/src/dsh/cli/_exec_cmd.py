@@ -12,21 +12,19 @@ from typing import TYPE_CHECKING, Any
 
 from dsh.agent import needs_event_loop
 from dsh.bash import Interrupted, Interrupts, run_blocking
+from dsh.cli_fast._status import exec_notices, exec_status
+from dsh.cli_fast._streams import write_outputs
 
 from ._drive import interruptible as _interruptible
 from ._drive import run_async
 from ._errors import UsageError
 from ._exec import ExecOutcome, exec_command
-from ._fast._exec_argv import command_line
-from ._fast._status import exec_notices, exec_status
-from ._fast._streams import write_outputs
 from ._open import open_runtime
 from ._output import print_json
+from ._parser import command_line
 
 if TYPE_CHECKING:
     import argparse
-
-    from ._fast._exec_argv import ExecArgs
 
 
 def interruptible(main: Coroutine[Any, Any, int]) -> int:
@@ -35,7 +33,7 @@ def interruptible(main: Coroutine[Any, Any, int]) -> int:
     return _interruptible(lambda interrupts: run_async(main, interrupts))
 
 
-def exec_verb(args: argparse.Namespace | ExecArgs) -> int:
+def exec_verb(args: argparse.Namespace) -> int:
     """``dsh exec``: one command as one turn, in this process."""
     command = command_line(args.command)
     if not command:

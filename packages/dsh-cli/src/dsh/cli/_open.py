@@ -1,7 +1,7 @@
 """How the ``dsh`` command opens a runtime: :func:`dsh.harness.open_runtime` with the command's start-up memos.
 
 Every verb that boots the deployment in effect opens it here, so a command finds the installed entry
-points and the validated forms an earlier command learnt (``<home>/run``, see :mod:`._fast._memos`)
+points and the validated forms an earlier command learnt (``<home>/run``, see :mod:`dsh.cli_fast._memos`)
 instead of importing :mod:`importlib.metadata`, yaml and pydantic. ``dsh serve`` and embedders use the
 library's plain defaults.
 """
@@ -11,11 +11,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from dsh.cli_fast._memos import CommandMemos
 from dsh.harness import open_runtime as open_plain
 from dsh.loader import Deployment, LoopLimits, ModelChoice, PersistenceChoice, PluginEntry, Runtime
 from dsh.paths.deployment import DeploymentChoice
-
-from ._fast._memos import CommandMemos
 
 RECORDS = {cls.__name__: cls for cls in (Deployment, PersistenceChoice, PluginEntry, ModelChoice, LoopLimits)}
 """The record classes the validation memo rebuilds a deployment with (by the names ``DEPLOYMENT_RECORDS`` lists)."""

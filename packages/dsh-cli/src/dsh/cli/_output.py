@@ -6,7 +6,7 @@ import json
 import sys
 from typing import Any, TextIO
 
-from ._fast._streams import write_all
+from dsh.cli_fast._streams import write_all
 
 
 def json_text(value: Any) -> str:

@@ -1,22 +1,23 @@
-"""The full parser of the ``dsh`` command line: every verb, its help and examples, and usage errors (exit 2).
+"""The one parser of the ``dsh`` command line: every verb, its help and examples, and usage errors (exit 2).
 
 Standard library only for the built-in verbs; a line naming another verb (``dsh mcp``), ``dsh --help``
-or a typo also reads the ``dsh.commands`` group (``_commands``). The served ``dsh exec`` reads its
-plain form with ``_exec_argv`` instead and comes here for anything else, so help, errors and their
-exit status are this module's alone.
+or a typo also reads the ``dsh.commands`` group (``_commands``). A served ``dsh exec`` is read here
+too, by the server (:func:`read_served`): its client sends the words unread, so help, errors and
+their exit status are this module's alone, served or not.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._fast._exec_argv import command_line, seconds
-from ._fast._status import BLOCKED_EXIT, FAILURE_EXIT, TIMEOUT_EXIT
-from ._fast._wire import KEEPALIVE, KEEPALIVE_RANGE, MISSED_KEEPALIVES
+from dsh.cli_fast._status import BLOCKED_EXIT, FAILURE_EXIT, TIMEOUT_EXIT
+from dsh.cli_fast._wire import KEEPALIVE, KEEPALIVE_RANGE, MISSED_KEEPALIVES
 
 if TYPE_CHECKING:
     from dsh.loader import EntryPointItem
@@ -55,6 +56,33 @@ exit status:
          process group is killed and the turn recorded as interrupted)
   2      the dsh command line is invalid
 """
+
+
+def command_words(words: Sequence[str]) -> list[str]:
+    """The command's own words: what follows the ``--`` the parser keeps in front of them."""
+    words = list(words)
+    return words[1:] if words[:1] == ["--"] else words
+
+
+def command_line(words: Sequence[str]) -> str:
+    """The shell command line of ``dsh exec -- WORDS``.
+
+    One word is a command line as typed; several are argv words, quoted so the shell sees them as
+    given (so ``dsh exec -- dsh exec -- 'echo $X'`` expands ``$X`` in the inner shell).
+    """
+    words = command_words(words)
+    if len(words) == 1:
+        return words[0]
+    return shlex.join(words)
+
+
+def seconds(text: str) -> float | None:
+    """The positive, finite number of seconds ``text`` is; else None."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if 0 < value < float("inf") else None
 
 
 def positive_seconds(text: str) -> float:
@@ -99,9 +127,19 @@ class _Parser(argparse.ArgumentParser):
     sub-parser of its parent's class)."""
 
     def print_help(self, file: Any = None) -> None:  # typeshed's SupportsWrite: no module to import at run time
-        from ._fast._streams import write_all
+        from dsh.cli_fast._streams import write_all
 
         write_all(self.format_help(), sys.stdout if file is None else file)
+
+
+class _Silent(_Parser):
+    """A parser that prints nothing: help and usage errors end it with ``SystemExit`` alone (:func:`read_served`)."""
+
+    def print_help(self, file: Any = None) -> None:
+        pass
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        pass
 
 
 class _Version(argparse.Action):
@@ -109,7 +147,7 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="list the installed dsh distributions and exit")
 
     def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
-        from ._fast._streams import write_all
+        from dsh.cli_fast._streams import write_all
 
         write_all("".join(f"{name} {version}\n" for name, version in installed_versions()), sys.stdout)
         parser.exit()
@@ -156,14 +194,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _build(
-    commands: dict[str, EntryPointItem] | None = None, running: str | None = None
-) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
-    """The parser of every verb, and ``exec``'s own (for its usage errors).
+    commands: dict[str, EntryPointItem] | None = None,
+    running: str | None = None,
+    kind: type[_Parser] = _Parser,
+    only: str | None = None,
+) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser | None]:
+    """The parser of every verb (or of the built-in verb ``only``), and ``exec``'s own (for its usage errors).
 
-    ``commands`` are the ``dsh.commands`` verbs to list; only ``running``'s is imported, to add its options.
+    ``commands`` are the ``dsh.commands`` verbs to list; only ``running``'s is imported, to add its
+    options. A line naming a built-in verb gets a parser of that verb alone (``only``): building
+    every verb's options was a tenth of a cold ``dsh exec`` (measured), and a line naming one verb
+    reads, and can be told of, that verb's options only. Every sub-parser is of the top one's
+    ``kind`` (argparse's rule).
     """
     raw = _Formatter
-    parser: argparse.ArgumentParser = _Parser(
+    parser: argparse.ArgumentParser = kind(
         prog="dsh",
         description="Run shell commands and agents that know their session: every shell call gets\n"
         "DSH_HOME, DSH_SHELL, DSH_SESSION_ID and the other managed DSH_* variables.",
@@ -197,169 +242,180 @@ def _build(
         # SUPPRESS keeps `dsh --debug VERB` working: the sub-parser must not reset it to False.
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
 
-    exec_parser = p = sub.add_parser(
-        "exec",
-        help="run COMMAND as the model's bash tool would, as one turn",
-        epilog=EXEC_EPILOG,
-        formatter_class=_Formatter,
-    )
-    p.set_defaults(usage_parser=p)
-    common(p, session="run as the next turn of this stored session instead of a new one")
-    p.add_argument("--cwd", metavar="DIR", help="working directory of a new session")
-    p.add_argument(
-        "--timeout",
-        type=positive_seconds,
-        metavar="SECONDS",
-        help=f"kill the command's process group after this long "
-        f"(default {DEFAULT_TIMEOUT_TEXT}; at most {MAX_TIMEOUT_TEXT})",
-    )
-    p.add_argument("--no-server", action="store_true", help="run in this process even when `dsh serve` listens")
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND...")
+    exec_parser = None
+    if only in (None, "exec"):
+        exec_parser = p = sub.add_parser(
+            "exec",
+            help="run COMMAND as the model's bash tool would, as one turn",
+            epilog=EXEC_EPILOG,
+            formatter_class=_Formatter,
+        )
+        p.set_defaults(usage_parser=p)
+        common(p, session="run as the next turn of this stored session instead of a new one")
+        p.add_argument("--cwd", metavar="DIR", help="working directory of a new session")
+        p.add_argument(
+            "--timeout",
+            type=positive_seconds,
+            metavar="SECONDS",
+            help=f"kill the command's process group after this long "
+            f"(default {DEFAULT_TIMEOUT_TEXT}; at most {MAX_TIMEOUT_TEXT})",
+        )
+        p.add_argument("--no-server", action="store_true", help="run in this process even when `dsh serve` listens")
+        p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND...")
 
-    p = verb(
-        "run",
-        "Drive the agent loop: real turns with a model provider (--model, or the deployment's model),\n"
-        "or the keyless scripted model (--script). With a provider the prompt is --prompt, else stdin,\n"
-        "else (on a terminal) one prompt per turn until Ctrl-D; the assistant's text goes to stdout and\n"
-        "one line per tool call to stderr. Each scripted turn is a user prompt and the model's steps;\n"
-        "the script format is in packages/dsh-agent/README.md, section 'The scripted model'.",
-        "dsh run --model openai --prompt 'where is my transcript?'",
-        "dsh run --model openai --session ID        continue a stored session, prompts from the terminal",
-        "dsh run --script demo.yaml",
-        "dsh run --script demo.yaml --session ID --json     continue a stored session",
-        "",
-        "a script:",
-        "  turns:",
-        "    - user: where is my transcript?",
-        "      steps:",
-        "        - tool_calls: [{name: bash, arguments: {command: 'echo $DSH_SESSION_JSONL'}}]",
-        "        - text: done",
-    )
-    common(p, session="continue this stored session instead of creating one")
-    p.add_argument("--script", metavar="FILE", help="YAML (or .json) script of turns for the scripted model")
-    p.add_argument("--model", metavar="PROVIDER", help="the dsh.models provider (openai, anthropic ...)")
-    p.add_argument("--prompt", metavar="TEXT", help="the one turn's prompt (default: stdin, or a terminal loop)")
-    p.add_argument(
-        "--max-steps",
-        type=step_count,
-        metavar="N",
-        help="model steps a turn may take before it fails (default: the deployment's loop.max_steps, 64)",
-    )
+    if only in (None, "run"):
+        p = verb(
+            "run",
+            "Drive the agent loop: real turns with a model provider (--model, or the deployment's model),\n"
+            "or the keyless scripted model (--script). With a provider the prompt is --prompt, else stdin,\n"
+            "else (on a terminal) one prompt per turn until Ctrl-D; the assistant's text goes to stdout and\n"
+            "one line per tool call to stderr. Each scripted turn is a user prompt and the model's steps;\n"
+            "the script format is in packages/dsh-agent/README.md, section 'The scripted model'.",
+            "dsh run --model openai --prompt 'where is my transcript?'",
+            "dsh run --model openai --session ID        continue a stored session, prompts from the terminal",
+            "dsh run --script demo.yaml",
+            "dsh run --script demo.yaml --session ID --json     continue a stored session",
+            "",
+            "a script:",
+            "  turns:",
+            "    - user: where is my transcript?",
+            "      steps:",
+            "        - tool_calls: [{name: bash, arguments: {command: 'echo $DSH_SESSION_JSONL'}}]",
+            "        - text: done",
+        )
+        common(p, session="continue this stored session instead of creating one")
+        p.add_argument("--script", metavar="FILE", help="YAML (or .json) script of turns for the scripted model")
+        p.add_argument("--model", metavar="PROVIDER", help="the dsh.models provider (openai, anthropic ...)")
+        p.add_argument("--prompt", metavar="TEXT", help="the one turn's prompt (default: stdin, or a terminal loop)")
+        p.add_argument(
+            "--max-steps",
+            type=step_count,
+            metavar="N",
+            help="model steps a turn may take before it fails (default: the deployment's loop.max_steps, 64)",
+        )
 
-    p = verb(
-        "env",
-        "The catalogue of managed DSH_* variables:\nkey, owner, distribution, description, and whether it is built in.",
-        "dsh env",
-        "dsh env --session ID --json      also the values a shell call of that session would get",
-    )
-    common(p, session="also show the values a shell call of this stored session would get")
+    if only in (None, "env"):
+        p = verb(
+            "env",
+            "The catalogue of managed DSH_* variables:\n"
+            "key, owner, distribution, description, and whether it is built in.",
+            "dsh env",
+            "dsh env --session ID --json      also the values a shell call of that session would get",
+        )
+        common(p, session="also show the values a shell call of this stored session would get")
 
-    p = verb(
-        "plugins",
-        "The deployment in effect (and why), then every discovered plugin:\n"
-        "group, name, distribution, version, state and error.",
-        "dsh plugins",
-        "dsh plugins --deployment sqlite.yaml --json",
-    )
-    common(p)
+    if only in (None, "plugins"):
+        p = verb(
+            "plugins",
+            "The deployment in effect (and why), then every discovered plugin:\n"
+            "group, name, distribution, version, state and error.",
+            "dsh plugins",
+            "dsh plugins --deployment sqlite.yaml --json",
+        )
+        common(p)
 
-    p = verb(
-        "serve",
-        "Keep a deployment loaded and answer `dsh exec` from clients of the same user\n"
-        "over a private Unix socket under $DSH_HOME/run, so each exec skips the start-up.\n"
-        "Stop it with Ctrl-C or SIGTERM.",
-        "dsh serve &",
-        "dsh exec -- 'echo served'          uses the server when one listens for the same deployment",
-    )
-    common(p, json=False)
-    p.add_argument(
-        "--idle-timeout",
-        type=positive_seconds,
-        default=10.0,
-        metavar="SECONDS",
-        help="close a connection that has not delivered its whole request after this long (default: 10)",
-    )
-    p.add_argument(
-        "--keepalive",
-        type=keepalive_seconds,
-        default=KEEPALIVE,
-        metavar="SECONDS",
-        help="tell each client its command still runs this often; a client gives up on a server silent "
-        f"for {MISSED_KEEPALIVES} of these (default: {KEEPALIVE:g})",
-    )
+    if only in (None, "serve"):
+        p = verb(
+            "serve",
+            "Keep a deployment loaded and answer `dsh exec` from clients of the same user\n"
+            "over a private Unix socket under $DSH_HOME/run, so each exec skips the start-up.\n"
+            "Stop it with Ctrl-C or SIGTERM.",
+            "dsh serve &",
+            "dsh exec -- 'echo served'          uses the server when one listens for the same deployment",
+        )
+        common(p, json=False)
+        p.add_argument(
+            "--idle-timeout",
+            type=positive_seconds,
+            default=10.0,
+            metavar="SECONDS",
+            help="close a connection that has not delivered its whole request after this long (default: 10)",
+        )
+        p.add_argument(
+            "--keepalive",
+            type=keepalive_seconds,
+            default=KEEPALIVE,
+            metavar="SECONDS",
+            help="tell each client its command still runs this often; a client gives up on a server silent "
+            f"for {MISSED_KEEPALIVES} of these (default: {KEEPALIVE:g})",
+        )
 
-    p = verb("sessions", "Stored sessions of the deployment's persistence backend.", "dsh sessions list")
-    sessions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
-    s = verb(
-        "list",
-        "Every stored session, oldest first; damaged ones are reported on stderr.",
-        "dsh sessions list --json",
-        parent=sessions,
-    )
-    common(s)
-    s = verb(
-        "show",
-        "One session as a readable transcript:\nturns, user text, tool calls with status and output, hooks, subagents.",
-        "dsh sessions show ID",
-        "dsh sessions show ID --json     header, location, events and damage as JSON",
-        parent=sessions,
-    )
-    s.add_argument("id", metavar="ID")
-    common(s)
-    s = verb(
-        "locate",
-        "Where the session's transcript file is. For a backend without one (SQLite, PostgreSQL) stdout\n"
-        'stays empty, one line on stderr says so, and the exit status is 1 (--json: "location": null, status 0).',
-        "dsh sessions locate ID",
-        'tail -f "$(dsh sessions locate ID)"',
-        parent=sessions,
-    )
-    s.add_argument("id", metavar="ID")
-    common(s)
-    s = verb(
-        "migrate",
-        "Bring the session store's schema to this dsh's version (SQLite, PostgreSQL).\n"
-        "The first use does the same; a store written by a newer dsh is refused, never written.",
-        "dsh sessions migrate --deployment fleet.yaml",
-        parent=sessions,
-    )
-    common(s, json=False)
-    s = verb(
-        "fork",
-        "A new stored session from a prefix of another: new id, new location,\n"
-        "parent_session and origin 'fork' in its header. Prints the new id.",
-        "dsh sessions fork ID                  every turn of ID",
-        "dsh sessions fork ID --at 2 --json    only its first two turns",
-        "dsh exec --session \"$(dsh sessions fork ID)\" -- 'echo $DSH_SESSION_ID'",
-        parent=sessions,
-    )
-    s.add_argument("id", metavar="ID")
-    s.add_argument("--at", type=int, metavar="TURN", help="keep the first TURN turns (default: every turn)")
-    common(s)
-    s = verb(
-        "verify",
-        "Check a transcript against its session: by default, inside a harness-managed shell,\n"
-        "that $DSH_SESSION_JSONL is a file you own, not writable by others, whose header id is\n"
-        "$DSH_SESSION_ID. Exit 0 when consistent (a first turn not yet flushed says so),\n"
-        "1 with one line per problem.",
-        "dsh sessions verify                   in a shell the model runs",
-        "dsh sessions verify --call            also: $DSH_TOOL_CALL_ID is recorded or pending",
-        "dsh sessions verify --session ID      ask the deployment where ID's transcript is",
-        parent=sessions,
-    )
-    s.add_argument("--path", metavar="FILE", help="the transcript to check (default: $DSH_SESSION_JSONL)")
-    s.add_argument("--call", action="store_true", help="also check that $DSH_TOOL_CALL_ID is recorded or pending")
-    common(s, session="the session to check (default: $DSH_SESSION_ID)")
+    if only in (None, "sessions"):
+        p = verb("sessions", "Stored sessions of the deployment's persistence backend.", "dsh sessions list")
+        sessions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+        s = verb(
+            "list",
+            "Every stored session, oldest first; damaged ones are reported on stderr.",
+            "dsh sessions list --json",
+            parent=sessions,
+        )
+        common(s)
+        s = verb(
+            "show",
+            "One session as a readable transcript:\n"
+            "turns, user text, tool calls with status and output, hooks, subagents.",
+            "dsh sessions show ID",
+            "dsh sessions show ID --json     header, location, events and damage as JSON",
+            parent=sessions,
+        )
+        s.add_argument("id", metavar="ID")
+        common(s)
+        s = verb(
+            "locate",
+            "Where the session's transcript file is. For a backend without one (SQLite, PostgreSQL) stdout\n"
+            'stays empty, one line on stderr says so, and the exit status is 1 (--json: "location": null, status 0).',
+            "dsh sessions locate ID",
+            'tail -f "$(dsh sessions locate ID)"',
+            parent=sessions,
+        )
+        s.add_argument("id", metavar="ID")
+        common(s)
+        s = verb(
+            "migrate",
+            "Bring the session store's schema to this dsh's version (SQLite, PostgreSQL).\n"
+            "The first use does the same; a store written by a newer dsh is refused, never written.",
+            "dsh sessions migrate --deployment fleet.yaml",
+            parent=sessions,
+        )
+        common(s, json=False)
+        s = verb(
+            "fork",
+            "A new stored session from a prefix of another: new id, new location,\n"
+            "parent_session and origin 'fork' in its header. Prints the new id.",
+            "dsh sessions fork ID                  every turn of ID",
+            "dsh sessions fork ID --at 2 --json    only its first two turns",
+            "dsh exec --session \"$(dsh sessions fork ID)\" -- 'echo $DSH_SESSION_ID'",
+            parent=sessions,
+        )
+        s.add_argument("id", metavar="ID")
+        s.add_argument("--at", type=int, metavar="TURN", help="keep the first TURN turns (default: every turn)")
+        common(s)
+        s = verb(
+            "verify",
+            "Check a transcript against its session: by default, inside a harness-managed shell,\n"
+            "that $DSH_SESSION_JSONL is a file you own, not writable by others, whose header id is\n"
+            "$DSH_SESSION_ID. Exit 0 when consistent (a first turn not yet flushed says so),\n"
+            "1 with one line per problem.",
+            "dsh sessions verify                   in a shell the model runs",
+            "dsh sessions verify --call            also: $DSH_TOOL_CALL_ID is recorded or pending",
+            "dsh sessions verify --session ID      ask the deployment where ID's transcript is",
+            parent=sessions,
+        )
+        s.add_argument("--path", metavar="FILE", help="the transcript to check (default: $DSH_SESSION_JSONL)")
+        s.add_argument("--call", action="store_true", help="also check that $DSH_TOOL_CALL_ID is recorded or pending")
+        common(s, session="the session to check (default: $DSH_SESSION_ID)")
 
-    p = verb(
-        "skills",
-        "Skills found now under $DSH_HOME/skills/<name>/SKILL.md and shipped by plugin\n"
-        "distributions (dsh.skills entry points); malformed files are warnings on stderr.",
-        "dsh skills",
-        "dsh skills --json",
-    )
-    common(p)
-    _added_verbs(commands or {}, running, verb, common)
+    if only in (None, "skills"):
+        p = verb(
+            "skills",
+            "Skills found now under $DSH_HOME/skills/<name>/SKILL.md and shipped by plugin\n"
+            "distributions (dsh.skills entry points); malformed files are warnings on stderr.",
+            "dsh skills",
+            "dsh skills --json",
+        )
+        common(p)
+    if only is None:
+        _added_verbs(commands or {}, running, verb, common)
     return parser, exec_parser
 
 
@@ -391,7 +447,28 @@ def _verb_word(words: Sequence[str]) -> str | None:
     return None
 
 
-def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+def read_served(words: Sequence[str]) -> argparse.Namespace | None:
+    """A ``dsh exec`` line as ``dsh serve`` reads it for a client: :func:`parse`'s reading, without a word printed.
+
+    None when :func:`parse` would print instead (help: status 0; a usage error: status 2) or the line
+    names another verb: the client's own process then reads the line with :func:`parse` and prints
+    what it prints, so help and usage errors are the same served or not.
+    """
+    if list(words[:1]) != ["exec"]:
+        return None
+    try:
+        return parse(words, _silent=True)
+    except SystemExit:
+        return None
+
+
+@functools.cache
+def _silent_parsers(verb: str) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser | None]:
+    """The silent parser of a built-in verb, built once: a server reads every request with it."""
+    return _build(kind=_Silent, only=verb)
+
+
+def parse(argv: Sequence[str] | None = None, *, _silent: bool = False) -> argparse.Namespace:
     """Parse a ``dsh`` command line; exit 2 with the usage on an invalid one (argparse's way)."""
     words = list(sys.argv[1:] if argv is None else argv)
     word = _verb_word(words)
@@ -411,13 +488,14 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
             sys.stderr.write(f"dsh: {exc}\n")
             raise SystemExit(1) from None
     else:
-        parser, exec_parser = _build()
+        parser, exec_parser = _silent_parsers(word) if _silent else _build(only=word)
     args, unknown = parser.parse_known_args(words)
     # argparse reports a verb's unknown option from the top parser, with dsh's usage: the verb's is the useful one.
     owner: argparse.ArgumentParser = vars(args).pop("usage_parser", parser)
     if unknown:
         owner.error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.verb == "exec":
+        assert exec_parser is not None  # built for every line naming exec
         if not command_line(args.command).strip():
             exec_parser.error("a command is needed after --, for example: dsh exec -- 'echo $DSH_SESSION_ID'")
         if args.cwd is not None and args.session is not None:

@@ -32,14 +32,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dsh.core import DshError, EscapedError, describe
-from dsh.harness import LiveRuntime, warnings
-from dsh.paths import ensure_private_dir, seal_process, signals
-
-from ._errors import ServeError, not_found_hint
-from ._exec import exec_command
-from ._fast._status import FAILURE_EXIT
-from ._fast._wire import (
+from dsh.cli_fast._status import FAILURE_EXIT
+from dsh.cli_fast._wire import (
     HEADER_SIZE,
     KEEPALIVE,
     WireError,
@@ -50,8 +44,22 @@ from ._fast._wire import (
     peer_uid,
     socket_path,
 )
+from dsh.core import DshError, EscapedError, describe
+from dsh.harness import LiveRuntime, warnings
+from dsh.paths import ensure_private_dir, seal_process, signals
+
+from ._errors import ServeError, not_found_hint
+from ._exec import exec_command
 from ._output import json_text
-from ._serve_protocol import CLIENT_GONE, Request, failure_answer, interrupted_answer, request_from, watch_client
+from ._serve_protocol import (
+    CLIENT_GONE,
+    NotServed,
+    Request,
+    failure_answer,
+    interrupted_answer,
+    request_from,
+    watch_client,
+)
 
 DEFAULT_IDLE_TIMEOUT = 10.0
 """Seconds a connection may take to deliver a whole request (or to take its answer)."""
@@ -163,12 +171,16 @@ class Server:
                 while await reader.read(1 << 16):
                     pass
 
-    async def _keep_alive(self, writer: asyncio.StreamWriter) -> None:
+    async def _keep_alive(self, writer: asyncio.StreamWriter, request: Request) -> None:
         """Say "still here" at once (the request is taken) and every ``keepalive`` seconds, until cancelled.
 
-        Not drained: a client that stops reading lets a few bytes a minute pile up in the
-        transport, which the connection's end frees; the answer itself is drained (``_send``).
+        The first one also tells the client what it reads of its own line only through this server
+        (``--json``: how it reports; ``--timeout``: how long it waits). Not drained: a client that
+        stops reading lets a few bytes a minute pile up in the transport, which the connection's
+        end frees; the answer itself is drained (``_send``).
         """
+        writer.write(encode({"keepalive": self.keepalive, "json": request.json, "timeout": request.timeout}))
+        await asyncio.sleep(self.keepalive)
         beat = encode({"keepalive": self.keepalive})
         while not writer.is_closing():
             writer.write(beat)
@@ -222,6 +234,9 @@ class Server:
         except WireError as exc:
             await self._send(writer, {"ok": False, "error": str(exc)})
             return
+        except NotServed as exc:  # the client runs the line itself
+            await self._send(writer, {"ok": False, "unserved": str(exc)})
+            return
         finally:
             self.reading.discard(task)
         if self.stopping:
@@ -231,7 +246,7 @@ class Server:
         self.work.add(work)
         work.add_done_callback(self.work.discard)
         watch = asyncio.ensure_future(watch_client(reader, writer.get_extra_info("socket"), self.idle_timeout))
-        beats = asyncio.ensure_future(self._keep_alive(writer))  # until the answer is ready, flush included
+        beats = asyncio.ensure_future(self._keep_alive(writer, request))  # until the answer is ready, flush included
         try:
             answer = await self._outcome(request, work, watch)
         finally:

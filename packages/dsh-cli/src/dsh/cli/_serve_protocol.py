@@ -2,19 +2,19 @@
 field, what may follow it while the command runs, and the shapes of the answers."""
 
 import asyncio
-import math
 import os
 import select
 import signal
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from dsh.cli_fast._status import failure_document, interrupted_reason
+from dsh.cli_fast._wire import HEADER_SIZE, PROTOCOL, WireError, decode, frame_length
 from dsh.paths import INTERRUPTS
+from dsh.paths.deployment import choose_deployment
 
-from ._fast._exec_argv import command_line
-from ._fast._status import failure_document, interrupted_reason
-from ._fast._wire import HEADER_SIZE, PROTOCOL, WireError, decode, frame_length
 from ._output import json_text
+from ._parser import command_line, read_served
 
 HANGUP_POLL = 0.25
 """Seconds between checks whether a client that half-closed its connection has gone entirely."""
@@ -24,7 +24,7 @@ CLIENT_GONE = "the client went away"
 
 
 class Request(NamedTuple):
-    """One validated ``dsh exec`` request."""
+    """One validated ``dsh exec`` request, its command line read by the one parser."""
 
     command: str
     env: dict[str, str]
@@ -34,16 +34,28 @@ class Request(NamedTuple):
     json: bool
 
 
+class NotServed(Exception):
+    """A well-formed request for a line this server does not run: the client runs it in its own process.
+
+    Help and usage errors (which the client prints as it always does), ``--debug``, ``--no-server``
+    (an abbreviation of it: the exact word never reaches a server) and another deployment than this
+    server's. The message, the answer's ``unserved``, says which.
+    """
+
+
 def request_from(request: Mapping[str, Any], deployment: str | None) -> Request:
-    """Validate a request; raise :class:`WireError` naming the first field at fault."""
+    """Validate a request and read its command line with the one parser (``_parser``).
+
+    Raise :class:`WireError` naming the first field at fault, or :class:`NotServed`.
+    """
     if request.get("protocol") != PROTOCOL:
-        raise WireError(f"this dsh server speaks protocol {PROTOCOL}, the client {request.get('protocol')!r}")
+        raise WireError(
+            f"this dsh server speaks protocol {PROTOCOL}, the client {request.get('protocol')!r}: run both from "
+            "the same dsh (restart `dsh serve` after upgrading), or run with --no-server"
+        )
     argv = request.get("argv")
     if not isinstance(argv, list) or not argv or not all(isinstance(word, str) for word in argv):
-        raise WireError("malformed request: 'argv' must be a non-empty list of strings (the command's words)")
-    command = command_line(argv)
-    if not command.strip():
-        raise WireError("malformed request: 'argv' must not be a blank command")
+        raise WireError("malformed request: 'argv' must be a non-empty list of strings (the words after `dsh`)")
     env = request.get("env")
     if not isinstance(env, dict) or not env:
         # Never fall back to the server's own environment: it is not the caller's.
@@ -53,37 +65,26 @@ def request_from(request: Mapping[str, Any], deployment: str | None) -> Request:
     cwd = request.get("cwd")
     if not isinstance(cwd, str) or not os.path.isabs(cwd):
         raise WireError("malformed request: 'cwd' must be an absolute path")
-    session = request.get("session")
-    if session is not None and not isinstance(session, str):
-        raise WireError("malformed request: 'session' must be a string or null")
-    timeout = _timeout(request.get("timeout"))
-    asked = request.get("deployment")
+    args = read_served(argv)
+    if args is None:
+        raise NotServed("the line is help, a usage error or not `dsh exec`: the client prints it")
+    if args.debug or args.no_server:
+        raise NotServed("--debug and --no-server run in the client's process")
+    asked = choose_deployment(args.deployment, env, cwd=cwd).path  # the client's rule, from the client's folder
     if asked != deployment:
-        raise WireError(
-            f"this dsh server serves {_deployment_name(deployment)}, not {_deployment_name(asked)}; "
-            "run with --no-server"
-        )
-    wants_json = request.get("json", False)
-    if not isinstance(wants_json, bool):
-        raise WireError("malformed request: 'json' must be true or false")
-    return Request(command, env, cwd, session, timeout, wants_json)
+        raise NotServed(f"this dsh server serves {_deployment_name(deployment)}, not {_deployment_name(asked)}")
+    return Request(
+        command_line(args.command),
+        env,
+        os.path.normpath(os.path.join(cwd, args.cwd)) if args.cwd else cwd,
+        args.session,
+        args.timeout,
+        bool(args.json),
+    )
 
 
-def _timeout(value: object) -> float | None:
-    """The request's timeout in seconds; :class:`WireError` unless a positive finite number (or null)."""
-    if value is None:
-        return None
-    try:  # an integer too large for a float (10**400) is as wrong as infinity
-        seconds = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
-    except OverflowError:
-        seconds = math.inf
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise WireError("malformed request: 'timeout' must be a positive number of seconds or null")
-    return seconds
-
-
-def _deployment_name(path: object) -> str:
-    return "the built-in deployment" if path is None else repr(path) if not isinstance(path, str) else path
+def _deployment_name(path: str | None) -> str:
+    return "the built-in deployment" if path is None else path
 
 
 def hung_up(sock: Any) -> bool:

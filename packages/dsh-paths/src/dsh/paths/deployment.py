@@ -28,18 +28,25 @@ class DeploymentChoice:
         return f"DeploymentChoice({self.path!r}, {self.reason!r})"
 
 
-def choose_deployment(flag: str | None, env: Mapping[str, str] | None = None) -> DeploymentChoice:
+def choose_deployment(
+    flag: str | None, env: Mapping[str, str] | None = None, *, cwd: str | None = None
+) -> DeploymentChoice:
     """The one rule every command follows to pick its deployment.
 
     ``--deployment FILE``, else ``$DSH_DEPLOYMENT``, else ``<DSH_HOME>/deployment.yaml`` when it
-    exists, else the built-in default.
+    exists, else the built-in default. A relative path is read from ``cwd`` (default: this
+    process's working directory; ``dsh serve`` passes its client's).
     """
     env = os.environ if env is None else env
+
+    def absolute(path: str) -> str:
+        return os.path.abspath(path) if cwd is None else os.path.normpath(os.path.join(cwd, path))
+
     if flag:
-        return DeploymentChoice(os.path.abspath(flag), "given with --deployment")
+        return DeploymentChoice(absolute(flag), "given with --deployment")
     named = env.get(DEPLOYMENT_ENV, "").strip()
     if named:
-        return DeploymentChoice(os.path.abspath(os.path.expanduser(named)), f"named by ${DEPLOYMENT_ENV}")
+        return DeploymentChoice(absolute(os.path.expanduser(named)), f"named by ${DEPLOYMENT_ENV}")
     in_home = os.path.join(home_text(None, env), "deployment.yaml")
     if os.path.isfile(in_home):
         return DeploymentChoice(in_home, "found in DSH_HOME")

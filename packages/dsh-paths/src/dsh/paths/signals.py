@@ -4,7 +4,7 @@ Every dsh module outside the fenced start-up path asks it: :func:`take` installs
 signals and returns what it replaced, :func:`restore` gives that back, :func:`install` and
 :func:`current` set and read one handler, :func:`ignored` says whether the process ignores one,
 and :func:`on_loop` hands signals to a callback on an asyncio loop (``dsh serve``, ``dsh mcp``).
-(``dsh.cli._fast``, the served client, reads :data:`~dsh.paths.INTERRUPTS` and keeps its own calls
+(``dsh.cli_fast``, the served client, reads :data:`~dsh.paths.INTERRUPTS` and keeps its own calls
 into the C module: a served ``dsh exec`` must not import ``signal``, which loads ``enum``.) It lives
 in dsh-paths, the standard-library base every distribution imports, so dsh-bash's interrupt
 handling, dsh-loader's containment and the ``dsh`` command share it.

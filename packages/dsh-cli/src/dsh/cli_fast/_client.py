@@ -1,10 +1,11 @@
 """Entry point of the ``dsh`` command: the served fast path of ``dsh exec`` first, then everything else.
 
-A plain ``dsh exec [OPTIONS] -- COMMAND...`` is read by the small parser (``_exec_argv``) and sent to
-a listening ``dsh serve`` (``_served``) without importing argparse or any of dsh's heavier modules;
-without a server (or with ``--no-server``) it runs in this process, still without argparse. Any
-other line goes to the one full parser (``dsh.cli._parser``), and runs in this process
-(``dsh.cli._cli``) unless it is a ``dsh exec`` a server takes.
+A line whose first word is ``exec`` is sent unread to the ``dsh serve`` of the deployment the
+environment names (``_served``), without importing argparse or any of dsh's heavier modules; the
+server reads it with the one parser (``dsh.cli._parser``). The one word this module looks at is
+``--no-server`` before the ``--``: spelled so, no server is asked (it exists to bypass a hung one).
+Every line no server takes is read by that parser here and runs in this process (``dsh.cli._cli``),
+unless it is a ``dsh exec`` for another deployment whose server takes it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import os
 import sys
 
 try:
-    from ._exec_argv import parse_exec
+    from dsh.paths.deployment import choose_deployment
+
     from ._served import served_exec
     from ._status import FAILURE_EXIT, INTERRUPTS, OutputLost
     from ._streams import claim_streams, quiet_stdout, to_stderr
@@ -35,31 +37,43 @@ if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``dsh`` command line; serve ``dsh exec`` through ``dsh serve`` when one listens."""
     words = sys.argv[1:] if argv is None else list(argv)
-    plain = parse_exec(words)
-    verb = "exec" if plain is not None else None
+    verb = "exec" if words[:1] == ["exec"] else None
+    asked: list[str | None] = []  # the deployments whose server was asked already
     try:
-        if plain is not None:
-            code = None if plain.no_server else served_exec(plain)
+        if verb == "exec" and not _bypasses_server(words):
+            asked.append(choose_deployment(None).path)
+            code = served_exec(words, asked[0])
             if code is not None:
                 return code
-            from .._cli import dispatch
-
-            return dispatch(plain)
-        from .._parser import parse
+        from dsh.cli._parser import parse
 
         args = parse(words)
         verb = args.verb
         if args.verb == "exec" and not args.debug and not args.no_server:
-            code = served_exec(args)
+            deployment = choose_deployment(args.deployment).path
+            code = None if deployment in asked else served_exec(words, deployment)
             if code is not None:
                 return code
-        from .._cli import dispatch
+        from dsh.cli._cli import dispatch
 
         return dispatch(args)
     except OutputLost as exc:  # what ran, ran: one line, and dsh's own failure status
         print(f"dsh: {exc}", file=sys.stderr)
         quiet_stdout()
         return FAILURE_EXIT if verb == "exec" else 1
+
+
+def _bypasses_server(words: Sequence[str]) -> bool:
+    """Whether the word ``--no-server`` stands before the ``--`` of a ``dsh exec`` line: then no server is asked first.
+
+    Not a reading of the line (the parser reads it): it keeps a hung server from holding the one
+    line meant to bypass it. Before ``--`` the word is always the option (argparse takes no word
+    starting with ``--`` as a value). A line this misjudges costs time, never behaviour: an
+    abbreviation (``--no-s``) is asked of the server, which answers that the client runs it; a
+    ``--no-server`` among the command's words of a line without ``--`` skips the first ask, and
+    :func:`main` asks once the parser read the line.
+    """
+    return "--no-server" in words[: words.index("--") if "--" in words else len(words)]
 
 
 def _stop_loading(_signum: int, _frame: object) -> None:

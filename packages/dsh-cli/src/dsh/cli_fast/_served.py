@@ -1,8 +1,13 @@
 """The served ``dsh exec``: a client of a listening ``dsh serve`` that imports almost nothing.
 
-Until it knows a server listens, it uses only the standard library's cheapest modules and dsh's
-own import-free ones (``_exec_argv``, ``_wire``, ``_status``, and ``dsh.paths.deployment``): no
-argparse, pathlib, hashlib, re, json, enum or typing.
+It does not read its command line: it sends the words as typed, with its working directory and
+environment, to the server of the deployment its environment names, and the server reads them with
+the one parser (``dsh.cli._parser``). A line the server does not run (help, a usage error,
+``--debug``, another ``--deployment``) comes back unserved, and the caller runs it in this process,
+where the same parser reads it. What the client needs of its own options (``--json``, ``--timeout``)
+the server says in its first keep-alive. It uses only the standard library's cheapest modules and
+dsh's own import-free ones (``_wire``, ``_status``, and ``dsh.paths``): no argparse, pathlib,
+hashlib, re, json, enum or typing.
 """
 
 from __future__ import annotations
@@ -14,9 +19,8 @@ import sys
 import time
 
 from dsh.paths import UntrustedPathError, check_trusted
-from dsh.paths.deployment import choose_deployment, relative_home
+from dsh.paths.deployment import relative_home
 
-from ._exec_argv import ExecArgs, command_words
 from ._status import (
     FAILURE_EXIT,
     INTERRUPTS,
@@ -45,9 +49,9 @@ from ._wire import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
-    import argparse
     import signal as signals
     from _socket import socket as Socket
+    from collections.abc import Sequence
     from typing import Any
 else:
     try:
@@ -179,10 +183,42 @@ class _Interrupts:
             pass  # the server is gone or answered already: the answer (or its absence) says so
 
 
-def _fail(args: ExecArgs | argparse.Namespace, message: str, status: int = FAILURE_EXIT) -> int:
+class _Line:
+    """The client's command line: its words as typed, and what the server said of them."""
+
+    __slots__ = ("json", "timeout", "words")
+
+    def __init__(self, words: Sequence[str]) -> None:
+        self.words = list(words)
+        self.json: bool | None = None
+        """``--json``, as the server's first keep-alive says; None until it did."""
+        self.timeout: float | None = None
+        """``--timeout`` in seconds (None: the deployment's), as the server's first keep-alive says."""
+
+    def heard(self, first: dict[str, Any]) -> bool:
+        """Take ``--json`` and ``--timeout`` from the server's first keep-alive; False when they are not valid."""
+        wants, timeout = first.get("json"), first.get("timeout")
+        if not isinstance(wants, bool):
+            return False
+        if timeout is not None and (not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0):
+            return False
+        self.json, self.timeout = wants, None if timeout is None else float(timeout)
+        return True
+
+    def wants_json(self) -> bool:
+        """Whether the line asks for ``--json``: the server's word, else the one parser's (a failure before the server
+        said it: no served exec pays for the parser otherwise)."""
+        if self.json is None:
+            from dsh.cli._parser import parse  # a usage error exits 2 here, as in-process: the line was never run
+
+            self.json = bool(getattr(parse(self.words), "json", False))
+        return self.json
+
+
+def _fail(line: _Line, message: str, status: int = FAILURE_EXIT) -> int:
     """dsh's own failure of a served exec: one line, the ``--json`` document, ``status`` (125 unless told)."""
     print(f"dsh: {message}", file=sys.stderr)
-    if args.json:
+    if line.wants_json():
         write_all(_document(message, status_known=status != UNKNOWN_EXIT), sys.stdout, json=True)
     return status
 
@@ -192,22 +228,14 @@ def _document(error: str, *, status_known: bool = True) -> str:
     return dumps(failure_document(error, status_known=status_known)).decode("utf-8") + "\n"
 
 
-def served_exec(args: ExecArgs | argparse.Namespace) -> int | None:
-    """Run ``dsh exec`` through a listening ``dsh serve``; None when there is none to ask."""
+def served_exec(words: Sequence[str], deployment: str | None) -> int | None:
+    """Run the ``dsh exec`` line ``words`` through the ``dsh serve`` of ``deployment`` (a path, None for the
+    built-in one); None when no server takes it (none listens, or it answered that the line is not its own)."""
     if relative_home() is not None:
         return None  # the in-process path refuses it in one sentence
-    choice = choose_deployment(args.deployment)
-    path = socket_path(choice.path)
-    request = {
-        "protocol": PROTOCOL,
-        "argv": command_words(args.command),
-        "cwd": os.path.abspath(args.cwd) if args.cwd else os.getcwd(),
-        "env": dict(os.environ),
-        "session": args.session,
-        "timeout": args.timeout,
-        "deployment": choice.path,
-        "json": bool(args.json),
-    }
+    path = socket_path(deployment)
+    line = _Line(words)
+    request = {"protocol": PROTOCOL, "argv": line.words, "cwd": os.getcwd(), "env": dict(os.environ)}
     try:
         message = frame(dumps(request))
     except WireError as exc:
@@ -220,23 +248,27 @@ def served_exec(args: ExecArgs | argparse.Namespace) -> int | None:
             if sock is None:
                 return None
             try:
-                answer = _exchange(args, sock, message, interrupts, path)
+                answer = _exchange(line, sock, message, interrupts, path)
             finally:
                 interrupts.state = "answered"  # a signal from now on is only noted (see _report)
                 sock.close()
+            if isinstance(answer, dict) and "unserved" in answer:
+                if interrupts.caught is not None:  # nothing ran, and the signal asks for nothing to run
+                    raise _Interrupted
+                return None
             if isinstance(answer, dict):
-                return _report(args, answer, interrupts)
+                return _report(line, answer, interrupts)
     except _Interrupted:
         assert interrupts.caught is not None
         print(f"dsh: {interrupted_early(interrupts.caught)}", file=sys.stderr)
         return _status_of(interrupts.caught)
     if isinstance(answer, int):
         return answer
-    return _fail(args, f"the dsh server at {path} closed the connection before answering")
+    return _fail(line, f"the dsh server at {path} closed the connection before answering")
 
 
 def _exchange(
-    args: ExecArgs | argparse.Namespace, sock: Socket, message: bytes, interrupts: _Interrupts, path: str
+    line: _Line, sock: Socket, message: bytes, interrupts: _Interrupts, path: str
 ) -> dict[str, Any] | int | None:
     """Send the request and wait for the answer (forwarding a signal meanwhile); an int is a failure's status."""
     interrupts.sock = sock
@@ -247,13 +279,13 @@ def _exchange(
     except BrokenPipeError:
         delivered = False  # the server refused the request and closed: its answer says why
     except OSError as exc:
-        return _fail(args, f"cannot send to the dsh server at {path}: {exc.strerror or exc}")
+        return _fail(line, f"cannot send to the dsh server at {path}: {exc.strerror or exc}")
     interrupts.sent()
     server = f"the dsh server at {path}"
     pid = peer_pid(sock)
     if pid is not None:
         server += f" (pid {pid})"
-    deadline = None if args.timeout is None else time.monotonic() + float(args.timeout) + DEADLINE_GRACE
+    deadline = None  # once the server said the line's --timeout
     sock.settimeout(CONNECT_TIMEOUT)  # a frame that started coming is read whole, or the server stalled
     keepalive: float | None = None  # the server's period, from its first keep-alive
     heard = time.monotonic()
@@ -268,23 +300,28 @@ def _exchange(
                 )
                 return _status_of(interrupts.caught)
             if deadline is not None and time.monotonic() > deadline:
-                return _lost(args, f"{server} {_OVERDUE}")
-            return _lost(args, f"{server} {_silent(bound, keepalive, pid)}")
+                return _lost(line, f"{server} {_OVERDUE}")
+            return _lost(line, f"{server} {_silent(bound, keepalive, pid)}")
         try:
             answer = recv_frame(sock)
         except (OSError, WireError) as exc:
-            return _lost(args, f"{server} sent no valid answer ({exc})")
+            return _lost(line, f"{server} sent no valid answer ({exc})")
         if answer is None and delivered:
-            return _lost(args, f"{server} closed the connection without answering (it was killed or crashed)")
+            return _lost(line, f"{server} closed the connection without answering (it was killed or crashed)")
         if answer is None or "keepalive" not in answer:
             return answer
         period = answer["keepalive"]
         low, high = KEEPALIVE_RANGE
         if not isinstance(period, int | float) or isinstance(period, bool) or not low <= period <= high:
-            return _lost(args, f"{server} sent no valid answer (a keep-alive of {period!r} seconds)")
+            return _lost(line, f"{server} sent no valid answer (a keep-alive of {period!r} seconds)")
+        if keepalive is None:  # the first: the request is taken, and what the line asks of this client
+            if not line.heard(answer):
+                return _lost(line, f"{server} sent no valid answer (a first keep-alive without --json and --timeout)")
+            if line.timeout is not None:
+                deadline = time.monotonic() + line.timeout + DEADLINE_GRACE
         keepalive, heard = float(period), time.monotonic()
         if deadline is not None and heard > deadline:  # alive, but the command should have ended long ago
-            return _lost(args, f"{server} {_OVERDUE}")
+            return _lost(line, f"{server} {_OVERDUE}")
 
 
 _OVERDUE = f"did not answer within the command's timeout and {DEADLINE_GRACE:g} s more"
@@ -300,10 +337,10 @@ def _silent(bound: float, keepalive: float | None, pid: int | None) -> str:
     return f"{said}, though one is due every {keepalive:g} s while a command runs, and may be hung"
 
 
-def _lost(args: ExecArgs | argparse.Namespace, why: str) -> int:
+def _lost(line: _Line, why: str) -> int:
     """The request was delivered but no answer will come: the command may have started, and may run on."""
     return _fail(
-        args,
+        line,
         f"{why}: the command may have started and may still be running under it, and its turn may not "
         "be recorded; how it ended is unknown",
         UNKNOWN_EXIT,
@@ -346,29 +383,29 @@ def _status_of(name: str) -> int:
     return 128 + int(getattr(signals, name))
 
 
-def _report(args: ExecArgs | argparse.Namespace, answer: dict[str, Any], interrupts: _Interrupts) -> int:
+def _report(line: _Line, answer: dict[str, Any], interrupts: _Interrupts) -> int:
     """Print a server's answer as the in-process ``dsh exec`` prints its outcome; return the exit status."""
     for warning in answer.get("warnings", []):
         _warn(str(warning))
-    for line in answer.get("notices", []):
-        print(line, file=sys.stderr)
+    for notice in answer.get("notices", []):
+        print(notice, file=sys.stderr)
     document = answer.get("document")
     if not answer.get("ok"):
         error = str(answer.get("error"))
         print(f"dsh: {error}", file=sys.stderr)
-        if args.json and "interrupted" not in answer:  # interrupted: stdout stays empty, as in-process
+        if "interrupted" not in answer and line.wants_json():  # interrupted: stdout stays empty, as in-process
             write_all(document if isinstance(document, str) else _document(error), sys.stdout, json=True)
         # dsh exec keeps 0-124 and 126+ for the command: its own failures are 125, served or not.
         code = answer.get("exit_code", FAILURE_EXIT)
         return code if isinstance(code, int) else FAILURE_EXIT
     result = answer["result"]
-    if args.json and isinstance(document, str):
+    if line.json and isinstance(document, str):
         write_all(document, sys.stdout, json=True)
         lost = None
     else:
         lost = write_outputs(result["stdout"], result["stderr"])
-    for line in exec_notices(result):
-        print(line, file=sys.stderr)
+    for notice in exec_notices(result):
+        print(notice, file=sys.stderr)
     if lost is not None:  # the command's stderr and notices are out: now stdout's failure
         raise lost
     interrupted = result.get("interrupted")

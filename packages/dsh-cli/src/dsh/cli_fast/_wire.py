@@ -7,10 +7,14 @@ uid with ``SO_PEERCRED`` before it sends anything. Lone surrogates (undecodable 
 environment or argv, as Python holds them) travel as ``\\udcXX`` escapes, so both ends agree on
 them byte for byte.
 
-A connection carries one request, then at most one interrupt (``{"interrupt": "SIGINT"}``, sent
-when the client gets SIGINT, SIGTERM or SIGHUP). The server answers a request it takes with a
-keep-alive (``{"keepalive": SECONDS}``) at once and another every SECONDS while the command runs,
-then the one answer (an object with ``"ok"``); a request it refuses gets the answer alone.
+A connection carries one request (the words after ``dsh``, unread, with the client's working
+directory and environment), then at most one interrupt (``{"interrupt": "SIGINT"}``, sent when
+the client gets one of ``INTERRUPTS``). The server reads the words with the one parser. A request
+it takes it answers with a keep-alive at once (``{"keepalive": SECONDS, "json": ..., "timeout":
+...}``: what the client needs of its own options) and another every SECONDS while the command
+runs, then the one answer (an object with ``"ok"``); a request it refuses gets the answer alone,
+and a line it does not run (help, a usage error, ``--debug``, another deployment) the answer
+``{"ok": false, "unserved": WHY}``, on which the client runs the line itself.
 
 Both sides encode and decode with the standard library's JSON codec (:func:`dumps`, :func:`loads`):
 its C core, ``_json``, straight away, because ``import json`` also imports ``re`` and ``enum``, a
@@ -39,9 +43,9 @@ if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time
     from collections.abc import Mapping
     from typing import Any
 
-PROTOCOL = 4
+PROTOCOL = 5
 """Version of the framed protocol; a server answers a client of another version with an error.
-(4: the server's keep-alives.)"""
+(4: the server's keep-alives; 5: the client sends its words unread and the server parses them.)"""
 
 MAX_FRAME = 8 * 1024 * 1024
 """Largest frame either side accepts: 8 MiB, four times Linux's limit on a command's argv plus environment."""
