@@ -261,6 +261,25 @@ def test_one_module_sets_signal_handlers() -> None:
                 )
 
 
+def test_outside_the_fast_path_imports_are_ordinary() -> None:
+    """Issue 40: no module ``__getattr__`` resolving exports lazily, and nothing asks ``sys.modules``
+    whether asyncio is loaded: how a run is driven is its driver's to say (``dsh.bash.driven_blocking``)."""
+    fence = REPO / "packages" / "dsh-cli" / "src" / "dsh" / "cli_fast"
+    for source in REPO.glob("packages/*/src/**/*.py"):
+        if fence in source.parents:
+            continue
+        text = source.read_text()
+        name = str(source.relative_to(REPO))
+        assert not re.search(
+            r"""sys\.modules\b[^\n]{0,20}["']asyncio|["']asyncio["'] (not )?in sys\.modules""", text
+        ), f"{name} asks sys.modules about asyncio; read dsh.bash.driven_blocking() (the driver's fact) instead"
+        for node in ast.parse(text).body:
+            assert not (isinstance(node, ast.FunctionDef) and node.name == "__getattr__"), (
+                f"{name}:{node.lineno} resolves its exports lazily; import them, or make a public submodule "
+                "of what a cold command must not load"
+            )
+
+
 def test_cli_exports_are_plain() -> None:
     """Issue 40: ``dsh.cli`` imports its exports as any package does (the fence is a package of its own)."""
     import dsh.cli

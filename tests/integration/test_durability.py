@@ -176,7 +176,7 @@ def test_concurrent_dsh_exec_resumers_never_share_a_turn_id(tmp_path: Path, writ
     errors = [p.stderr.read() if p.stderr else "" for p in procs]
     ran = sorted(tmp_path.glob("ran-*"))
     assert set(codes) <= {0, 125} and codes.count(0) == len(ran) >= 1, errors
-    assert all("is being written by" in e for c, e in zip(codes, errors, strict=True) if c == 125)
+    assert all("is being written by" in e for c, e in zip(codes, errors, strict=True) if c == 125), errors
     starts = [e["data"]["turn_id"] for e in _events(home, session_id) if e["type"] == "turn/start"]  # type: ignore[index]
     assert len(starts) == 1 + len(ran) and len(set(starts)) == len(starts)
 

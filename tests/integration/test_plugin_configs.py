@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import dsh.loader
-from dsh.agent._script import ScriptedConfig
+from dsh.agent.script import ScriptedConfig
 from dsh.bash import LocalExecutorConfig
 from dsh.bash_env import BashEnvConfig
 from dsh.bash_sandbox import SandboxConfig

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 import dsh.agent
-from dsh.agent import ScriptError, TranscriptNotSaved, _errors, load_script
+from dsh.agent import ScriptError, TranscriptNotSaved, _errors
+from dsh.agent.script import load_script
 
 
 def test_the_errors_docstring_draws_every_error_class() -> None:

@@ -23,9 +23,9 @@ from dsh.agent import (
     ScriptedModel,
     Span,
     ToolCall,
-    Turn,
     check_model,
 )
+from dsh.agent.outside import Turn
 from dsh.core import Context, Plugin
 from dsh.loader import root
 from dsh.session import (

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh.agent import ModelStep, Script, ScriptError, ScriptTurn, ToolCall, load_script
+from dsh.agent import ModelStep, ScriptError, ToolCall
+from dsh.agent.script import Script, ScriptTurn, load_script
 from dsh.loader.validation import validate_named_tuple
 from dsh.session.persistence import json_bytes, json_loads
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh.bash import BashExecRequest, ChannelError, LocalExecutor
+from dsh.bash import BashExecRequest, ChannelError, LocalExecutor, interrupted_result, interruption
+from dsh.bash.aio import CommandCancelled
 
 
 def run(request: BashExecRequest, **kwargs: object) -> object:
@@ -81,8 +82,8 @@ def test_without_a_pidfd_the_exit_is_still_seen(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_a_sink_that_fails_kills_the_group_and_its_error_propagates(tmp_path: Path) -> None:
-    from dsh.bash._aio import wait_async
     from dsh.bash._capture import Capture
+    from dsh.bash.aio import wait_async
 
     class Full(Capture):
         def feed(self, chunk: bytes) -> None:
@@ -186,6 +187,32 @@ def test_cancelling_a_run_kills_and_reaps_the_group(tmp_path: Path) -> None:
     pgid = int(marker.read_text())
     with pytest.raises(ProcessLookupError):
         os.killpg(pgid, 0)  # the leader was reaped and every member is gone
+
+
+def test_a_cancellation_for_a_signal_is_that_signals_interruption_with_what_the_command_printed(
+    tmp_path: Path,
+) -> None:
+    """Under asyncio a signal cancels the run (``task.cancel(reason)``): the executor raises it as
+    ``CommandCancelled``, an ``asyncio.CancelledError`` that ``interruption`` reads as the signal's
+    and that carries the output with ``128+N``, as ``run_sync`` carries it on ``Interrupted``."""
+    marker = tmp_path / "started"
+
+    async def scenario() -> BaseException:
+        task = asyncio.ensure_future(LocalExecutor().run(BashExecRequest(f"echo before; touch {marker}; sleep 300")))
+        while not marker.exists():
+            await asyncio.sleep(0.02)
+        task.cancel("SIGTERM")
+        try:
+            await task
+        except asyncio.CancelledError as exc:
+            return exc
+        raise AssertionError("the cancelled run returned")
+
+    exc = asyncio.run(scenario())
+    assert isinstance(exc, CommandCancelled)
+    assert interruption(exc) == "SIGTERM"
+    printed = interrupted_result(exc)
+    assert printed is not None and printed.exit_code == 128 + signal.SIGTERM and printed.stdout == "before\n"
 
 
 def _running(marker: str) -> list[int]:

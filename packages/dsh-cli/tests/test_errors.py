@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 import dsh.cli
-from dsh.agent import ScriptedModel, ScriptError, load_script
+from dsh.agent import ScriptedModel, ScriptError
+from dsh.agent.script import load_script
 from dsh.cli import MissingPluginError, ServeError, UsageError, _errors
 from dsh.cli._exec import exec_command
 from dsh.cli._serve import _claim

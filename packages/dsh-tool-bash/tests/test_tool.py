@@ -6,6 +6,8 @@ import asyncio
 import math
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,7 @@ from typing import Any
 import pytest
 
 import dsh.loader
-from dsh.bash import SHELL_EXECUTOR, LocalExecutor
+from dsh.bash import SHELL_EXECUTOR, BashExecRequest, ExecResult, LocalExecutor, run_blocking
 from dsh.bash_env import BASH_ENV, FunctionContributor
 from dsh.bash_env import plugin as bash_env_plugin
 from dsh.core import Fiber, FiberState
@@ -25,13 +27,15 @@ from dsh.tool_bash import plugin as tool_bash_plugin
 class Harness:
     """A kernel with the tool registry, bash-env and one ``tool-bash`` plugin, over a fresh home."""
 
-    def __init__(self, tmp_path: Path, config: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, tmp_path: Path, config: Mapping[str, Any] | None = None, executor: LocalExecutor | None = None
+    ) -> None:
         self.home = tmp_path / "home"
         self.cwd = tmp_path / "project"
         self.cwd.mkdir()
         self.root = dsh.loader.root()
         self.root.provide(DSH_HOME, self.home)
-        self.root.provide(SHELL_EXECUTOR, LocalExecutor(spill_dir=tmp_path / "output"))
+        self.root.provide(SHELL_EXECUTOR, executor or LocalExecutor(spill_dir=tmp_path / "output"))
         self.root.plugin(tools_plugin)
         self.root.plugin(bash_env_plugin, {"entry_points": False})
         self.fiber: Fiber = self.root.plugin(tool_bash_plugin, dict(config or {}))
@@ -267,3 +271,74 @@ def test_background_output_is_cut_and_spilled_as_the_foregrounds(harness: Harnes
         f"\n19999\n20000\n[{rest.data['task_id']} exited with code 0]"
     )
     assert again.data["stdout"] == "" and again.data["exit_code"] == 0
+
+
+class WaitsRecorded(LocalExecutor):
+    """The local executor, noting which of its two ways of waiting each call took."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        super().__init__(spill_dir=tmp_path / "output")
+        self.waits: list[str] = []
+
+    async def run(self, request: BashExecRequest) -> ExecResult:
+        self.waits.append("run")
+        return await super().run(request)
+
+    def run_sync(self, request: BashExecRequest) -> ExecResult:
+        self.waits.append("run_sync")
+        return super().run_sync(request)
+
+
+def test_under_an_event_loop_a_call_awaits_the_executors_run(tmp_path: Path) -> None:
+    executor = WaitsRecorded(tmp_path)
+    harness = Harness(tmp_path, executor=executor)
+    result = harness.call({"command": 'echo "$DSH_TOOL_CALL_ID"'})
+    assert (result.is_error, result.data["stdout"]) == (False, "call-1\n")
+    assert executor.waits == ["run"]
+
+
+def test_driven_without_an_event_loop_a_call_blocks_in_run_sync(tmp_path: Path) -> None:
+    executor = WaitsRecorded(tmp_path)
+    harness = Harness(tmp_path, executor=executor)
+    result = run_blocking(harness.tool()({"command": 'echo "$DSH_TOOL_CALL_ID"'}, harness.execution()))
+    assert (result.is_error, result.data["stdout"]) == (False, "call-1\n")
+    assert executor.waits == ["run_sync"]
+
+
+def test_driven_without_an_event_loop_a_background_task_is_refused_and_nothing_starts(
+    tmp_path: Path,
+) -> None:
+    marker = tmp_path / "ran"
+    harness = Harness(tmp_path)
+    result = run_blocking(
+        harness.tool()({"command": f"touch {marker}", "run_in_background": True}, harness.execution())
+    )
+    assert result.is_error and result.output == "bash: a background task needs a running event loop"
+    assert not marker.exists() and harness.tool().tasks.tasks == {}
+
+
+BLOCKING_CALL = """
+import sys
+import dsh.loader
+from dsh.bash import SHELL_EXECUTOR, LocalExecutor, run_blocking
+from dsh.bash_env import plugin as bash_env_plugin
+from dsh.session import DSH_HOME, TOOLS, ToolExecution, tools_plugin
+from dsh.tool_bash import plugin as tool_bash_plugin
+
+root = dsh.loader.root()
+root.provide(DSH_HOME, sys.argv[1])
+root.provide(SHELL_EXECUTOR, LocalExecutor(spill_dir=sys.argv[1]))
+root.plugin(tools_plugin)
+root.plugin(bash_env_plugin, {"entry_points": False})
+root.plugin(tool_bash_plugin, {})
+result = run_blocking(root.require(TOOLS).get("bash")({"command": "echo ran"}, ToolExecution("bash", "call-1")))
+print(result.data["stdout"].strip(), "asyncio" in sys.modules)
+"""
+
+
+def test_a_call_driven_without_an_event_loop_imports_no_asyncio(tmp_path: Path) -> None:
+    """What keeps asyncio off a one-shot ``dsh exec``: the driver's word, not a look at ``sys.modules``."""
+    done = subprocess.run(
+        [sys.executable, "-c", BLOCKING_CALL, str(tmp_path)], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.split() == ["ran", "False"]

@@ -3,15 +3,11 @@
 The ``dsh`` command, ``dsh serve`` and the default deployment are the ``dsh-cli`` distribution's
 (``dsh.cli``); this package knows nothing of command lines.
 
-The records of model-driven turns (``ModelStep``, ``TurnResult``) and scripts (``Script``,
-``ScriptTurn``, ``load_script``, validated by pydantic) resolve on first use: a ``dsh exec`` runs one
-tool call and no model step, and never pays for them.
+Two public submodules hold what a one-shot ``dsh exec`` never needs, imported by what uses them:
+:mod:`dsh.agent.outside` (``Turn``, a turn driven from an outside loop, under asyncio) and
+:mod:`dsh.agent.script` (``Script``, ``ScriptTurn``, ``load_script``: scripts of the keyless model,
+validated by pydantic).
 """
-
-from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING, Any
 
 from ._builtins import BUILTINS
 from ._conversation import MISSING_RESULT, Answered, Outcome, Said, conversation, unknown_outcome
@@ -22,20 +18,7 @@ from ._model import MODEL, Model, ScriptedModel, ToolCall, check_model, load_mod
 from ._observe import OBSERVER_GROUP, OBSERVERS, Observer, Observers, Span, observers_plugin
 from ._provider import NO_KEY, provider_error, read_key, server_message, status_reason
 from ._spawn import SPAWN_DESCRIPTION, SpawnTool, spawn_plugin
-
-if TYPE_CHECKING:
-    from ._outside import Turn
-    from ._script import Script, ScriptTurn, load_script
-    from ._steps import ModelStep, TurnResult
-
-_LAZY = {
-    "Script": "_script",
-    "ScriptTurn": "_script",
-    "load_script": "_script",
-    "ModelStep": "_steps",
-    "Turn": "_outside",
-    "TurnResult": "_steps",
-}
+from ._steps import ModelStep, TurnResult
 
 __all__ = [
     "BUILTINS",
@@ -62,21 +45,17 @@ __all__ = [
     "Observers",
     "Outcome",
     "Said",
-    "Script",
     "ScriptError",
-    "ScriptTurn",
     "ScriptedModel",
     "Span",
     "SpawnTool",
     "ToolCall",
     "TranscriptNotSaved",
-    "Turn",
     "TurnError",
     "TurnResult",
     "check_model",
     "conversation",
     "load_model",
-    "load_script",
     "needs_event_loop",
     "observers_plugin",
     "provider_error",
@@ -87,10 +66,3 @@ __all__ = [
     "unknown_outcome",
     "unsaved_message",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is not None:
-        return getattr(importlib.import_module(f".{module}", __name__), name)
-    raise AttributeError(f"module 'dsh.agent' has no attribute {name!r}")

@@ -64,8 +64,9 @@ def needs_event_loop(ctx: Context, tool: str) -> bool:
     That is when a hook is configured for an event of that turn (hook commands run concurrently),
     or when the tool cannot run to its end without an event loop (a shell tool whose executor has
     no ``run_sync``). Otherwise the call's coroutine never suspends (an event without hooks returns
-    at once) and a caller may drive it without an event loop (dsh-cli does), so a one-shot ``dsh exec`` imports no
-    asyncio, even when the hooks plugin is loaded with nothing configured.
+    at once) and a caller may drive it without an event loop (``dsh.paths.interrupts.run_blocking``,
+    as ``dsh exec`` does), so a one-shot ``dsh exec`` imports no asyncio, even when the hooks plugin is
+    loaded with nothing configured.
     """
     hooks = ctx.get(HOOKS)
     if hooks is not None and hooks.has_hooks(ONE_CALL_POINTS):

@@ -23,8 +23,8 @@ from ._errors import ModelError, ScriptError
 if TYPE_CHECKING:
     from dsh.loader import ModelChoice, Runtime
 
-    from ._script import Script
     from ._steps import ModelStep
+    from .script import Script
 
 
 class _ToolCallFields(NamedTuple):

@@ -1,8 +1,9 @@
 """The records of a model-driven turn: a model's step and what the turn produced.
 
-``dsh run`` and subagents use them; ``dsh exec`` runs a single tool call and no model step, so it
-never imports this module. Both are ``NamedTuple``s; pydantic validates :class:`ModelStep` (and its
-:class:`~dsh.agent.ToolCall`) as a field of a script, from a mapping, refusing unknown keys.
+``dsh run``, subagents and model providers use them (``dsh exec`` runs a single tool call and no
+model step, but imports them with ``dsh.agent``: two records, cheap to define). Both are
+``NamedTuple``s; pydantic validates :class:`ModelStep` (and its :class:`~dsh.agent.ToolCall`) as a
+field of a script, from a mapping, refusing unknown keys.
 """
 
 from collections.abc import Mapping, Sequence

@@ -1,12 +1,18 @@
 """The shell seam of dsh: the managed ``DSH_*`` channel, requests, and the local executor.
 
-:class:`BackgroundProcess` and :class:`CommandCancelled` resolve lazily: they are asyncio's, and a
-one-shot run imports no asyncio.
+What needs asyncio (waiting under an event loop, :class:`~dsh.bash.aio.BackgroundProcess`,
+:class:`~dsh.bash.aio.CommandCancelled`) is :mod:`dsh.bash.aio`'s, imported by what uses it: a
+one-shot run, driven without an event loop, imports no asyncio.
 """
 
-from typing import TYPE_CHECKING
-
-from dsh.paths.interrupts import Interrupted, Interrupts, interrupted_status, interruption
+from dsh.paths.interrupts import (
+    Interrupted,
+    Interrupts,
+    driven_blocking,
+    interrupted_status,
+    interruption,
+    run_blocking,
+)
 
 from ._capture import Capture
 from ._child import UNKNOWN_STATUS, Ended
@@ -33,9 +39,6 @@ from ._local import (
 from ._request import BashExecRequest, BashExecSpec, ExecResult, interrupted_result
 from ._world import LOCAL_WORLD, Access, Mount, World, WorldKind, world_of
 
-if TYPE_CHECKING:
-    from ._aio import BackgroundProcess, CommandCancelled
-
 __all__ = [
     "DSH_ENV_PREFIX",
     "EXPORTED_FUNCTION_PREFIX",
@@ -44,12 +47,10 @@ __all__ = [
     "SHELL_EXECUTOR",
     "UNKNOWN_STATUS",
     "Access",
-    "BackgroundProcess",
     "BashExecRequest",
     "BashExecSpec",
     "Capture",
     "ChannelError",
-    "CommandCancelled",
     "Ended",
     "ExecError",
     "ExecResult",
@@ -65,6 +66,7 @@ __all__ = [
     "WorldKind",
     "check_output_limits",
     "declare_harness_identity",
+    "driven_blocking",
     "executor_options",
     "harness_identity_keys",
     "interrupted_result",
@@ -72,13 +74,6 @@ __all__ = [
     "interruption",
     "is_managed_key",
     "local_executor_plugin",
+    "run_blocking",
     "world_of",
 ]
-
-
-def __getattr__(name: str) -> object:
-    if name in ("BackgroundProcess", "CommandCancelled"):
-        from . import _aio
-
-        return getattr(_aio, name)
-    raise AttributeError(f"module 'dsh.bash' has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """Waiting for a child without an event loop: the one-shot ``dsh exec`` imports no asyncio.
 
-The same contract as :mod:`._aio`: output read as it comes into bounded :class:`~._capture.Capture`
+The same contract as :mod:`.aio`: output read as it comes into bounded :class:`~._capture.Capture`
 objects (a timeout keeps it), the whole group killed on timeout or interruption, the command
 reaped, and reading stopped a short grace after the shell itself exited. A signal turned into
 :class:`~dsh.bash.Interrupted` by the active :class:`~dsh.bash.Interrupts` breaks the wait.

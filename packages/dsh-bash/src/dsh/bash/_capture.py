@@ -1,6 +1,6 @@
 """One stream of a child's output as it arrives, in bounded memory: the one owner of trimming and spilling.
 
-Both ways of waiting (:mod:`._blocking`, :mod:`._aio`) feed chunks into a :class:`Capture`; memory
+Both ways of waiting (:mod:`._blocking`, :mod:`.aio`) feed chunks into a :class:`Capture`; memory
 holds at most the bytes needed to show ``max_output`` characters (plus one chunk). Once the output
 is certain to pass ``max_output``, everything is streamed to a spill file as it comes, up to
 ``max_spill`` bytes; past that, bytes are counted and dropped, and the note says so.

@@ -7,7 +7,7 @@ DshError (dsh.core)
 BaseException (builtin)
 ├── Interrupted (``_interrupt``)  .reason, .result: the run was interrupted by a signal; like ``CancelledError``
 └── asyncio.CancelledError
-    └── CommandCancelled (``_aio``)  .result: a cancellation that stopped a started command, with its output
+    └── CommandCancelled (``dsh.bash.aio``)  .result: a cancellation that stopped a started command, with its output
 """
 
 from __future__ import annotations

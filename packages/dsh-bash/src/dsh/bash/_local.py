@@ -18,7 +18,7 @@ from ._request import BashExecRequest, BashExecSpec, ExecResult
 from ._world import LOCAL_WORLD, World
 
 if TYPE_CHECKING:
-    from ._aio import BackgroundProcess
+    from .aio import BackgroundProcess
 
 DEFAULT_MAX_OUTPUT = 30_000
 
@@ -35,7 +35,8 @@ class Executor(Protocol):
     """What a shell executor provides as the ``shell_executor`` service.
 
     An executor may also offer ``run_sync(request) -> ExecResult``, the same run without an event
-    loop; with it, a one-shot ``dsh exec`` needs no asyncio (see :class:`LocalExecutor`). One whose
+    loop: a caller driven without one (:func:`~dsh.bash.driven_blocking`) calls it instead of
+    ``run``, so a one-shot ``dsh exec`` needs no asyncio (see :class:`LocalExecutor`). One whose
     children do not run on this machine as they are (a sandbox, a remote host) says so with a
     ``world`` attribute (a :class:`~dsh.bash.World`); without one it is local (:func:`~dsh.bash.world_of`).
     """
@@ -111,7 +112,7 @@ class LocalExecutor:
         cancelled run (the caller was interrupted) kills the group, reaps the command, and raises
         ``CommandCancelled``, an :class:`asyncio.CancelledError` carrying what it printed.
         """
-        from ._aio import CommandCancelled, wait_async
+        from .aio import CommandCancelled, wait_async
 
         spec = self.spec(request)
         started = time.monotonic()
@@ -167,7 +168,7 @@ class LocalExecutor:
 
     async def start(self, request: BashExecRequest) -> "BackgroundProcess":
         """Start without waiting; see :class:`~dsh.bash.BackgroundProcess`."""
-        from ._aio import start_background
+        from .aio import start_background
 
         captures = self.captures()  # first: the spec may hold descriptors only its spawn closes
         return await start_background(self.spec(request), request, *captures)

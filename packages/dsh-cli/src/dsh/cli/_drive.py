@@ -1,12 +1,15 @@
 """How the agent's coroutines run: without an event loop when nothing suspends, else under asyncio.
 
-Both drivers are interrupted the same way from the caller's side: :func:`interruptible` installs
-one :class:`dsh.bash.Interrupts` for the whole command. Before any command started (imports, boot,
-opening the session) a signal stops dsh at once, either driver: ``128+N`` and one line saying
-nothing ran. Once a command started, without an event loop a signal arrives as
-:class:`dsh.bash.Interrupted` where the command is waited for; under asyncio it cancels the running
-task. Either way the command's group is killed, the turn is flushed as interrupted (a signal during
-a flush lets it finish), and dsh exits ``128+N``. A signal that comes after the command ended does
+Without an event loop :func:`dsh.bash.run_blocking` drives the turn (one ``send``; the tool and
+``exec_command`` read :func:`dsh.bash.driven_blocking` and block where they would await);
+:func:`run_async` runs it under asyncio. Both are interrupted the same way from the caller's side:
+:func:`interruptible` installs one :class:`dsh.bash.Interrupts` for the whole command. Before any
+command started (imports, boot, opening the session) a signal stops dsh at once, either driver:
+``128+N`` and one line saying nothing ran. Once a command started, without an event loop a signal
+arrives as :class:`dsh.bash.Interrupted` where the command is waited for; under asyncio it cancels
+the running task, and :func:`run_async` raises the cancellation as :class:`dsh.bash.Interrupted`.
+Either way the command's group is killed, the turn is flushed as interrupted (a signal during a
+flush lets it finish), and dsh exits ``128+N``. A signal that comes after the command ended does
 not undo it: its turn is recorded as it ran and dsh exits with the command's status, saying so.
 """
 
@@ -16,9 +19,9 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from dsh.bash import Interrupts, interruption
+from dsh.bash import Interrupted, Interrupts, interruption
 from dsh.cli_fast._status import interrupted_early, interrupted_late, interrupted_reason
-from dsh.core import DshError
+from dsh.paths.interrupts import printed_before
 from dsh.paths.signals import interrupt_signals
 
 T = TypeVar("T")
@@ -27,22 +30,9 @@ INTERRUPTS = interrupt_signals()
 """Signals that interrupt ``dsh exec`` and ``dsh run``: the command's group is killed, the turn flushed."""
 
 
-def run_sync(main: Coroutine[Any, Any, T]) -> T:
-    """Run ``main`` to its end in this thread, without an event loop.
-
-    Only for a coroutine that never suspends (see :func:`dsh.agent.needs_event_loop`);
-    one that does is closed (its ``finally`` blocks run) and reported as dsh's own failure.
-    """
-    try:
-        main.send(None)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-    main.close()
-    raise DshError("internal error: a run without an event loop waited on one; run it with --debug and report it")
-
-
 def run_async(main: Coroutine[Any, Any, T], interrupts: Interrupts) -> T:
-    """Run ``main`` under asyncio (imported here, only when needed); a signal cancels it."""
+    """Run ``main`` under asyncio (imported here, only when needed); a signal cancels it, and the
+    cancellation is raised as :class:`dsh.bash.Interrupted` (what the command printed on it)."""
     import asyncio
 
     async def runner() -> T:
@@ -56,7 +46,10 @@ def run_async(main: Coroutine[Any, Any, T], interrupts: Interrupts) -> T:
             await asyncio.wait({work})
         return work.result()
 
-    return asyncio.run(runner())
+    try:
+        return asyncio.run(runner())
+    except asyncio.CancelledError as exc:
+        raise Interrupted(interruption(exc) or "cancelled", printed_before(exc)) from exc
 
 
 def interruptible(main: Callable[[Interrupts], int]) -> int:
@@ -72,7 +65,7 @@ def interruptible(main: Callable[[Interrupts], int]) -> int:
             if interrupts.caught is None:
                 raise
             interrupted = True
-            if interruption(exc) is None:
+            if not isinstance(exc, Interrupted):
                 print(f"dsh: {exc}", file=sys.stderr)
     caught = interrupts.caught
     if caught is None:

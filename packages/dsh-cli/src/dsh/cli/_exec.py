@@ -2,12 +2,19 @@
 
 import math
 import os
-import sys
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from dsh.agent import Agent, ScriptedModel, ToolCall, TranscriptNotSaved, unsaved_message
-from dsh.bash import SHELL_EXECUTOR, ExecResult, Executor, interrupted_result, interruption, world_of
+from dsh.bash import (
+    SHELL_EXECUTOR,
+    ExecResult,
+    Executor,
+    driven_blocking,
+    interrupted_result,
+    interruption,
+    world_of,
+)
 from dsh.bash_env import outer_claim
 from dsh.cli_fast._status import BLOCKED_EXIT
 from dsh.harness import notice_line
@@ -77,18 +84,6 @@ def _timeout(runtime: Runtime, requested: float | None) -> float | None:
     return requested
 
 
-def _in_event_loop() -> bool:
-    """Whether an asyncio loop runs this coroutine (asyncio is never imported just to ask)."""
-    aio = sys.modules.get("asyncio")
-    if aio is None:
-        return False
-    try:
-        aio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
 async def exec_command(
     runtime: Runtime,
     command: str,
@@ -124,14 +119,14 @@ async def exec_command(
         # A dsh started in another dsh's shell records that shell's call as its parent (claimed).
         return store.create(cwd, lock=True, **outer_claim(os.environ if ambient is None else ambient))
 
-    if _in_event_loop():
+    if driven_blocking():  # a cold `dsh exec`, driven without an event loop: nothing else to hold up
+        session = open_session()
+    else:
         import asyncio
 
         # Off the event loop: taking the lock may wait (a pool with every connection held by running
         # turns, a busy SQLite database), and `dsh serve` runs every client's command on this one loop.
         session = await asyncio.to_thread(open_session)
-    else:  # a cold `dsh exec`, driven without a loop (see `_drive.run_sync`): nothing else to hold up
-        session = open_session()
     notices: list[str] = []
     error: str | None = None
     # The lock, taken above before anything ran, is kept for the turn and SessionEnd's record after it.

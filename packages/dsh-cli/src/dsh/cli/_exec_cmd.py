@@ -1,7 +1,7 @@
 """The ``dsh exec`` and ``dsh serve`` verbs, and ``dsh run``'s driver.
 
-``dsh exec`` runs its one turn without an event loop unless a hook (or an executor without
-``run_sync``) needs one: asyncio is imported only then (see :mod:`._drive`).
+``dsh exec`` runs its one turn without an event loop (:func:`dsh.bash.run_blocking`) unless a hook
+(or an executor without ``run_sync``) needs one: asyncio is imported only then (see :mod:`._drive`).
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from dsh.agent import needs_event_loop
-from dsh.bash import Interrupted, Interrupts
+from dsh.bash import Interrupted, Interrupts, run_blocking
 from dsh.cli_fast._status import exec_notices, exec_status
 from dsh.cli_fast._streams import write_outputs
 
 from ._drive import interruptible as _interruptible
-from ._drive import run_async, run_sync
+from ._drive import run_async
 from ._errors import UsageError
 from ._exec import ExecOutcome, exec_command
 from ._open import open_runtime
@@ -43,7 +43,7 @@ def exec_verb(args: argparse.Namespace) -> int:
         with open_runtime(choice=args.choice) as runtime:
             blocking = not needs_event_loop(runtime.ctx, "bash")
             turn = exec_command(runtime, command, session_id=args.session, cwd=args.cwd, timeout=args.timeout)
-            outcome = run_sync(turn) if blocking else run_async(turn, interrupts)
+            outcome = run_blocking(turn) if blocking else run_async(turn, interrupts)
         code = _report(outcome, json_output=args.json)
         if outcome.interrupted is not None:  # shown and recorded: the interruption's own line and status follow
             raise Interrupted(outcome.interrupted)

@@ -8,7 +8,8 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from dsh.agent import Agent, ScriptedModel, load_script
+from dsh.agent import Agent, ScriptedModel
+from dsh.agent.script import load_script
 from dsh.bash_env import outer_claim
 from dsh.harness import notice_line
 from dsh.session import SESSIONS, Session, SessionStore

@@ -42,7 +42,8 @@ if TYPE_CHECKING:
     import asyncio
     from concurrent.futures import Future
 
-    from dsh.agent import Turn, TurnResult
+    from dsh.agent import TurnResult
+    from dsh.agent.outside import Turn
     from dsh.hooks import Notice
 
 T = TypeVar("T")
@@ -355,7 +356,7 @@ class HarnessSession:
         opens a turn of tool calls alone. Also ``async with``.
         """
         self._check_open()
-        from dsh.agent import Turn  # its module imports asyncio (see the top)
+        from dsh.agent.outside import Turn  # it imports asyncio (see the top)
 
         return HarnessTurn(self, Turn(self.agent, prompt))
 
@@ -389,7 +390,7 @@ class HarnessSession:
 
 
 class HarnessTurn:
-    """A :class:`dsh.agent.Turn` run on the harness's loop: sync and thread-safe, or awaited (``a``-methods)."""
+    """A :class:`dsh.agent.outside.Turn` run on the harness's loop: sync and thread-safe, or awaited (``a``-methods)."""
 
     def __init__(self, session: HarnessSession, turn: Turn) -> None:
         self._session = session
@@ -428,7 +429,7 @@ class HarnessTurn:
         await self._harness.arun(self.turn.__aexit__(kind, exc, tb))
 
     def call(self, name: str, arguments: Mapping[str, Any] | None = None, *, call_id: str | None = None) -> ToolResult:
-        """Run one tool call (see :meth:`dsh.agent.Turn.call`); safe to call from several threads at once.
+        """Run one tool call (see :meth:`dsh.agent.outside.Turn.call`); safe to call from several threads at once.
 
         ``spawn_agent`` in a session without a model raises :class:`DshError` (nothing is recorded):
         the session never offered it.

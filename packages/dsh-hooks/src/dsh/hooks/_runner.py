@@ -1,24 +1,20 @@
-"""The ``hooks`` plugin: its config, its dialects (each in a child fiber), and the ``hooks`` service.
-
-Importing this module is cheap: the runner (asyncio, the executor) and the hook-file loader are
-imported only when the plugin is applied.
-"""
+"""The ``hooks`` plugin: its config, its dialects (each in a child fiber), and the ``hooks`` service."""
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
 
 from dsh.core import Context, Plugin
+from dsh.loader import CATALOG, Catalog, EntryPointItem, follow_group
+from dsh.paths.log import logger
 from dsh.session import DSH_HOME, EMPTY_MAPPING
 
+from ._dialect import DIALECT_GROUP, HookDialect, load_dialect, register_dialect
 from ._key import HOOKS
-
-if TYPE_CHECKING:
-    from pathlib import Path
-
-    from dsh.loader import EntryPointItem
-
-    from ._dialect import HookDialect
-    from ._table import HookTable
+from ._load import load_hook_table
+from ._process import hook_executor
+from ._service import HookRunner
+from ._table import HookTable, merge_tables
 
 
 class HooksConfig(NamedTuple):
@@ -58,15 +54,6 @@ class HooksConfig(NamedTuple):
 
 
 def _apply(ctx: Context, config: HooksConfig) -> None:
-    # Imported here, not at the top: what a deployment without hooks never needs.
-    from pathlib import Path
-
-    from dsh.loader import CATALOG, Catalog, follow_group
-
-    from ._dialect import DIALECT_GROUP
-    from ._process import hook_executor
-    from ._service import HookRunner
-
     base = Path(config.base_dir).expanduser() if config.base_dir else None
     home = ctx.get(DSH_HOME)
     runner = HookRunner(
@@ -96,7 +83,7 @@ def _apply(ctx: Context, config: HooksConfig) -> None:
         ready[item.name] = (dialect, _read_table(ctx, dialect, config, base, home, hold=False))
     ctx.provide(HOOKS, runner)
 
-    def dialect_plugin(item: "EntryPointItem") -> Plugin:
+    def dialect_plugin(item: EntryPointItem) -> Plugin:
         def apply(child: Context, _: None) -> None:
             preloaded = ready.pop(item.name, None)
             dialect = preloaded[0] if preloaded else as_dialect(item.load(), item.who())
@@ -116,16 +103,12 @@ def _apply(ctx: Context, config: HooksConfig) -> None:
             for name in unknown
         )
     if runner.warnings:
-        from dsh.paths.log import logger  # only to report them: a clean hooks config loads no logging
-
         for warning in runner.warnings:
             logger("dsh.hooks").warning("%s", warning)
 
 
-def as_dialect(value: object, who: str) -> "HookDialect":
+def as_dialect(value: object, who: str) -> HookDialect:
     """The dialect an entry point names (an instance, or a zero-argument callable returning one)."""
-    from ._dialect import HookDialect
-
     if not isinstance(value, HookDialect) and callable(value):
         value = value()
     if not isinstance(value, HookDialect) or not value.name:
@@ -136,14 +119,12 @@ def as_dialect(value: object, who: str) -> "HookDialect":
     return value
 
 
-def _hold(ctx: Context, dialect: "HookDialect") -> None:
+def _hold(ctx: Context, dialect: HookDialect) -> None:
     """Make ``dialect`` known, and its peer's identity variables kept from children, for ``ctx``'s fiber."""
-    from ._dialect import load_dialect
-
     ctx.effect(lambda: load_dialect(dialect), label=f"{dialect.peer} hook dialect")
 
 
-def _source(dialect: "HookDialect", config: HooksConfig, home: "Path | None") -> tuple[Any, str | None]:
+def _source(dialect: HookDialect, config: HooksConfig, home: Path | None) -> tuple[Any, str | None]:
     """Where ``dialect``'s hooks come from (None: nowhere), and the home file that would be it."""
     given = config.dialects.get(dialect.name)
     if given is None and dialect.name in HooksConfig._fields:
@@ -155,13 +136,9 @@ def _source(dialect: "HookDialect", config: HooksConfig, home: "Path | None") ->
 
 
 def _read_table(
-    ctx: Context, dialect: "HookDialect", config: HooksConfig, base: "Path | None", home: "Path | None", *, hold: bool
-) -> "HookTable":
+    ctx: Context, dialect: HookDialect, config: HooksConfig, base: Path | None, home: Path | None, *, hold: bool
+) -> HookTable:
     """``dialect``'s hooks: its source (:func:`_source`) and what it loads beyond (plugin folders)."""
-    from ._dialect import register_dialect
-    from ._load import load_hook_table
-    from ._table import merge_tables
-
     release: Callable[[], None] = (lambda: None) if hold else register_dialect(dialect)
     try:
         source, home_file = _source(dialect, config, home)

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 
 import mcp.types as types
-from dsh.agent import TranscriptNotSaved, Turn, TurnError
+from dsh.agent import TranscriptNotSaved, TurnError
+from dsh.agent.outside import Turn
 from dsh.core import DshError
 from dsh.harness import Harness, HarnessSession, notice_line
 from dsh.paths import seal_process

@@ -1,4 +1,9 @@
-"""How a signal interrupts a run, with or without an event loop.
+"""How a run is driven, with or without an event loop, and how a signal interrupts it.
+
+A coroutine is driven either under asyncio or by :func:`run_blocking`, without an event loop, to
+its end in one step (one that never waits: dsh-agent's ``needs_event_loop`` says when a turn can be
+so driven). :func:`driven_blocking` hands that fact down to the code the coroutine runs: where it
+would await a child (an executor) it blocks instead, and nothing but a signal can interrupt it.
 
 Under asyncio a signal cancels the waiting task (``asyncio.CancelledError``). Without an event loop
 :class:`Interrupts` turns the first of its signals into :class:`Interrupted`, raised in the main
@@ -7,7 +12,7 @@ is lost). Inside :meth:`Interrupts.protected` (a spawn, a flush) and once a comm
 (:meth:`Interrupts.command_started`) a signal is only kept: it is raised by the next
 :meth:`Interrupts.waiting` (where a command or a resolve is waited for), so it never lands in the
 middle of a spawn or a flush, and one that comes after the command ended does not undo its record.
-:func:`interruption` recognises both, without importing asyncio.
+:func:`interruption` recognises both; a run driven without an event loop imports no asyncio to ask.
 
 It lives beside :mod:`dsh.paths.signals`, below every distribution, so that a layer which runs
 commands without being an executor (the agent loop) tells and records an interruption without
@@ -18,18 +23,53 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import sys
 import threading
+from contextvars import ContextVar
 from importlib.machinery import ExtensionFileLoader
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from . import signals
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator
+    from collections.abc import Callable, Coroutine, Iterable, Iterator
     from types import FrameType
 
     from .signals import Handler
+
+T = TypeVar("T")
+
+_BLOCKING: ContextVar[bool] = ContextVar("dsh_driven_blocking", default=False)
+
+
+def driven_blocking() -> bool:
+    """Whether the running coroutine is driven by :func:`run_blocking`, without an event loop.
+
+    Then it must not wait on one: an executor's blocking ``run_sync`` stands in for its awaited
+    ``run``, and a signal arrives as :class:`Interrupted`. False otherwise: under asyncio (``dsh
+    serve``, ``dsh run``, an embedder's loop), or outside any driven coroutine.
+    """
+    return _BLOCKING.get()
+
+
+def run_blocking(main: Coroutine[Any, Any, T]) -> T:
+    """Run ``main`` to its end in this thread, without an event loop; :func:`driven_blocking` is True inside.
+
+    Only for a coroutine that never suspends; one that does is closed (its ``finally`` blocks run)
+    and :class:`RuntimeError` is raised, naming the bug: it waited on an event loop.
+    """
+    token = _BLOCKING.set(True)
+    try:
+        try:
+            main.send(None)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        main.close()
+    finally:
+        _BLOCKING.reset(token)
+    raise RuntimeError(
+        "a coroutine driven without an event loop (dsh.paths.interrupts.run_blocking) waited on one: "
+        "drive it under asyncio instead"
+    )
 
 
 @runtime_checkable
@@ -70,7 +110,7 @@ def printed_before(exc: BaseException) -> Printed | None:
     ``128+N`` as its status).
 
     The executors keep it on :class:`Interrupted` (without an event loop) and on
-    ``dsh.bash.CommandCancelled``, the ``asyncio.CancelledError`` they raise when a cancellation
+    ``dsh.bash.aio.CommandCancelled``, the ``asyncio.CancelledError`` they raise when a cancellation
     stopped a command. None when no command had started (or ``exc`` is no interruption).
     """
     result = getattr(exc, "result", None) if interruption(exc) is not None else None
@@ -88,8 +128,12 @@ def interruption(exc: BaseException) -> str | None:
     """Why ``exc`` interrupts a run (a signal's name, or ``"cancelled"``); None when it is no interruption."""
     if isinstance(exc, Interrupted):
         return exc.reason
-    asyncio = sys.modules.get("asyncio")  # a run without asyncio loaded cannot have been cancelled by it
-    if asyncio is not None and isinstance(exc, asyncio.CancelledError):
+    if driven_blocking():  # no event loop drives this run: nothing but a signal, as Interrupted, stops it
+        return None
+    # Else an event loop may have cancelled it: under one asyncio is loaded, so this import is free.
+    from asyncio import CancelledError
+
+    if isinstance(exc, CancelledError):
         return str(exc.args[0]) if exc.args and exc.args[0] else "cancelled"
     return None
 

@@ -2,11 +2,19 @@
 
 import math
 import os
-import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from dsh.bash import DSH_ENV_PREFIX, SHELL_EXECUTOR, BashExecRequest, ExecResult, Executor, LocalExecutor, Shell
+from dsh.bash import (
+    DSH_ENV_PREFIX,
+    SHELL_EXECUTOR,
+    BashExecRequest,
+    ExecResult,
+    Executor,
+    LocalExecutor,
+    Shell,
+    driven_blocking,
+)
 from dsh.bash_env import BASH_ENV, CollectionError
 from dsh.core import Context, DshError, FieldError, Plugin
 from dsh.session import TOOLS, ToolExecution, ToolResult, ToolSpec
@@ -14,7 +22,7 @@ from dsh.session import TOOLS, ToolExecution, ToolResult, ToolSpec
 from ._errors import ArgumentError
 
 if TYPE_CHECKING:
-    from dsh.bash import BackgroundProcess
+    from dsh.bash.aio import BackgroundProcess
 
 BASH_DESCRIPTION = (
     "Run a command in a fresh, non-interactive bash shell and return its output and exit code. "
@@ -76,18 +84,6 @@ def _format(result: ExecResult) -> str:
         parts.append("[timed out: the process group was killed]")
     parts.append(f"[exit code: {result.exit_code}]")
     return "\n".join(parts)
-
-
-def _event_loop_running() -> bool:
-    """True inside a running asyncio loop (a loop can run only once asyncio is imported)."""
-    asyncio = sys.modules.get("asyncio")
-    if asyncio is None:
-        return False
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
 
 
 def _number(arguments: Mapping[str, Any], key: str) -> float | None:
@@ -191,12 +187,13 @@ class ShellTool:
     async def __call__(self, arguments: Mapping[str, Any], execution: ToolExecution) -> ToolResult:
         """Run the command in the foreground, or start it in the background.
 
-        Under a running event loop the call awaits (other calls go on); without one it blocks,
-        through the executor's ``run_sync``, and the coroutine never suspends (a one-shot ``dsh exec``).
+        Under an event loop the call awaits (other calls go on). Driven without one
+        (:func:`dsh.bash.driven_blocking`: a one-shot ``dsh exec``) it blocks, through the
+        executor's ``run_sync``, and the coroutine never suspends.
         """
         try:
             registry = self._ctx.require(BASH_ENV)
-            blocking = not _event_loop_running()
+            blocking = driven_blocking()
             snapshot = registry.collect(execution) if blocking else await registry.collect_async(execution)
             request = self.request(arguments, execution, snapshot)
             executor = self.executor()

@@ -1,4 +1,9 @@
-"""Waiting for children under asyncio: overlapping calls (``dsh run``, ``dsh serve``, hooks) and background tasks."""
+"""Waiting for children under asyncio: overlapping calls (``dsh run``, ``dsh serve``, hooks) and background tasks.
+
+The asyncio half of the executor (:meth:`~dsh.bash.LocalExecutor.run` and ``start`` import it; the
+blocking half, ``run_sync``, is ``_blocking``). Imported by what runs under an event loop, so that
+a run driven without one (:func:`dsh.bash.run_blocking`) imports no asyncio.
+"""
 
 from __future__ import annotations
 
@@ -32,6 +37,8 @@ from ._errors import ExecError
 if TYPE_CHECKING:
     from ._capture import Capture
     from ._request import BashExecRequest, BashExecSpec, ExecResult
+
+__all__ = ["BackgroundProcess", "CommandCancelled", "spawn_async", "start_background", "wait_async"]
 
 _CHUNK = 65536
 
