@@ -243,6 +243,41 @@ def test_a_record_torn_by_a_kill_is_left_out_and_cut_before_the_next_one(tmp_pat
     session.release()
 
 
+@pytest.mark.parametrize("left", [b"", b'{"type":"session/header","header":{"id":'], ids=["empty", "header cut short"])
+def test_a_began_file_whose_first_write_is_not_whole_holds_no_record(tmp_path: Path, left: bytes) -> None:
+    """What a reader without the lock sees while the writer's first record is being written (or a kill left)."""
+    from dsh.session import SessionEvent
+
+    backend, store = _store(tmp_path / "root")
+    session = store.create(str(tmp_path), lock=True)
+    backend.write(session.header, [SessionEvent(type="turn/start")])
+    began = Path(backend.locate(session.header).path + ".began")  # type: ignore[union-attr]
+    began.write_bytes(left)
+    began.chmod(0o600)
+    assert backend.unsettled(session.id) is None
+    session.release()
+    resumed = store.resume(session.id, lock=True, history=False)  # what a second `dsh exec --session` does
+    record = SessionEvent(type="tool/began", data={"call_id": "c1", "name": "bash", "arguments": {}})
+    backend.begin(resumed.header, record)
+    found = backend.unsettled(session.id)
+    assert found is not None and found.header.id == session.id and [e.data["call_id"] for e in found.events] == ["c1"]
+    resumed.release()
+
+
+def test_a_damaged_began_header_is_still_refused(tmp_path: Path) -> None:
+    from dsh.session import PersistenceError
+
+    backend, store = _store(tmp_path / "root")
+    session = store.create(str(tmp_path), lock=True)
+    began = Path(backend.locate(session.header).path + ".began")  # type: ignore[union-attr]
+    began.parent.mkdir(parents=True, exist_ok=True)
+    began.write_bytes(b"garbage\n")
+    began.chmod(0o600)
+    with pytest.raises(PersistenceError, match="not a valid session header"):
+        backend.unsettled(session.id)
+    session.release()
+
+
 def test_a_kill_between_the_fold_and_the_removal_never_folds_a_record_twice(tmp_path: Path) -> None:
     from dsh.session import SessionEvent
 

@@ -20,6 +20,7 @@ from dsh.session.persistence import SessionScan, SessionTail, StoredSession, not
 from ._files import append, check_regular, fsync_dir, open_nofollow, open_read, rfind
 from ._format import (
     LAYOUT,
+    MAX_HEADER,
     complete_end,
     event_lines,
     header_line,
@@ -224,6 +225,9 @@ class JsonlPersistence:
         try:
             size = check_regular(fd, began, header.id).st_size
             record = event_lines(header, (event,)) + marker(1)
+            if size and b"\n" not in os.pread(fd, MAX_HEADER, 0):  # its first write cut short: nothing began
+                self._cut(fd, size, 0, began)
+                size = 0
             if size == 0:
                 record = header_line(header) + record
             else:
@@ -238,11 +242,18 @@ class JsonlPersistence:
 
     @classmethod
     def _read_began(cls, began: str, session_id: str) -> StoredSession | None:
-        """The records of a ``.began`` file (None when there is none)."""
+        """The records of a ``.began`` file; None when there is none, or no record in it is whole yet.
+
+        :meth:`begin` creates the file and then writes its header with the first record, so a reader
+        that does not hold the lock (a second ``dsh exec --session``, ``dsh sessions verify``) can find
+        it empty, or its first line cut short; a kill in that moment leaves it so. Neither holds a
+        record that began (the command starts only after the record is written and fsynced), so both
+        read as no file; the next :meth:`begin` writes the header again (an empty file) or cuts it.
+        """
         try:
             return cls.load_file(began, session_id)
         except PersistenceError:
-            if not os.path.lexists(began):
+            if not os.path.lexists(began) or not _has_first_line(began):
                 return None
             raise
 
@@ -401,3 +412,15 @@ class JsonlPersistence:
     def close(self) -> None:
         """Release every session lock this object holds."""
         self._locks.close()
+
+
+def _has_first_line(path: str) -> bool:
+    """Whether the file at ``path`` holds a whole first line (a header written to its end)."""
+    try:
+        fd = open_read(path)
+    except (FileNotFoundError, PersistenceError):
+        return True  # gone or not a regular file: the caller's error stands
+    try:
+        return b"\n" in os.pread(fd, MAX_HEADER, 0)
+    finally:
+        os.close(fd)
