@@ -31,7 +31,19 @@ sys.stdout.flush()
 print(json.dumps({"code": code, "loaded": [m for m in json.loads(sys.argv[1]) if m in sys.modules]}), file=sys.stderr)
 """
 
-NEVER_LOADED = ("asyncio", "concurrent.futures", "ssl", "pydantic", "importlib.metadata", "yaml")
+NEVER_LOADED = (
+    "asyncio",
+    "concurrent.futures",
+    "ssl",
+    "pydantic",
+    "importlib.metadata",
+    "yaml",
+    # What only a hook's env file (tempfile, shutil with its archive modules) or a misspelt matcher
+    # (difflib) needs: 12 M instructions of a cold `dsh exec` that has neither (benchmarks README).
+    "tempfile",
+    "shutil",
+    "difflib",
+)
 """Modules a cold verb must not import on the default deployment when no configured hook needs them."""
 
 

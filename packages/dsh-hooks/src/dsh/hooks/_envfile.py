@@ -10,8 +10,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -32,6 +30,13 @@ ENV_FILE_LIMIT = 1 << 20
 """Bytes of one hook's env file dsh sources; a larger file is refused with a warning."""
 
 
+def _remove(folder: Path) -> None:
+    """Remove ``folder`` and what is in it, whatever is left (a hook's files are its own business)."""
+    import shutil  # only where env files were made: shutil brings its archive modules (bz2, lzma)
+
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 class EnvFiles:
     """The env files of SessionStart hooks, and what each session's files exported."""
 
@@ -43,6 +48,8 @@ class EnvFiles:
     def new_file(self, session_id: str, index: str) -> Path:
         """A path for one hook's env file (the hook creates it), in the session's private folder."""
         if self._dir is None:
+            import tempfile  # only once a SessionStart hook is given an env file (most commands have none)
+
             base = ensure_private_dir(self._home / "run", "dsh run folder") if self._home is not None else None
             self._dir = Path(tempfile.mkdtemp(prefix="hook-env-", dir=base))
         # Recreated 0700 if it went away, and refused if someone else made it in the meantime.
@@ -129,12 +136,12 @@ class EnvFiles:
         """Drop the session's exports and files."""
         self._exports.pop(session_id, None)
         if self._dir is not None:
-            shutil.rmtree(self._dir / session_id, ignore_errors=True)
+            _remove(self._dir / session_id)
 
     def close(self) -> None:
         """Remove every file and the folder."""
         if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
+            _remove(self._dir)
             self._dir = None
 
 

@@ -5,7 +5,6 @@ table which groups an event has and each group whether it applies to the event's
 rule of the table's dialect (:attr:`._dialect.HookDialect.exact_name_matchers`).
 """
 
-import difflib
 import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
@@ -126,7 +125,7 @@ def matcher_typo(dialect: Dialect, matcher: str, names: Collection[str], event: 
     guesses: list[str] = []
     for word in words:
         guess = word if word in names else folded.get(word.casefold())
-        guess = guess or next(iter(difflib.get_close_matches(word, names, n=1, cutoff=0.75)), None)
+        guess = guess or _close_match(word, names)
         wrong = wrong or (guess is not None and guess != word)
         if guess is not None and guess not in guesses:
             guesses.append(guess)
@@ -152,3 +151,10 @@ def merge_tables(dialect: Dialect, tables: Sequence[HookTable], source: str) -> 
     warnings = tuple(w for t in tables for w in t.warnings)
     files = tuple(dict.fromkeys(f for t in tables for f in t.files))
     return HookTable(dialect, events, source, disabled, warnings, files)
+
+
+def _close_match(word: str, names: Collection[str]) -> str | None:
+    """The name ``word`` most likely misspells, if one is close enough: only for a word that names nothing."""
+    import difflib  # a misspelt matcher or event is rare: a loaded table never needs it otherwise
+
+    return next(iter(difflib.get_close_matches(word, names, n=1, cutoff=0.75)), None)
