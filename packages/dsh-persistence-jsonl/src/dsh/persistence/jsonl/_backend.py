@@ -248,14 +248,16 @@ class JsonlPersistence:
         that does not hold the lock (a second ``dsh exec --session``, ``dsh sessions verify``) can find
         it empty, or its first line cut short; a kill in that moment leaves it so. Neither holds a
         record that began (the command starts only after the record is written and fsynced), so both
-        read as no file; the next :meth:`begin` writes the header again (an empty file) or cuts it.
+        read as no file; the next :meth:`begin` writes its header again. What was read is judged, once:
+        the file may come and go between two looks (a flush removes it, the next turn's begin makes it).
         """
         try:
-            return cls.load_file(began, session_id)
-        except PersistenceError:
-            if not os.path.lexists(began) or not _has_first_line(began):
-                return None
-            raise
+            data = cls._read(began, session_id)
+        except FileNotFoundError:
+            return None
+        if b"\n" not in data:
+            return None
+        return parse_transcript(data, began, session_id)
 
     def _fold(self, header: SessionHeader, began: str, events: Sequence[SessionEvent]) -> list[SessionEvent] | None:
         """The records of ``began`` that neither ``events`` nor the stored transcript settle; None: no file."""
@@ -271,12 +273,10 @@ class JsonlPersistence:
     def _unstored(cls, path: str, session_id: str, records: list[SessionEvent]) -> list[SessionEvent]:
         """``records`` less those the transcript at ``path`` already holds (a crash after a fold, before the unlink)."""
         try:
-            stored = cls.load_file(path, session_id)
-        except PersistenceError:
-            if os.path.lexists(path):
-                raise
+            data = cls._read(path, session_id)
+        except FileNotFoundError:
             return records
-        return not_settled(records, stored.events)
+        return not_settled(records, parse_transcript(data, path, session_id).events)
 
     def unsettled(self, session_id: str) -> StoredSession | None:
         """The ``.began`` records of ``session_id`` its transcript does not hold yet, with their header."""
@@ -348,20 +348,25 @@ class JsonlPersistence:
             os.close(fd)
         return None if turn is None else SessionTail(header, turn)
 
-    @staticmethod
-    def load_file(path: str, session_id: str | None = None) -> StoredSession:
+    @classmethod
+    def load_file(cls, path: str, session_id: str | None = None) -> StoredSession:
         """Read one transcript file (see :meth:`load`); with ``session_id``, refuse a header naming another."""
         try:
-            fd = open_read(path, session_id=session_id)
+            data = cls._read(path, session_id)
         except FileNotFoundError:
             raise PersistenceError(f"{path} does not exist", session_id=session_id) from None
+        return parse_transcript(data, path, session_id)
+
+    @staticmethod
+    def _read(path: str, session_id: str | None) -> bytes:
+        """The bytes of one file, read from the descriptor checked; ``FileNotFoundError`` when there is none."""
+        fd = open_read(path, session_id=session_id)
         try:
             check_regular(fd, path, session_id)
             with os.fdopen(os.dup(fd), "rb") as fh:
-                data = fh.read()
+                return fh.read()
         finally:
             os.close(fd)
-        return parse_transcript(data, path, session_id)
 
     def scan(self) -> SessionScan:
         """Headers of every readable transcript under the root (oldest first), and one line per damaged one."""
@@ -412,15 +417,3 @@ class JsonlPersistence:
     def close(self) -> None:
         """Release every session lock this object holds."""
         self._locks.close()
-
-
-def _has_first_line(path: str) -> bool:
-    """Whether the file at ``path`` holds a whole first line (a header written to its end)."""
-    try:
-        fd = open_read(path)
-    except (FileNotFoundError, PersistenceError):
-        return True  # gone or not a regular file: the caller's error stands
-    try:
-        return b"\n" in os.pread(fd, MAX_HEADER, 0)
-    finally:
-        os.close(fd)
