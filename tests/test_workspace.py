@@ -477,8 +477,9 @@ NOT_RECORDS = {
     "dsh/loader/_contain.py:_Watch": "counts signals while armed",
     "dsh/loader/_contain.py:_Containment": "a context manager holding the watch it armed",
     "dsh/loader/_discovery.py:_Scan": "filled in while scanning",
-    "dsh/paths/deployment.py:DeploymentChoice": "a record by the rule, left plain while issue 40's deployment "
-    "work moves it: make it a NamedTuple (or move it into the fence) and drop this line",
+    "dsh/paths/deployment.py:DeploymentChoice": "a record by the rule, left a slotted class because the served "
+    "client reads it and `typing` would cost that client 13 M instructions (dsh-paths README): make it a "
+    "NamedTuple when the client's floor no longer pays for `typing`, and drop this line",
     "dsh/session/_empty.py:ReadOnlyDict": "a mapping that must be a dict (json and `|` take it as one)",
     "dsh/tool_bash/_tool.py:TaskTable": "background tasks started and finished while the tool lives",
 }
