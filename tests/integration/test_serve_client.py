@@ -338,6 +338,74 @@ def test_a_line_for_another_deployment_or_with_debug_runs_in_the_client(
     assert _served_count(server) == 1, "only the last line was served"
 
 
+def test_a_stopped_server_holds_no_line_it_would_not_run(server: ServeProcess, home: Path, tmp_path: Path) -> None:
+    """A server that never acknowledges is waited for (CONNECT_TIMEOUT), but a line it would not have run
+    (help, a usage error, --debug, another deployment) then runs as in-process, never as "may have started"."""
+    os.kill(server.pid, signal.SIGSTOP)
+    try:
+        debug = dsh("exec", "--debug", "--", "echo debugged", home=home, timeout=60)
+        usage = dsh("exec", "--timeout", "0", "--json", "--", "true", home=home, timeout=60)
+        cold_usage = dsh("exec", "--no-server", "--timeout", "0", "--json", "--", "true", home=home, timeout=60)
+    finally:
+        os.kill(server.pid, signal.SIGCONT)
+    assert (debug.returncode, debug.stdout) == (0, "debugged\n"), debug.stderr
+    assert "may have started" not in debug.stderr and "does not run this line" in debug.stderr
+    assert (usage.returncode, usage.stdout) == (cold_usage.returncode, cold_usage.stdout) == (2, "")
+    assert usage.stderr.endswith(cold_usage.stderr) and "may have started" not in usage.stderr
+    assert _served_count(server) == 0
+
+
+def test_a_line_of_many_options_is_read_by_its_own_client_not_by_the_server(
+    server: ServeProcess, home: Path, tmp_path: Path
+) -> None:
+    """argparse's time grows with the square of a line's options: the server reads none past 64 words before
+    ``--``, so one client's line cannot hold another client's command (it ended 255, its output lost)."""
+    victim = subprocess.Popen(
+        [sys.executable, "-m", "dsh.cli_fast", "exec", "--", "sleep 2; echo victim"],
+        env=clean_env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(0.5)
+    many = dsh("exec", *(["--json"] * 5000), "--", "echo many", home=home, timeout=120)
+    out, err = victim.communicate(timeout=60)
+    assert (victim.returncode, out) == (0, "victim\n"), err
+    assert many.returncode == 0 and json.loads(many.stdout)["stdout"] == "many\n", many.stderr
+    assert _served_count(server) == 1, "only the victim's line was served"
+
+
+@pytest.mark.parametrize("value", ["", "missing/..", "afile/.."], ids=["empty", "missing-parent", "file-parent"])
+def test_a_served_cwd_is_judged_as_the_in_process_one(
+    server: ServeProcess, home: Path, tmp_path: Path, value: str
+) -> None:
+    (tmp_path / "afile").write_text("")
+    served = dsh("exec", "--cwd", value, "--", "pwd", home=home, cwd=tmp_path)
+    cold = dsh("exec", "--no-server", "--cwd", value, "--", "pwd", home=home, cwd=tmp_path)
+    assert served.returncode == cold.returncode == 125, (served.stderr, cold.stderr)
+    assert served.stdout == cold.stdout == "" and "is not a directory" in served.stderr
+
+
+def test_a_deleted_working_directory_is_dsh_s_own_failure_served_or_not(
+    server: ServeProcess, home: Path, tmp_path: Path
+) -> None:
+    """Status 125 and the --json document, as for any failure before the command runs (it was 1, with a
+    line saying stdout could not be written, wherever a server listened or not)."""
+    gone = tmp_path / "gone"
+    code = f"import os, sys; os.chdir({str(gone)!r}); os.rmdir({str(gone)!r}); from dsh.cli_fast import run; run()"
+    for extra in ((), ("--no-server",)):
+        gone.mkdir()
+        proc = subprocess.run(
+            [sys.executable, "-c", code, "exec", *extra, "--json", "--", "true"],
+            env=clean_env(home),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 125, (extra, proc.stderr)
+        assert json.loads(proc.stdout)["exit_code"] is None, proc.stdout
+
+
 def test_python_m_dsh_cli_fast_serves_without_the_cli_package(server: ServeProcess, home: Path) -> None:
     """The light ``python -m`` form (``python -m dsh.cli`` imports the package and its exports first)."""
     probe = "import runpy, sys; runpy.run_module('dsh.cli_fast', run_name='__main__', alter_sys=True)"

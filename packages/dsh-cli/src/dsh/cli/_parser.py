@@ -13,11 +13,12 @@ import functools
 import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dsh.cli_fast._status import BLOCKED_EXIT, FAILURE_EXIT, TIMEOUT_EXIT
 from dsh.cli_fast._wire import KEEPALIVE, KEEPALIVE_RANGE, MISSED_KEEPALIVES
+from dsh.paths.deployment import choose_deployment
 
 if TYPE_CHECKING:
     from dsh.loader import EntryPointItem
@@ -447,19 +448,55 @@ def _verb_word(words: Sequence[str]) -> str | None:
     return None
 
 
+MAX_SERVED_OPTION_WORDS = 64
+"""The most words before ``--`` a server reads for a client (``dsh exec``'s options take about 14).
+
+argparse's time grows with the square of the option-like words of a line (10,000 ``--json`` take it
+1.8 s, 50,000 take 36 s): a server reading such a line on its one event loop would hold every other
+client's command (no keep-alive, so they end 255) for as long. A longer line is the client's to read."""
+
+
 def read_served(words: Sequence[str]) -> argparse.Namespace | None:
     """A ``dsh exec`` line as ``dsh serve`` reads it for a client: :func:`parse`'s reading, without a word printed.
 
-    None when :func:`parse` would print instead (help: status 0; a usage error: status 2) or the line
-    names another verb: the client's own process then reads the line with :func:`parse` and prints
-    what it prints, so help and usage errors are the same served or not.
+    None when :func:`parse` would print instead (help: status 0; a usage error: status 2), the line
+    names another verb, or it has more than :data:`MAX_SERVED_OPTION_WORDS` words before ``--``: the
+    client's own process then reads the line with :func:`parse` and prints what it prints, so help and
+    usage errors are the same served or not.
     """
     if list(words[:1]) != ["exec"]:
+        return None
+    if len(words[: words.index("--") if "--" in words else len(words)]) > MAX_SERVED_OPTION_WORDS:
         return None
     try:
         return parse(words, _silent=True)
     except SystemExit:
         return None
+
+
+def served_reading(
+    words: Sequence[str], deployment: str | None, env: Mapping[str, str], cwd: str
+) -> argparse.Namespace | str:
+    """How the ``dsh serve`` of ``deployment`` (a path, None for the built-in one) takes the line ``words``
+    of a client in ``cwd`` with ``env``: the line read, or why that server does not run it (help, a
+    usage error, ``--debug``, ``--no-server``, another deployment), which the client then runs itself.
+
+    The server's rule, and the client's when its server never acknowledged a request: a line the
+    server would not run never started there.
+    """
+    args = read_served(words)
+    if args is None:
+        return "the line is help, a usage error or not `dsh exec`: the client prints it"
+    if args.debug or args.no_server:
+        return "--debug and --no-server run in the client's process"
+    asked = choose_deployment(args.deployment, env, cwd=cwd).path  # the client's rule, from the client's folder
+    if asked != deployment:
+        return f"this dsh server serves {_deployment_name(deployment)}, not {_deployment_name(asked)}"
+    return args
+
+
+def _deployment_name(path: str | None) -> str:
+    return "the built-in deployment" if path is None else path
 
 
 @functools.cache

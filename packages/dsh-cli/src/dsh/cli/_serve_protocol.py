@@ -11,10 +11,9 @@ from typing import Any, NamedTuple
 from dsh.cli_fast._status import failure_document, interrupted_reason
 from dsh.cli_fast._wire import HEADER_SIZE, PROTOCOL, WireError, decode, frame_length
 from dsh.paths import INTERRUPTS
-from dsh.paths.deployment import choose_deployment
 
 from ._output import json_text
-from ._parser import command_line, read_served
+from ._parser import command_line, served_reading
 
 HANGUP_POLL = 0.25
 """Seconds between checks whether a client that half-closed its connection has gone entirely."""
@@ -65,26 +64,19 @@ def request_from(request: Mapping[str, Any], deployment: str | None) -> Request:
     cwd = request.get("cwd")
     if not isinstance(cwd, str) or not os.path.isabs(cwd):
         raise WireError("malformed request: 'cwd' must be an absolute path")
-    args = read_served(argv)
-    if args is None:
-        raise NotServed("the line is help, a usage error or not `dsh exec`: the client prints it")
-    if args.debug or args.no_server:
-        raise NotServed("--debug and --no-server run in the client's process")
-    asked = choose_deployment(args.deployment, env, cwd=cwd).path  # the client's rule, from the client's folder
-    if asked != deployment:
-        raise NotServed(f"this dsh server serves {_deployment_name(deployment)}, not {_deployment_name(asked)}")
+    args = served_reading(argv, deployment, env, cwd)
+    if isinstance(args, str):
+        raise NotServed(args)
     return Request(
         command_line(args.command),
         env,
-        os.path.normpath(os.path.join(cwd, args.cwd)) if args.cwd else cwd,
+        # As given, from the client's folder: the check that it is a folder is the in-process one (`x/..`
+        # with no `x`, an empty value are refused as there); the session records it normalised.
+        cwd if args.cwd is None else os.path.join(cwd, args.cwd) if args.cwd else args.cwd,
         args.session,
         args.timeout,
         bool(args.json),
     )
-
-
-def _deployment_name(path: str | None) -> str:
-    return "the built-in deployment" if path is None else path
 
 
 def hung_up(sock: Any) -> bool:

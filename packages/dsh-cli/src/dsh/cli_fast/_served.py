@@ -235,7 +235,11 @@ def served_exec(words: Sequence[str], deployment: str | None) -> int | None:
         return None  # the in-process path refuses it in one sentence
     path = socket_path(deployment)
     line = _Line(words)
-    request = {"protocol": PROTOCOL, "argv": line.words, "cwd": os.getcwd(), "env": dict(os.environ)}
+    try:
+        cwd = os.getcwd()
+    except OSError:  # a deleted working directory: the in-process path says so, with its status
+        return None
+    request = {"protocol": PROTOCOL, "argv": line.words, "cwd": cwd, "env": dict(os.environ)}
     try:
         message = frame(dumps(request))
     except WireError as exc:
@@ -248,11 +252,11 @@ def served_exec(words: Sequence[str], deployment: str | None) -> int | None:
             if sock is None:
                 return None
             try:
-                answer = _exchange(line, sock, message, interrupts, path)
+                answer = _exchange(line, sock, message, interrupts, path, _Runs(deployment, cwd))
             finally:
                 interrupts.state = "answered"  # a signal from now on is only noted (see _report)
                 sock.close()
-            if isinstance(answer, dict) and "unserved" in answer:
+            if isinstance(answer, _NotRun) or (isinstance(answer, dict) and "unserved" in answer):
                 if interrupts.caught is not None:  # nothing ran, and the signal asks for nothing to run
                     raise _Interrupted
                 return None
@@ -267,10 +271,33 @@ def served_exec(words: Sequence[str], deployment: str | None) -> int | None:
     return _fail(line, f"the dsh server at {path} closed the connection before answering")
 
 
+class _Runs:
+    """Whether the server of ``deployment`` would run a line of a client in ``cwd`` at all (its own rule)."""
+
+    def __init__(self, deployment: str | None, cwd: str) -> None:
+        self.deployment, self.cwd = deployment, cwd
+
+    def __call__(self, line: _Line) -> bool:
+        from dsh.cli._parser import served_reading  # only once a server failed to acknowledge the line
+
+        return not isinstance(served_reading(line.words, self.deployment, os.environ, self.cwd), str)
+
+
+class _NotRun:
+    """What :func:`_exchange` returns when the server never acknowledged a line it would not have run."""
+
+
+_NOT_RUN = _NotRun()
+
+
 def _exchange(
-    line: _Line, sock: Socket, message: bytes, interrupts: _Interrupts, path: str
-) -> dict[str, Any] | int | None:
-    """Send the request and wait for the answer (forwarding a signal meanwhile); an int is a failure's status."""
+    line: _Line, sock: Socket, message: bytes, interrupts: _Interrupts, path: str, runs: _Runs
+) -> dict[str, Any] | int | _NotRun | None:
+    """Send the request and wait for the answer (forwarding a signal meanwhile); an int is a failure's status.
+
+    A server that never acknowledges (stopped, hung) is given up on after :data:`CONNECT_TIMEOUT`; then a
+    line that server would not have run (help, a usage error, ``--debug``, another deployment) started
+    nowhere, and :data:`_NOT_RUN` says the caller runs it in this process, as it would have."""
     interrupts.sock = sock
     interrupts.state = "sending"
     delivered = True
@@ -301,6 +328,9 @@ def _exchange(
                 return _status_of(interrupts.caught)
             if deadline is not None and time.monotonic() > deadline:
                 return _lost(line, f"{server} {_OVERDUE}")
+            if keepalive is None and not runs(line):
+                _warn(f"{server} {_silent(bound, keepalive, pid)}; it does not run this line: running it here")
+                return _NOT_RUN
             return _lost(line, f"{server} {_silent(bound, keepalive, pid)}")
         try:
             answer = recv_frame(sock)
