@@ -236,7 +236,7 @@ _MODE_BITS = re.compile(r"\bS_IW(GRP|OTH)\b|\b0o0?(22|77|20|02)\b")
 
 def test_one_trust_rule_judges_owner_and_mode() -> None:
     """Issue 40: owner and mode are judged by dsh.paths' trust rule (trust_fault) alone, never by one's own."""
-    owner = REPO / "packages" / "dsh-paths" / "src" / "dsh" / "paths" / "_trust.py"
+    owner = REPO / "packages" / "dsh-paths" / "src" / "dsh" / "floor" / "_trust.py"
     for source in REPO.glob("packages/*/src/**/*.py"):
         if source != owner:
             found = _MODE_BITS.search(source.read_text())
@@ -477,9 +477,6 @@ NOT_RECORDS = {
     "dsh/loader/_contain.py:_Watch": "counts signals while armed",
     "dsh/loader/_contain.py:_Containment": "a context manager holding the watch it armed",
     "dsh/loader/_discovery.py:_Scan": "filled in while scanning",
-    "dsh/paths/deployment.py:DeploymentChoice": "a record by the rule, left a slotted class because the served "
-    "client reads it and `typing` would cost that client 13 M instructions (dsh-paths README): make it a "
-    "NamedTuple when the client's floor no longer pays for `typing`, and drop this line",
     "dsh/session/_empty.py:ReadOnlyDict": "a mapping that must be a dict (json and `|` take it as one)",
     "dsh/tool_bash/_tool.py:TaskTable": "background tasks started and finished while the tool lives",
 }

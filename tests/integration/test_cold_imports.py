@@ -177,8 +177,8 @@ def test_two_spellings_of_the_interpreter_share_one_home_without_validating_agai
     assert validated == [True, False, False, False]
 
 
-def test_the_fence_imports_only_the_standard_library_dsh_paths_and_itself() -> None:
-    """Start-up tricks live in ``dsh.cli_fast`` alone, and it reaches nothing above ``dsh.paths`` but where the
+def test_the_fence_imports_only_the_standard_library_dsh_floor_and_itself() -> None:
+    """Start-up tricks live in ``dsh.cli_fast`` alone, and it reaches nothing above dsh-paths but where the
     fast path ends: the one parser and the in-process dispatch, imported by the functions that hand over."""
     import ast
 
@@ -192,9 +192,7 @@ def test_the_fence_imports_only_the_standard_library_dsh_paths_and_itself() -> N
         top_level = {id(node) for node in tree.body}
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("dsh."):
-                assert node.module in ("dsh.paths", "dsh.paths.deployment", *handed_over), (
-                    f"{source.name} imports {node.module}"
-                )
+                assert node.module in ("dsh.floor", "dsh.paths", *handed_over), f"{source.name} imports {node.module}"
                 assert node.module not in handed_over or id(node) not in top_level, f"{source.name}: at import time"
             if isinstance(node, ast.Import):
                 assert not [a.name for a in node.names if a.name.startswith("dsh.")], source.name
@@ -203,9 +201,7 @@ def test_the_fence_imports_only_the_standard_library_dsh_paths_and_itself() -> N
         for p in repo.glob("packages/*/src/dsh/**/*.py")
         if "TYPE_CHECKING = False" in p.read_text() and folder not in p.parents
     ]
-    # The standard-library floor the fence reads its home, trust rule and signals from (see dsh-paths' README).
-    allowed = {"packages/dsh-paths/src/dsh/paths/__init__.py", "packages/dsh-paths/src/dsh/paths/_trust.py"}
-    assert set(tricks) <= allowed, sorted(set(tricks) - allowed)
+    assert tricks == [], f"start-up tricks outside the fence: {tricks}"
 
 
 HOOK_MACHINERY = ("asyncio", "concurrent.futures", "ssl")

@@ -35,11 +35,11 @@ def test_resolution_creates_nothing(tmp_path: Path) -> None:
     assert os.listdir(tmp_path) == []
 
 
-def test_home_text_is_the_same_rule_and_the_import_costs_no_pathlib(tmp_path: Path) -> None:
-    from dsh.paths import home_text
+def test_home_text_is_the_same_rule_and_the_floor_costs_neither_typing_nor_pathlib(tmp_path: Path) -> None:
+    from dsh.floor import home_text
 
     for configured, env in ((None, {"DSH_HOME": str(tmp_path)}), ("~/x", {"HOME": str(tmp_path)}), (None, {})):
         assert home_text(configured, env) == str(resolve_dsh_home(configured, env))
-    probe = "import sys; import dsh.paths; print('pathlib' in sys.modules, 'typing' in sys.modules)"
+    probe = "import sys; import dsh.floor; print('pathlib' in sys.modules, 'typing' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
-    assert out == "False False\n", "the served dsh exec reads its home through dsh.paths: keep it light"
+    assert out == "False False\n", "a served dsh exec reads its home, trust, deployment in dsh.floor"

@@ -16,7 +16,7 @@ import os
 import sys
 
 try:
-    from dsh.paths.deployment import choose_deployment
+    from dsh.floor import deployment_in_effect
 
     from ._served import served_exec
     from ._status import FAILURE_EXIT, INTERRUPTS, OutputLost
@@ -41,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     asked: list[str | None] = []  # the deployments whose server was asked already
     try:
         if verb == "exec" and not _bypasses_server(words):
-            asked.append(choose_deployment(None).path)
+            asked.append(deployment_in_effect(None)[0])
             code = served_exec(words, asked[0])
             if code is not None:
                 return code
@@ -50,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parse(words)
         verb = args.verb
         if args.verb == "exec" and not args.debug and not args.no_server:
-            deployment = choose_deployment(args.deployment).path
+            deployment = deployment_in_effect(args.deployment)[0]
             code = None if deployment in asked else served_exec(words, deployment)
             if code is not None:
                 return code

@@ -6,7 +6,7 @@ the one parser (``dsh.cli._parser``). A line the server does not run (help, a us
 ``--debug``, another ``--deployment``) comes back unserved, and the caller runs it in this process,
 where the same parser reads it. What the client needs of its own options (``--json``, ``--timeout``)
 the server says in its first keep-alive. It uses only the standard library's cheapest modules and
-dsh's own import-free ones (``_wire``, ``_status``, and ``dsh.paths``): no argparse, pathlib,
+dsh's own import-free ones (``_wire``, ``_status``, and ``dsh.floor``): no argparse, pathlib,
 hashlib, re, json, enum or typing.
 """
 
@@ -18,8 +18,7 @@ import stat
 import sys
 import time
 
-from dsh.paths import UntrustedPathError, check_trusted
-from dsh.paths.deployment import relative_home
+from dsh.floor import UntrustedPathError, check_trusted, relative_home
 
 from ._status import (
     FAILURE_EXIT,

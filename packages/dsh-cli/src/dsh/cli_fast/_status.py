@@ -6,7 +6,7 @@ share one owner of each status and sentence.
 
 from __future__ import annotations
 
-from dsh.paths import INTERRUPTS as INTERRUPTS  # the one list, for the served client (`_served`)
+from dsh.floor import INTERRUPTS as INTERRUPTS  # the one list, for the served client (`_served`)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a served `dsh exec` measurable time

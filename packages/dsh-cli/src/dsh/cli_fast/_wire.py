@@ -28,7 +28,7 @@ import os
 import sys
 import zlib
 
-from dsh.paths import home_text
+from dsh.floor import home_text
 
 try:
     # The C module under `socket`: socket.py adds enum and selectors, about a third of a served

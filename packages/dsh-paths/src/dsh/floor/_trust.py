@@ -28,11 +28,6 @@ import stat
 from ._errors import UntrustedPathError
 from ._read import refuse_irregular
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # pathlib only where a Path is returned: the served `dsh exec` checks its home without it
-    from pathlib import Path
-    from typing import Literal
-
 __all__ = [
     "check_trusted",
     "create_private_file",
@@ -70,7 +65,7 @@ def _owner_ok(uid: int) -> bool:
     return uid in (os.geteuid(), 0)
 
 
-def trust_fault(info: os.stat_result, *, above: bool = False, secret: bool = False) -> Literal["owner", "mode"] | None:
+def trust_fault(info: os.stat_result, *, above: bool = False, secret: bool = False) -> str | None:
     """The one trust rule on owner and mode, judged on a status (``os.fstat`` of what was opened).
 
     ``"owner"`` when the path is owned by neither this user (the effective uid) nor root; ``"mode"``
@@ -92,9 +87,7 @@ def _join(folder: str, name: str) -> str:
     return folder.rstrip("/") + "/" + name
 
 
-def _walk(
-    path: str | os.PathLike[str], what: str, final: Literal["any", "dir", "file"], create: bool, follow: bool = True
-) -> int:
+def _walk(path: str | os.PathLike[str], what: str, final: str, create: bool, follow: bool = True) -> int:
     """Open ``path`` by a trusted walk from ``/`` and return the descriptor of its last component.
 
     ``final`` is what the last component must be: a folder (``"dir"``, an ``O_PATH`` descriptor where
@@ -272,16 +265,15 @@ def read_trusted_text(path: str | os.PathLike[str], what: str = "") -> str:
         return handle.read()
 
 
-def ensure_private_dir(path: str | os.PathLike[str], what: str = "") -> Path:
-    """Create ``path`` and any missing parents as 0700 directories (whatever the umask); check it.
+def ensure_private_dir(path: str | os.PathLike[str], what: str = "") -> str:
+    """Create ``path`` and any missing parents as 0700 directories (whatever the umask); check it; return it absolute.
 
     Existing directories are not changed; the walk that makes the missing ones checks every
     component as :func:`check_trusted` does, the last as the trusted folder itself.
+    (:func:`dsh.paths.ensure_private_dir` is the same, returning a ``Path``.)
     """
-    import pathlib
-
     os.close(_walk(path, what, "dir", create=True))
-    return pathlib.Path(os.path.abspath(path))
+    return os.path.abspath(path)
 
 
 def create_private_file(path: str | os.PathLike[str]) -> int:

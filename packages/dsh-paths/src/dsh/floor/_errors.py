@@ -1,4 +1,4 @@
-"""The one error of dsh-paths (standard library only, so not a ``DshError``).
+"""The errors of dsh-paths (standard library only, so not ``DshError``s).
 
 PermissionError (builtin)
 └── UntrustedPathError   .path: owned by another user or writable by group or others
