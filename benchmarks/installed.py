@@ -1,5 +1,5 @@
 """Cold ``dsh exec`` as an installed ``dsh`` runs: wheels built from this clone in a virtual environment
-of their own (the README's "Installing without Hatch"), called through the ``dsh`` script pip wrote.
+of their own (the README's "Installing without Hatch"), called through the ``dsh`` script pip installed.
 
     python benchmarks/installed.py [--rounds N]   # or as part of `hatch run bench` (not under --quick)
 

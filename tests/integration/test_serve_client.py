@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from dsh.cli_fast._wire import recv_frame, socket_path
+from tests.conftest import REPO
 from tests.helpers import dsh
 from tests.integration.serve_support import (
     ServeProcess,
@@ -193,6 +194,27 @@ def test_the_served_client_imports_only_what_it_needs(server: ServeProcess, home
     heavy = {"argparse", "json", "re", "pathlib", "hashlib", "shlex", "socket", "enum", "typing", "asyncio", "logging"}
     heavy |= {"pydantic", "yaml", "importlib.metadata", "dsh.core", "dsh.loader", "dsh.cli._cli"}
     assert not loaded & heavy, f"the served client imported {sorted(loaded & heavy)}"
+    _, log = server.stop()
+    assert "exited 0" in log, "it was served"
+
+
+def test_the_installed_dsh_script_adds_no_import_to_the_served_client(server: ServeProcess, home: Path) -> None:
+    """The ``dsh`` script is dsh-cli's own file (``scripts/dsh``): an installer's generated wrapper imports ``re``
+    (with ``enum`` and ``functools``), a fifth of a served ``dsh exec`` (benchmarks README)."""
+    script = Path(sys.executable).parent / "dsh"
+    ours = (REPO / "packages" / "dsh-cli" / "scripts" / "dsh").read_text()
+    assert script.read_text().splitlines()[1:] == ours.splitlines()[1:], "the installed script is ours, shebang aside"
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", str(script), "exec", "--", "true"],
+        env=clean_env(home),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    imported = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "dsh.cli_fast._served" in imported, proc.stderr
+    assert not imported & {"re", "enum", "typing", "argparse", "pathlib"}, sorted(imported)
     _, log = server.stop()
     assert "exited 0" in log, "it was served"
 
