@@ -54,9 +54,10 @@ def test_the_childs_dsh_variables_are_exactly_the_snapshot(tmp_path: Path) -> No
 def test_read_only_writes_nothing_but_dev_null_and_a_private_tmp(tmp_path: Path, work: Path) -> None:
     (tmp_path / "harness-file").write_text("secret")
     executor = _executor(tmp_path)
+    written = Path(f"/tmp/dsh-sandbox-probe-{os.getpid()}-{tmp_path.name}")  # no other test's or user's /tmp file
     script = f"""
         echo a >/dev/null && echo devnull-ok
-        echo a >/tmp/x && echo tmp-ok
+        echo a >{written} && echo tmp-ok
         test -e {tmp_path}/harness-file || echo harness-tmp-hidden
         cat {work}/seen
         echo a >{work}/new
@@ -71,7 +72,7 @@ def test_read_only_writes_nothing_but_dev_null_and_a_private_tmp(tmp_path: Path,
         "the deployment's bash-sandbox mode decides what may be written\n"
     )
     assert result.as_data()["sandbox"]["denied"] is True
-    assert not Path("/tmp/x").exists() or Path("/tmp/x").read_text() != "a\n"
+    assert not written.exists(), "the sandbox's /tmp is its own"
 
 
 def test_a_working_directory_under_tmp_is_visible_read_only(tmp_path: Path) -> None:
