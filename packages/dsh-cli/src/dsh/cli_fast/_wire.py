@@ -48,7 +48,8 @@ PROTOCOL = 5
 (4: the server's keep-alives; 5: the client sends its words unread and the server parses them.)"""
 
 MAX_FRAME = 8 * 1024 * 1024
-"""Largest frame either side accepts: 8 MiB, four times Linux's limit on a command's argv plus environment."""
+"""Largest frame either side accepts: 8 MiB, four times Linux's limit on a command's argv plus environment
+(a request made mostly of control bytes, six bytes each in JSON, can pass it: its client runs it in process)."""
 
 HEADER_SIZE = 4
 """Bytes of a frame's length prefix (big-endian)."""
