@@ -28,3 +28,10 @@ def test_a_relative_home_is_refused_naming_the_fix() -> None:
     assert relative_home({}) is None
     refused = relative_home({"DSH_HOME": "rel"})
     assert refused is not None and "'rel'" in refused and 'DSH_HOME="$PWD/rel"' in refused
+
+
+def test_a_tilde_in_dsh_deployment_is_the_home_of_the_environment_asked_about(tmp_path: Path) -> None:
+    # `dsh serve` applies the rule to a client's environment: the client's HOME, not the server's.
+    env = {"DSH_HOME": str(tmp_path / "h"), "HOME": str(tmp_path / "client"), "DSH_DEPLOYMENT": "~/d.yaml"}
+    assert choose_deployment(None, env, cwd="/").path == str(tmp_path / "client" / "d.yaml")
+    assert choose_deployment(None, {**env, "DSH_DEPLOYMENT": "~"}, cwd="/").path == str(tmp_path / "client")

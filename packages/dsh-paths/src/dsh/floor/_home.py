@@ -30,18 +30,22 @@ def home_text(
     (:func:`dsh.paths.resolve_dsh_home` is the same rule returning a ``Path``.)
     """
     environ = os.environ if env is None else env
-    raw: str | None = None
     if configured is not None and str(configured).strip():
         raw = os.fspath(configured)
     else:
         from_env = environ.get(HOME_ENV, "")
         raw = from_env if from_env.strip() else DEFAULT_HOME
-    if raw == "~" or raw.startswith("~/"):
-        user_home = environ.get("HOME") or os.path.expanduser("~")
-        raw = user_home + raw[1:]
-    else:
-        raw = os.path.expanduser(raw)
-    return os.path.abspath(raw)
+    return os.path.abspath(_expand_user(raw, environ))
+
+
+def _expand_user(path: str, env: Mapping[str, str]) -> str:
+    """``path`` with a leading ``~`` expanded against the ``HOME`` of ``env`` (``~user`` as the system says).
+
+    ``env``'s, not this process's: ``dsh serve`` applies these rules to its clients' environments.
+    """
+    if path == "~" or path.startswith("~/"):
+        return (env.get("HOME") or os.path.expanduser("~")) + path[1:]
+    return os.path.expanduser(path)
 
 
 def relative_home(env: Mapping[str, str] | None = None) -> str | None:
@@ -76,7 +80,7 @@ def deployment_in_effect(
         return absolute(flag), "given with --deployment"
     named = env.get(DEPLOYMENT_ENV, "").strip()
     if named:
-        return absolute(os.path.expanduser(named)), f"named by ${DEPLOYMENT_ENV}"
+        return absolute(_expand_user(named, env)), f"named by ${DEPLOYMENT_ENV}"
     in_home = os.path.join(home_text(None, env), "deployment.yaml")
     if os.path.isfile(in_home):
         return in_home, "found in DSH_HOME"
