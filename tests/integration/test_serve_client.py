@@ -198,6 +198,57 @@ def test_the_served_client_imports_only_what_it_needs(server: ServeProcess, home
     assert "exited 0" in log, "it was served"
 
 
+class _OlderServer(threading.Thread):
+    """A stand-in for a ``dsh serve`` of an earlier release: it refuses every request, unread, as such a
+    server refuses another protocol's (before any keep-alive: nothing is taken)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(daemon=True)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(path)
+        self.listener.listen()
+        self.refused = 0
+
+    def run(self) -> None:
+        refusal = json.dumps({"ok": False, "error": "this dsh server speaks protocol 4, the client 5: restart it"})
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            with conn:
+                header = conn.recv(4, socket.MSG_WAITALL)
+                body = conn.recv(int.from_bytes(header, "big"), socket.MSG_WAITALL)
+                assert json.loads(body)["protocol"] == 5
+                conn.sendall(frame(refusal.encode()))
+                self.refused += 1
+
+
+def test_a_line_no_server_runs_runs_here_when_an_older_server_refuses_it(home: Path, tmp_path: Path) -> None:
+    """A refusal before the request was taken is about serving; ``--debug`` and another deployment's line never
+    asked to be served, so they run in this process (a line the server would run is still refused, 125)."""
+    older = _OlderServer(socket_path(None, clean_env(home)))
+    older.start()
+    try:
+        debug = dsh("exec", "--debug", "--", "echo ran", home=home)
+        assert debug.returncode == 0 and debug.stdout == "ran\n", debug.stderr
+        assert "refused the request (this dsh server speaks protocol 4" in debug.stderr
+        assert "it does not run this line: running it here" in debug.stderr
+        other = tmp_path / "other.yaml"
+        other.write_text("plugins: []\n")
+        # Sent unread to the server of the deployment its environment names, which would never run it.
+        elsewhere = dsh("exec", "--deployment", str(other), "--", "echo ran", home=home)
+        assert elsewhere.returncode == 0 and elsewhere.stdout == "ran\n", elsewhere.stderr
+        assert "running it here" in elsewhere.stderr and older.refused == 2
+        served = dsh("exec", "--", "echo ran", home=home)
+        assert served.returncode == 125 and "ran" not in served.stdout
+        assert "speaks protocol 4" in served.stderr and "running it here" not in served.stderr
+        assert older.refused == 3
+    finally:
+        older.listener.close()
+
+
 def test_the_installed_dsh_script_adds_no_import_to_the_served_client(server: ServeProcess, home: Path) -> None:
     """The ``dsh`` script is dsh-cli's own file (``scripts/dsh``): an installer's generated wrapper imports ``re``
     (with ``enum`` and ``functools``), a fifth of a served ``dsh exec`` (benchmarks README)."""

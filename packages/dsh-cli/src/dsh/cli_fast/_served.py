@@ -296,7 +296,10 @@ def _exchange(
 
     A server that never acknowledges (stopped, hung) is given up on after :data:`CONNECT_TIMEOUT`; then a
     line that server would not have run (help, a usage error, ``--debug``, another deployment) started
-    nowhere, and :data:`_NOT_RUN` says the caller runs it in this process, as it would have."""
+    nowhere, and :data:`_NOT_RUN` says the caller runs it in this process, as it would have. So does a
+    refusal that comes before any keep-alive (the request was not taken: an older server's protocol
+    mismatch, a server that is stopping) of such a line: its refusal is about serving, which that line
+    never asked for."""
     interrupts.sock = sock
     interrupts.state = "sending"
     delivered = True
@@ -338,6 +341,11 @@ def _exchange(
         if answer is None and delivered:
             return _lost(line, f"{server} closed the connection without answering (it was killed or crashed)")
         if answer is None or "keepalive" not in answer:
+            if answer is not None and _refused(answer) and keepalive is None and not runs(line):
+                _warn(
+                    f"{server} refused the request ({answer.get('error')}); it does not run this line: running it here"
+                )
+                return _NOT_RUN
             return answer
         period = answer["keepalive"]
         low, high = KEEPALIVE_RANGE
@@ -351,6 +359,11 @@ def _exchange(
         keepalive, heard = float(period), time.monotonic()
         if deadline is not None and heard > deadline:  # alive, but the command should have ended long ago
             return _lost(line, f"{server} {_OVERDUE}")
+
+
+def _refused(answer: dict[str, Any]) -> bool:
+    """Whether ``answer`` is a server's refusal of the request itself (not an exec's failure, not "unserved")."""
+    return answer.get("ok") is False and "unserved" not in answer and "result" not in answer
 
 
 _OVERDUE = f"did not answer within the command's timeout and {DEADLINE_GRACE:g} s more"
