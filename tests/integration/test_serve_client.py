@@ -481,16 +481,17 @@ def test_a_deleted_working_directory_is_dsh_s_own_failure_served_or_not(
 
 def test_python_m_dsh_cli_fast_serves_without_the_cli_package(server: ServeProcess, home: Path) -> None:
     """The light ``python -m`` form (``python -m dsh.cli`` imports the package and its exports first)."""
-    probe = "import runpy, sys; runpy.run_module('dsh.cli_fast', run_name='__main__', alter_sys=True)"
-    code = f"import atexit, sys; atexit.register(lambda: print('dsh.cli' in sys.modules, file=sys.stderr)); {probe}"
     proc = subprocess.run(
-        [sys.executable, "-c", code, "exec", "--", "echo fast"],
+        [sys.executable, "-X", "importtime", "-m", "dsh.cli_fast", "exec", "--", "echo fast"],
         env=clean_env(home),
         capture_output=True,
         text=True,
         check=False,
     )
-    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "fast\n", "False\n")
+    assert (proc.returncode, proc.stdout) == (0, "fast\n"), proc.stderr
+    imported = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "dsh.cli_fast._served" in imported and "dsh.cli" not in imported, sorted(imported)
+    assert all(line.startswith("import time:") for line in proc.stderr.splitlines()), "nothing else on stderr"
     assert _served_count(server) == 1
 
 

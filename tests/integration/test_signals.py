@@ -202,8 +202,8 @@ def test_an_early_ctrl_c_never_prints_a_traceback(tmp_path: Path) -> None:
     # to load the verb: the sweep covers the imports of dsh's verbs (where Ctrl-C used to print a
     # traceback), not Python's own start-up or the launch line before `run` (out of dsh's reach).
     launch = (
-        "import os, sys; import dsh.cli_fast._client as c; verb = c.main\n"
-        "c.main = lambda: (os.write(2, b'go\\n'), verb())[1]\n"
+        "import os, sys; import dsh.cli_fast._client as c; verb = c._main\n"
+        "c._main = lambda words: (os.write(2, b'go\\n'), verb(words))[1]\n"
         "sys.exit(c.run())"
     )
     seen: set[int] = set()
