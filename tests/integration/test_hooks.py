@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from dsh.agent import Agent, ModelStep, ScriptedModel, ToolCall
-from dsh.hooks import HOOKS
+from dsh.hooks import HOOKS, hook_runner
 from dsh.loader import Runtime
 from dsh.session import SESSIONS
 from tests.conftest import PEER_SCHEMAS
@@ -521,10 +521,11 @@ def test_a_finished_session_leaves_nothing_behind_in_the_runner(tmp_path: Path) 
     once = {"type": "command", "command": "cat >/dev/null", "once": True}
     runtime = _runtime(tmp_path, claude={"hooks": {"SessionStart": [{"hooks": [export]}], "Stop": [{"hooks": [once]}]}})
     try:
-        runner = runtime.ctx.require(HOOKS)
+        hooks = hook_runner(runtime.ctx)
+        assert hooks is not None
         agent = _drive(runtime, tmp_path, [ModelStep(text="done")])
-        assert runner.session_env(agent.session.header) == {}
-        assert not runner._done_once
+        assert hooks.session_env(agent.session.header) == {}
+        assert hooks.runner is not None and not hooks.runner._done_once
         assert [p.name for p in (tmp_path / "home" / "run").glob("hook-env-*/*")] == []
     finally:
         runtime.close()
