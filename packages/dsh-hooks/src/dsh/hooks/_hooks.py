@@ -42,6 +42,7 @@ class Unheard(NamedTuple):
 
 
 UNHEARD = Unheard()
+"""The verdict of every point while no table holds a hook."""
 
 
 class Hooks:
@@ -53,7 +54,7 @@ class Hooks:
     def __init__(self, build: Callable[[], "HookRunner"]) -> None:
         self._build = build
         self.tables: dict[Dialect, HookTable] = {}
-        """Each loaded dialect's table (the runner's, once it is built, hold the same)."""
+        """Each loaded dialect's table (the runner, once built, holds the same ones)."""
         self._runner: HookRunner | None = None
         self._removers: dict[Dialect, Callable[[], None]] = {}
         self._warnings: list[str] = []
