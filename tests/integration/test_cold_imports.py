@@ -43,6 +43,12 @@ NEVER_LOADED = (
     "tempfile",
     "shutil",
     "difflib",
+    # What runs a hook (the runner, its processes and env files): the hooks plugin builds it only once a
+    # table holds a hook (dsh.hooks._hooks). An installed dialect's module may load the stages its
+    # contract names (dsh.hooks.dialect: payloads, selection, decisions), as dsh-hooks-gemini's does here.
+    "dsh.hooks._service",
+    "dsh.hooks._process",
+    "dsh.hooks._envfile",
 )
 """Modules a cold verb must not import on the default deployment when no configured hook needs them."""
 

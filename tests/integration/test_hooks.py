@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from dsh.agent import Agent, ModelStep, ScriptedModel, ToolCall
-from dsh.hooks import HOOKS
+from dsh.hooks import HOOKS, hook_runner
 from dsh.loader import Runtime
 from dsh.session import SESSIONS
 from tests.conftest import PEER_SCHEMAS
@@ -521,10 +521,11 @@ def test_a_finished_session_leaves_nothing_behind_in_the_runner(tmp_path: Path) 
     once = {"type": "command", "command": "cat >/dev/null", "once": True}
     runtime = _runtime(tmp_path, claude={"hooks": {"SessionStart": [{"hooks": [export]}], "Stop": [{"hooks": [once]}]}})
     try:
-        runner = runtime.ctx.require(HOOKS)
+        hooks = hook_runner(runtime.ctx)
+        assert hooks is not None
         agent = _drive(runtime, tmp_path, [ModelStep(text="done")])
-        assert runner.session_env(agent.session.header) == {}
-        assert not runner._done_once
+        assert hooks.session_env(agent.session.header) == {}
+        assert hooks.runner is not None and not hooks.runner._done_once
         assert [p.name for p in (tmp_path / "home" / "run").glob("hook-env-*/*")] == []
     finally:
         runtime.close()
@@ -715,3 +716,30 @@ def test_stop_failure_fires_in_both_dialects_with_each_peers_category(tmp_path: 
     claude = payloads["server_error"]
     keys = CLAUDE_KEYS["StopFailureHookInput"]
     assert set(claude) <= {*keys["required"], *keys["optional"]} and "last_assistant_message" not in claude
+
+
+def test_no_hook_builds_no_runner_and_a_table_added_later_builds_it_and_runs(tmp_path: Path) -> None:
+    """The plugin's ``Hooks`` service builds the runner only once a table holds a hook (issue 41);
+    a dialect's table added later (an install and a refresh) is then run, and removing it stops it."""
+    from dsh.hooks._load import load_hook_table
+
+    record = tmp_path / "rec"
+    one_call = [ModelStep(tool_calls=[ToolCall(name="bash", arguments={"command": "true"})]), ModelStep(text="done")]
+    runtime = _runtime(tmp_path, codex={"hooks": {}})
+    try:
+        hooks = hook_runner(runtime.ctx)
+        assert hooks is not None and runtime.ctx.get(HOOKS) is hooks
+        _drive(runtime, tmp_path, one_call)
+        assert hooks.runner is None and not record.exists()
+        remove = hooks.add_dialect("claude", load_hook_table("claude", _table(record)))
+        _drive(runtime, tmp_path, one_call)
+        assert hooks.runner is not None and "claude" in hooks.runner.tables
+        ran = {r["payload"]["hook_event_name"] for r in _recorded(record)}
+        assert {"SessionStart", "PreToolUse", "PostToolUse", "Stop", "SessionEnd"} <= ran
+        remove()
+        assert "claude" not in hooks.tables and "claude" not in hooks.runner.tables
+        before = len(list(record.glob("*.json")))
+        _drive(runtime, tmp_path, one_call)
+        assert len(list(record.glob("*.json"))) == before
+    finally:
+        runtime.close()

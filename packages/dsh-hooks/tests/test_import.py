@@ -19,7 +19,30 @@ def _loaded_after(code: str) -> list[str]:
 
 
 def test_the_package_its_plugin_and_its_runner_import_without_asyncio() -> None:
-    assert _loaded_after("import dsh.hooks\nfrom dsh.hooks import HOOKS, HookRunner, HooksConfig, plugin") == []
+    assert _loaded_after("import dsh.hooks\nfrom dsh.hooks import HOOKS, Hooks, HooksConfig, plugin") == []
+    assert _loaded_after("from dsh.hooks.runner import HookOutcome, HookReport, HookRunner") == []
+
+
+def test_the_package_and_its_plugin_leave_the_runner_s_machinery_to_the_runner() -> None:
+    """The plugin builds the runner only once a table holds a hook (``dsh.hooks._hooks``), so what
+    runs a hook is not imported by the package that every ``dsh`` command loads."""
+    code = (
+        "import json, sys\nimport dsh.hooks, dsh.hooks._claude, dsh.hooks._codex\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m in MACHINERY)))"
+    ).replace("MACHINERY", repr(RUNNER_MACHINERY))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == []
+
+
+RUNNER_MACHINERY = (
+    "dsh.hooks._service",
+    "dsh.hooks._process",
+    "dsh.hooks._payload",
+    "dsh.hooks._decision",
+    "dsh.hooks._outcome",
+    "dsh.hooks._envfile",
+    "dsh.hooks._select",
+)
 
 
 def test_every_export_is_the_package_s_own_attribute() -> None:

@@ -4,25 +4,26 @@ the ``dsh.hook_dialects`` entry points).
 
 Existing hook scripts run unchanged: each learns its session from the JSON on its stdin
 (``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name`` and the event's fields).
-The agent loop calls one :class:`HookRunner` method per lifecycle point and acts on the merged
-:class:`HookOutcome`.
+The agent loop calls one method of the plugin's :class:`Hooks` service per lifecycle point and acts
+on the merged verdict. What runs a hook, :class:`dsh.hooks.runner.HookRunner` with its
+``HookOutcome`` and ``HookReport``, is a module of its own: the service builds it once a table holds
+a hook, so a command with no hooks file never imports it.
 """
 
+from dsh.agent import STOP_BLOCK_CAP, Notice
+
 from ._errors import HookConfigError
+from ._hooks import Hooks
 from ._key import HOOKS, hook_runner
-from ._outcome import STOP_BLOCK_CAP, HookOutcome, HookReport, Notice
 from ._runner import HooksConfig, plugin
 from ._scope import HookScope
-from ._service import HookRunner
 
 __all__ = [
     "HOOKS",
     "STOP_BLOCK_CAP",
     "HookConfigError",
-    "HookOutcome",
-    "HookReport",
-    "HookRunner",
     "HookScope",
+    "Hooks",
     "HooksConfig",
     "Notice",
     "hook_runner",

@@ -1,22 +1,15 @@
-"""The ``hooks`` service key (the loop's seam, :data:`dsh.agent.HOOKS`) and typed access to the runner."""
-
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
+"""The ``hooks`` service key (the loop's seam, :data:`dsh.agent.HOOKS`) and typed access to the plugin's service."""
 
 from dsh.agent import HOOKS
 from dsh.core import Context
 
-if TYPE_CHECKING:
-    from ._service import HookRunner
+from ._hooks import Hooks
 
 __all__ = ["HOOKS", "hook_runner"]
 
 
-def hook_runner(ctx: Context) -> HookRunner | None:
-    """The ``hooks`` service of ``ctx`` when it is dsh-hooks' runner (what a host asks of it beyond
-    the loop's seam: the files it read, its warnings), else None."""
-    from ._service import HookRunner
-
+def hook_runner(ctx: Context) -> Hooks | None:
+    """The ``hooks`` service of ``ctx`` when it is the hooks plugin's (what a host asks of it beyond
+    the loop's seam: the files it read, its warnings, the runner once one was built), else None."""
     found = ctx.get(HOOKS)
-    return found if isinstance(found, HookRunner) else None
+    return found if isinstance(found, Hooks) else None

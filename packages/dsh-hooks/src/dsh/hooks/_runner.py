@@ -2,7 +2,7 @@
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from dsh.core import Context, Plugin
 from dsh.loader import CATALOG, Catalog, EntryPointItem, follow_group
@@ -10,11 +10,13 @@ from dsh.paths.log import logger
 from dsh.session import DSH_HOME, EMPTY_MAPPING
 
 from ._dialect import DIALECT_GROUP, HookDialect, load_dialect, register_dialect
+from ._hooks import Hooks
 from ._key import HOOKS
 from ._load import load_hook_table
-from ._process import hook_executor
-from ._service import HookRunner
 from ._table import HookTable, merge_tables
+
+if TYPE_CHECKING:
+    from ._service import HookRunner
 
 
 class HooksConfig(NamedTuple):
@@ -56,19 +58,28 @@ class HooksConfig(NamedTuple):
 def _apply(ctx: Context, config: HooksConfig) -> None:
     base = Path(config.base_dir).expanduser() if config.base_dir else None
     home = ctx.get(DSH_HOME)
-    runner = HookRunner(
-        ctx,
-        {},
-        model=config.model,
-        permission_mode=config.permission_mode,
-        ask=config.ask,
-        transcript_view=config.claude_transcript,
-        # Long hook output spills under the home, never into a shared temporary directory.
-        executor=hook_executor(
-            credential_pattern=config.credential_pattern,
-            spill_dir=home / "output" if home is not None else None,
-        ),
-    )
+
+    def build() -> "HookRunner":
+        # What runs a hook (processes, payloads, decisions, env files): imported and built only once
+        # a table holds a hook, which a command with no hooks file never finds (see ._hooks).
+        from ._process import hook_executor
+        from ._service import HookRunner
+
+        return HookRunner(
+            ctx,
+            {},
+            model=config.model,
+            permission_mode=config.permission_mode,
+            ask=config.ask,
+            transcript_view=config.claude_transcript,
+            # Long hook output spills under the home, never into a shared temporary directory.
+            executor=hook_executor(
+                credential_pattern=config.credential_pattern,
+                spill_dir=home / "output" if home is not None else None,
+            ),
+        )
+
+    runner = Hooks(build)
     ctx.effect(lambda: runner.close, label="hook runner")
     catalog = ctx.get(CATALOG) or Catalog()
     # Every installed dialect's hooks are read now, so a hooks file that cannot be read or trusted

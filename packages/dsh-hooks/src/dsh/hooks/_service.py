@@ -35,7 +35,7 @@ from ._payload import HookFacts, build_payload, peer_tool_input, tool_subjects
 from ._process import hook_executor, run_hook
 from ._scope import HookScope
 from ._select import select_hooks
-from ._table import HookCommand, HookTable
+from ._table import HookCommand, HookTable, configured
 
 if TYPE_CHECKING:
     import asyncio
@@ -170,14 +170,7 @@ class HookRunner:
         own name of each. Cheap (no matching, no process): a host asks it before choosing to run without asyncio,
         since an event without hooks returns at once, without suspending.
         """
-        wanted = set(events)
-        for name, table in self.tables.items():
-            peer = dialect_of(name)
-            for event in wanted:
-                own = peer.peer_event(event)
-                if own is not None and any(group.hooks for group in table.groups(own)):
-                    return True
-        return False
+        return configured(self.tables, events)
 
     def close(self) -> None:
         """Remove the env files' folder; background tasks still running are cancelled (detached

@@ -6,7 +6,7 @@ rule of the table's dialect (:attr:`._dialect.HookDialect.exact_name_matchers`).
 """
 
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
 from dsh.session import EMPTY_MAPPING
@@ -83,6 +83,26 @@ class HookTable(NamedTuple):
     def groups(self, event: str) -> tuple[MatcherGroup, ...]:
         """The groups configured for ``event`` (none when the table is disabled)."""
         return () if self.disabled else self.events.get(event, ())
+
+    def holds_hooks(self) -> bool:
+        """Whether an event of this table has a hook that may run (the table is not disabled)."""
+        return not self.disabled and any(group.hooks for groups in self.events.values() for group in groups)
+
+
+def configured(tables: Mapping[Dialect, HookTable], events: Iterable[str]) -> bool:
+    """Whether an enabled table of ``tables`` configures a hook for one of ``events``.
+
+    ``events`` are dsh's hook points (``PreToolUse``, ``Stop``, ...), each dialect asked for its own
+    name of each. Cheap: no matching, no process.
+    """
+    wanted = set(events)
+    for name, table in tables.items():
+        peer = dialect_of(name)
+        for event in wanted:
+            own = peer.peer_event(event)
+            if own is not None and any(group.hooks for group in table.groups(own)):
+                return True
+    return False
 
 
 def exact_names(matcher: str) -> bool:

@@ -15,7 +15,6 @@ from ._json import json_loads
 FORMAT_VERSION = 1
 """Version of the header and event format this code writes and the newest it reads."""
 MAX_ID_LENGTH = 128
-_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 FAST_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_ID_LENGTH - 1}}}")
 """One match says an id is safe; only a refused id goes through :func:`validate_session_id`'s reasons."""
 
@@ -91,10 +90,10 @@ def fail(field: str | None, problem: str, session_id: str | None = None) -> Sess
     )
 
 
-TIMESTAMP = re.compile(
-    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?", re.ASCII
-)
-"""An ISO 8601 date or date and time (``2026-11-30T08:42:05.764711+00:00``): ASCII digits and separators only."""
+TIMESTAMP = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+"""An ISO 8601 date or date and time (``2026-11-30T08:42:05.764711+00:00``), matched with ``re.ASCII``:
+ASCII digits and separators only. A pattern ``re`` compiles (and keeps) the first time
+:func:`check_timestamp` asks, which a stored timestamp :func:`fast_timestamp` takes never does."""
 
 
 def fast_timestamp(text: str) -> bool:
@@ -113,7 +112,7 @@ def fast_timestamp(text: str) -> bool:
 def check_timestamp(value: object, field: str, sid: str | None) -> str:
     """An ISO 8601 timestamp: a stored one is printed by ``dsh sessions list``, so no control characters."""
     text = check_string(value, field, sid)
-    if not TIMESTAMP.fullmatch(text):
+    if not re.fullmatch(TIMESTAMP, text, re.ASCII):
         raise fail(field, f"must be an ISO 8601 timestamp such as 2026-11-30T08:42:05+00:00, not {text[:64]!r}", sid)
     return text
 

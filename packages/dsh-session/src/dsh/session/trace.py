@@ -29,14 +29,17 @@ MAX_TRACESTATE: Final = 512
 MAX_BAGGAGE: Final = 8192
 """Longest ``BAGGAGE`` passed on (the W3C Baggage limit for a whole header)."""
 
-_TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?")
+# The carriers' grammars, as patterns ``re`` compiles (and keeps) the first time a carrier is read:
+# most runs are handed none, and compiling the four costs about 3 M instructions (a tenth of a
+# millisecond) of every cold ``dsh exec`` (benchmarks README, "2026-12-07 evening, the cold exec").
+_TRACEPARENT = r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?"
 _ZERO_TRACE, _ZERO_SPAN = "0" * 32, "0" * 16
-_TRACESTATE_MEMBER = re.compile(
+_TRACESTATE_MEMBER = (
     r"(?:[a-z0-9][_0-9a-z\-*/]{0,255}|[a-z0-9][_0-9a-z\-*/]{0,240}@[a-z][_0-9a-z\-*/]{0,13})"
     r"=[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]"
 )
-_BAGGAGE_TEXT = re.compile(r"[\x20-\x7e]*")
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_BAGGAGE_TEXT = r"[\x20-\x7e]*"
+_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
 
 
 class TraceContext(NamedTuple):
@@ -104,7 +107,7 @@ def parse_traceparent(value: object) -> tuple[str, str, str] | None:
     """
     if not isinstance(value, str) or len(value) > 1024:
         return None
-    match = _TRACEPARENT.fullmatch(value)
+    match = re.fullmatch(_TRACEPARENT, value)
     if match is None:
         return None
     version, trace, span, flags, rest = match.groups()
@@ -127,7 +130,7 @@ def valid_tracestate(value: object) -> str | None:
         return None
     keys = set()
     for member in members:
-        if not _TRACESTATE_MEMBER.fullmatch(member):
+        if not re.fullmatch(_TRACESTATE_MEMBER, member):
             return None
         key = member.split("=", 1)[0]
         if key in keys:
@@ -141,11 +144,11 @@ def valid_baggage(value: object) -> str | None:
     ``key=value`` members, else None. Members are not rewritten: baggage passes unchanged."""
     if not isinstance(value, str) or not value.strip() or len(value) > MAX_BAGGAGE:
         return None
-    if not _BAGGAGE_TEXT.fullmatch(value):
+    if not re.fullmatch(_BAGGAGE_TEXT, value):
         return None
     for member in value.split(","):
         key, eq, _ = member.partition("=")
-        if not eq or not _TOKEN.fullmatch(key.strip(" \t")):
+        if not eq or not re.fullmatch(_TOKEN, key.strip(" \t")):
             return None
     return value
 
