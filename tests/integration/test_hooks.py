@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from dsh.agent import Agent, ModelStep, ScriptedModel, ToolCall
-from dsh.hooks import HOOKS, hook_runner
+from dsh.hooks import HOOKS, HookScope, hook_runner
 from dsh.loader import Runtime
 from dsh.session import SESSIONS
 from tests.conftest import PEER_SCHEMAS
@@ -731,15 +731,43 @@ def test_no_hook_builds_no_runner_and_a_table_added_later_builds_it_and_runs(tmp
         assert hooks is not None and runtime.ctx.get(HOOKS) is hooks
         _drive(runtime, tmp_path, one_call)
         assert hooks.runner is None and not record.exists()
-        remove = hooks.add_dialect("claude", load_hook_table("claude", _table(record)))
+        remove = hooks.tables.add("claude", load_hook_table("claude", _table(record)))
         _drive(runtime, tmp_path, one_call)
-        assert hooks.runner is not None and "claude" in hooks.runner.tables
+        assert hooks.runner is not None and hooks.runner.tables is hooks.tables
         ran = {r["payload"]["hook_event_name"] for r in _recorded(record)}
         assert {"SessionStart", "PreToolUse", "PostToolUse", "Stop", "SessionEnd"} <= ran
+        assert "claude" in hooks.runner._views  # its hooks got the Claude Code transcript view
         remove()
-        assert "claude" not in hooks.tables and "claude" not in hooks.runner.tables
+        assert "claude" not in hooks.tables and "claude" not in hooks.runner._views
+        assert not hooks.has_hooks(["PreToolUse"]) and hooks.tables.files() == []
         before = len(list(record.glob("*.json")))
         _drive(runtime, tmp_path, one_call)
         assert len(list(record.glob("*.json"))) == before
+    finally:
+        runtime.close()
+
+
+def test_a_runner_built_on_its_own_keeps_its_own_tables(tmp_path: Path) -> None:
+    """A ``HookRunner`` an embedder or test builds without the plugin's service makes its own tables;
+    a table added to them runs, removing it stops it, and the service's tables stay untouched."""
+    from dsh.hooks._load import load_hook_table
+    from dsh.hooks.runner import HookRunner
+
+    record = tmp_path / "rec"
+    runtime = _runtime(tmp_path, codex={"hooks": {}})
+    try:
+        runner = HookRunner(runtime.ctx)
+        assert not runner.has_hooks(["PreToolUse"])
+        remove = runner.tables.add("claude", load_hook_table("claude", _table(record)))
+        assert runner.has_hooks(["PreToolUse"]) and [d.name for d in runner.tables.dialects()] == ["claude"]
+        hooks = hook_runner(runtime.ctx)
+        assert hooks is not None and hooks.tables is not runner.tables and not hooks.has_hooks(["PreToolUse"])
+        header = runtime.ctx.require(SESSIONS).create(tmp_path).header
+        outcome = asyncio.run(runner.pre_tool(HookScope(header), "bash", {"command": "true"}, "c1"))
+        assert [r.event for r in outcome.reports] == ["PreToolUse"] and len(_recorded(record)) == 1
+        remove()
+        assert not runner.has_hooks(["PreToolUse"])
+        assert asyncio.run(runner.pre_tool(HookScope(header), "bash", {"command": "true"}, "c2")).reports == ()
+        runner.close()
     finally:
         runtime.close()

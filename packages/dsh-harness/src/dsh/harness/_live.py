@@ -39,7 +39,7 @@ def watched(runtime: Runtime, path: str | None) -> Watched:
     paths.append(os.path.abspath(path) if path is not None else os.path.join(home, "deployment.yaml"))
     hooks = hook_runner(runtime.ctx)
     if hooks is not None:
-        paths.extend(os.path.abspath(f) for f in hooks.files())
+        paths.extend(os.path.abspath(f) for f in hooks.tables.files())
     walk: dict[str, None] = {}
     for each in paths:
         walk.update(dict.fromkeys(str(folder) for folder in reversed(Path(each).parents)))

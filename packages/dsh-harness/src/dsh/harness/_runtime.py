@@ -186,4 +186,4 @@ def warnings(runtime: Runtime) -> list[str]:
     hook types and fields dsh cannot honour are skipped, never fatal, and never silent.
     """
     hooks = hook_runner(runtime.ctx)
-    return [*runtime.warnings(), *([] if hooks is None else hooks.warnings)]
+    return [*runtime.warnings(), *([] if hooks is None else hooks.tables.warnings)]

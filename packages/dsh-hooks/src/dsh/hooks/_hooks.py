@@ -5,10 +5,11 @@ Every ``dsh`` command loads the hooks plugin, and nearly every one finds no hook
 ``<DSH_HOME>/hooks/``, or files with nothing enabled. Then every point of the loop decides nothing,
 and the machinery that runs a hook (payloads, processes, decisions, env files, transcript views:
 :class:`~._service.HookRunner`, about a third of the hooks plugin's start-up) has nothing to do, so
-:class:`Hooks` does not build it. The first point that finds a table holding a hook builds it with
-the tables as they are then; a dialect loaded or unloaded later (an install or uninstall and a
-refresh) reaches the runner as it reaches the tables. A long-lived host learns of a hooks file that
-appears from :meth:`Hooks.files`, which names each installed dialect's file whether it is there or not.
+:class:`Hooks` does not build it. The first point that finds a table holding a hook builds it on
+the service's own :class:`~._table.HookTables`, so a dialect loaded or unloaded later (an install or
+uninstall and a refresh) reaches the runner with the tables. A long-lived host learns of a hooks file
+that appears from ``Hooks.tables.files()``, which names each installed dialect's file whether it is
+there or not.
 """
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -17,8 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from dsh.agent import HookRecord, HookScope, HookVerdict, Notice
 from dsh.session import EMPTY_MAPPING, SessionEvent, SessionHeader
 
-from ._dialect import Dialect, HookDialect, dialects
-from ._table import HookTable, configured
+from ._table import HookTables
 
 if TYPE_CHECKING:
     from ._service import HookRunner
@@ -48,16 +48,14 @@ UNHEARD = Unheard()
 class Hooks:
     """The ``hooks`` service (it meets :class:`dsh.agent.LoopHooks`): the tables, and the runner once one holds a hook.
 
-    ``build`` makes the runner, with no tables: they are handed to it as they are added.
+    ``build`` makes the runner on these tables (it runs what they hold then and later).
     """
 
-    def __init__(self, build: Callable[[], "HookRunner"]) -> None:
+    def __init__(self, build: Callable[[HookTables], "HookRunner"]) -> None:
         self._build = build
-        self.tables: dict[Dialect, HookTable] = {}
-        """Each loaded dialect's table (the runner, once built, holds the same ones)."""
+        self.tables = HookTables()
+        """Each loaded dialect's table, its files and the configuration's warnings (the runner's too)."""
         self._runner: HookRunner | None = None
-        self._removers: dict[Dialect, Callable[[], None]] = {}
-        self._warnings: list[str] = []
 
     @property
     def runner(self) -> "HookRunner | None":
@@ -67,48 +65,12 @@ class Hooks:
     def _running(self) -> "HookRunner | None":
         """The runner, built the first time a table holds a hook; None while none does."""
         if self._runner is None and any(table.holds_hooks() for table in self.tables.values()):
-            runner = self._build()
-            self._removers = {dialect: runner.add_dialect(dialect, table) for dialect, table in self.tables.items()}
-            self._runner = runner
+            self._runner = self._build(self.tables)
         return self._runner
 
-    # -- configuration ------------------------------------------------------------------------
-
-    def add_dialect(self, dialect: Dialect, table: HookTable) -> Callable[[], None]:
-        """Run ``table``'s hooks for ``dialect`` until the returned disposer is called (its fiber unloads)."""
-        self.tables[dialect] = table
-        if self._runner is not None:
-            self._removers[dialect] = self._runner.add_dialect(dialect, table)
-
-        def remove() -> None:
-            if self.tables.get(dialect) is table:
-                del self.tables[dialect]
-                forget = self._removers.pop(dialect, None)
-                if forget is not None:
-                    forget()
-
-        return remove
-
-    def dialects(self) -> list[HookDialect]:
-        """The dialects whose hooks this service runs, in order."""
-        return [d for d in dialects() if d.name in self.tables]
-
-    def add_warnings(self, lines: Iterable[str]) -> None:
-        """Add lines to :attr:`warnings` (configuration problems outside any one table)."""
-        self._warnings.extend(lines)
-
-    def files(self) -> list[str]:
-        """Every file the hooks were read from (or would be, once it appears), each once."""
-        return list(dict.fromkeys(f for table in self.tables.values() for f in table.files))
-
-    @property
-    def warnings(self) -> list[str]:
-        """Everything skipped or ignored while loading the hook files, one line each."""
-        return [*self._warnings, *(w for table in self.tables.values() for w in table.warnings)]
-
     def has_hooks(self, events: Iterable[str]) -> bool:
-        """Whether any enabled hook file configures a hook for one of ``events`` (see :func:`._table.configured`)."""
-        return configured(self.tables, events)
+        """Whether a hook is configured for one of ``events`` (:meth:`~._table.HookTables.has_hooks`)."""
+        return self.tables.has_hooks(events)
 
     def session_env(self, header: SessionHeader) -> Mapping[str, str]:
         """What SessionStart hooks exported for the session's calls (nothing before the runner exists)."""

@@ -10,6 +10,7 @@ __all__ = ["HOOKS", "hook_runner"]
 
 def hook_runner(ctx: Context) -> Hooks | None:
     """The ``hooks`` service of ``ctx`` when it is the hooks plugin's (what a host asks of it beyond
-    the loop's seam: the files it read, its warnings, the runner once one was built), else None."""
+    the loop's seam: its ``tables`` with the files they were read from and their warnings, the runner
+    once one was built), else None."""
     found = ctx.get(HOOKS)
     return found if isinstance(found, Hooks) else None

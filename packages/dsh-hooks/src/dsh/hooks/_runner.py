@@ -13,7 +13,7 @@ from ._dialect import DIALECT_GROUP, HookDialect, load_dialect, register_dialect
 from ._hooks import Hooks
 from ._key import HOOKS
 from ._load import load_hook_table
-from ._table import HookTable, merge_tables
+from ._table import HookTable, HookTables, merge_tables
 
 if TYPE_CHECKING:
     from ._service import HookRunner
@@ -59,7 +59,7 @@ def _apply(ctx: Context, config: HooksConfig) -> None:
     base = Path(config.base_dir).expanduser() if config.base_dir else None
     home = ctx.get(DSH_HOME)
 
-    def build() -> "HookRunner":
+    def build(tables: HookTables) -> "HookRunner":
         # What runs a hook (processes, payloads, decisions, env files): imported and built only once
         # a table holds a hook, which a command with no hooks file never finds (see ._hooks).
         from ._process import hook_executor
@@ -67,7 +67,7 @@ def _apply(ctx: Context, config: HooksConfig) -> None:
 
         return HookRunner(
             ctx,
-            {},
+            tables,
             model=config.model,
             permission_mode=config.permission_mode,
             ask=config.ask,
@@ -79,8 +79,8 @@ def _apply(ctx: Context, config: HooksConfig) -> None:
             ),
         )
 
-    runner = Hooks(build)
-    ctx.effect(lambda: runner.close, label="hook runner")
+    hooks = Hooks(build)
+    ctx.effect(lambda: hooks.close, label="hook runner")
     catalog = ctx.get(CATALOG) or Catalog()
     # Every installed dialect's hooks are read now, so a hooks file that cannot be read or trusted
     # fails this plugin (and the boot) as it always has; each dialect then lives in a child fiber
@@ -92,7 +92,7 @@ def _apply(ctx: Context, config: HooksConfig) -> None:
         except Exception:
             continue
         ready[item.name] = (dialect, _read_table(ctx, dialect, config, base, home, hold=False))
-    ctx.provide(HOOKS, runner)
+    ctx.provide(HOOKS, hooks)
 
     def dialect_plugin(item: EntryPointItem) -> Plugin:
         def apply(child: Context, _: None) -> None:
@@ -100,22 +100,21 @@ def _apply(ctx: Context, config: HooksConfig) -> None:
             dialect = preloaded[0] if preloaded else as_dialect(item.load(), item.who())
             _hold(child, dialect)
             table = preloaded[1] if preloaded else _read_table(child, dialect, config, base, home, hold=True)
-            child.effect(lambda: runner.add_dialect(dialect.name, table), label=f"{dialect.peer} hooks")
+            child.effect(lambda: hooks.tables.add(dialect.name, table), label=f"{dialect.peer} hooks")
 
         return Plugin(name=f"hooks:{item.name}", apply=apply)
 
     follow_group(ctx, DIALECT_GROUP, dialect_plugin, label="hooks")
-    named = set(config.dialects)
-    unknown = sorted(named - {d.name for d in runner.dialects()})
+    tables = hooks.tables
+    unknown = sorted(set(config.dialects) - set(tables))
     if unknown:
-        runner.add_warnings(
+        tables.add_warnings(
             f"hooks config: no hook dialect named {name!r} is installed; its hooks do not run "
-            f"(dialects: {', '.join(d.name for d in runner.dialects()) or 'none'})"
+            f"(dialects: {', '.join(d.name for d in tables.dialects()) or 'none'})"
             for name in unknown
         )
-    if runner.warnings:
-        for warning in runner.warnings:
-            logger("dsh.hooks").warning("%s", warning)
+    for warning in tables.warnings:
+        logger("dsh.hooks").warning("%s", warning)
 
 
 def as_dialect(value: object, who: str) -> HookDialect:

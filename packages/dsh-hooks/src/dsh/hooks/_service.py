@@ -28,14 +28,14 @@ from dsh.session import DSH_HOME, SessionHeader
 from dsh.session.persistence import SESSION_PERSISTENCE
 
 from ._decision import dialect_failed
-from ._dialect import Dialect, HookDialect, TranscriptViews, dialect_of, dialects
+from ._dialect import Dialect, TranscriptViews, dialect_of
 from ._envfile import EnvFiles
 from ._outcome import HookOutcome, HookReport
 from ._payload import HookFacts, build_payload, peer_tool_input, tool_subjects
 from ._process import hook_executor, run_hook
 from ._scope import HookScope
 from ._select import select_hooks
-from ._table import HookCommand, HookTable, configured
+from ._table import HookCommand, HookTables
 
 if TYPE_CHECKING:
     import asyncio
@@ -107,7 +107,7 @@ class HookRunner:
     def __init__(
         self,
         ctx: Context,
-        tables: Mapping[Dialect, HookTable],
+        tables: HookTables | None = None,
         *,
         model: str = "dsh-scripted",
         permission_mode: str = "default",
@@ -116,7 +116,9 @@ class HookRunner:
         transcript_view: TranscriptView = "all",
     ) -> None:
         self._ctx = ctx
-        self.tables = dict(tables)
+        self.tables = HookTables() if tables is None else tables
+        """The tables whose hooks this runner runs: the ``hooks`` service's (:class:`~._hooks.Hooks`), or
+        its own when built alone (``runner.tables.add(dialect, table)``)."""
         self.model = model
         self.permission_mode = permission_mode
         self.ask = ask
@@ -131,46 +133,11 @@ class HookRunner:
         self._order = itertools.count(1)
         self.transcript_view: TranscriptView = transcript_view if self._home is not None else "off"
         self._views: dict[Dialect, TranscriptViews | None] = {}
-        self._warnings: list[str] = []
-
-    # -- configuration ------------------------------------------------------------------------
-
-    def add_dialect(self, dialect: Dialect, table: HookTable) -> Callable[[], None]:
-        """Run ``table``'s hooks for ``dialect`` until the returned disposer is called (its fiber unloads)."""
-        self.tables[dialect] = table
-
-        def remove() -> None:
-            if self.tables.get(dialect) is table:
-                del self.tables[dialect]
-                self._views.pop(dialect, None)
-
-        return remove
-
-    def dialects(self) -> list[HookDialect]:
-        """The dialects whose hooks this runner runs, in order."""
-        return [d for d in dialects() if d.name in self.tables]
-
-    def add_warnings(self, lines: Iterable[str]) -> None:
-        """Add lines to :attr:`warnings` (configuration problems outside any one table)."""
-        self._warnings.extend(lines)
-
-    def files(self) -> list[str]:
-        """Every file the hooks were read from (or would be, once it appears), each once."""
-        return list(dict.fromkeys(f for table in self.tables.values() for f in table.files))
-
-    @property
-    def warnings(self) -> list[str]:
-        """Everything skipped or ignored while loading the hook files, one line each."""
-        return [*self._warnings, *(w for table in self.tables.values() for w in table.warnings)]
+        self.tables.on_remove(lambda dialect: self._views.pop(dialect, None))
 
     def has_hooks(self, events: Iterable[str]) -> bool:
-        """Whether any enabled hook file configures a hook for one of ``events``.
-
-        ``events`` are dsh's hook points (``PreToolUse``, ``Stop``, ...), each dialect asked for its
-        own name of each. Cheap (no matching, no process): a host asks it before choosing to run without asyncio,
-        since an event without hooks returns at once, without suspending.
-        """
-        return configured(self.tables, events)
+        """Whether a hook is configured for one of ``events`` (:meth:`~._table.HookTables.has_hooks`)."""
+        return self.tables.has_hooks(events)
 
     def close(self) -> None:
         """Remove the env files' folder; background tasks still running are cancelled (detached
@@ -214,12 +181,12 @@ class HookRunner:
 
     def _events(self, event: str) -> dict[Dialect, str]:
         """``event`` for every dialect that fires it."""
-        found = {d.name: d.peer_event(event) for d in self.dialects()}
+        found = {d.name: d.peer_event(event) for d in self.tables.dialects()}
         return {name: peer for name, peer in found.items() if peer is not None}
 
     def _failed_events(self) -> dict[Dialect, str]:
         """The event each dialect fires after a failed call (:attr:`~._dialect.HookDialect.failed_tool_event`)."""
-        found = {d.name: d.peer_event(d.failed_tool_event) for d in self.dialects()}
+        found = {d.name: d.peer_event(d.failed_tool_event) for d in self.tables.dialects()}
         return {name: peer for name, peer in found.items() if peer is not None}
 
     def session_env(self, header: SessionHeader) -> Mapping[str, str]:
@@ -500,7 +467,7 @@ class HookRunner:
         """
         jobs: list[Coroutine[Any, Any, HookReport]] = []
         warnings: list[str] = []
-        for dialect in (d.name for d in self.dialects()):
+        for dialect in (d.name for d in self.tables.dialects()):
             event = events.get(dialect)
             if event is None:
                 continue

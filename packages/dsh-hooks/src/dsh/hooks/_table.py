@@ -2,17 +2,18 @@
 
 Every dialect loads into the same types (:mod:`._load` reads the peers' files); the runner asks a
 table which groups an event has and each group whether it applies to the event's subject, by the
-rule of the table's dialect (:attr:`._dialect.HookDialect.exact_name_matchers`).
+rule of the table's dialect (:attr:`._dialect.HookDialect.exact_name_matchers`). The tables loaded
+dialects hold are kept in one :class:`HookTables`.
 """
 
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
 from dsh.session import EMPTY_MAPPING
 
 from ._dialect import Dialect as Dialect  # re-exported: the name tables and tests use
-from ._dialect import dialect_of
+from ._dialect import HookDialect, dialect_of, dialects
 
 DEFAULT_TIMEOUT = 600.0
 """The field's default for a :class:`HookCommand` built by hand; the loader gives each hook its
@@ -89,20 +90,77 @@ class HookTable(NamedTuple):
         return not self.disabled and any(group.hooks for groups in self.events.values() for group in groups)
 
 
-def configured(tables: Mapping[Dialect, HookTable], events: Iterable[str]) -> bool:
-    """Whether an enabled table of ``tables`` configures a hook for one of ``events``.
+class HookTables(Mapping[Dialect, HookTable]):
+    """Each loaded dialect's table (a mapping by dialect name) and the configuration's warnings: the
+    one record of which hooks are configured, which the ``hooks`` service (:class:`._hooks.Hooks`)
+    and the runner it builds (:class:`._service.HookRunner`) both read.
 
-    ``events`` are dsh's hook points (``PreToolUse``, ``Stop``, ...), each dialect asked for its own
-    name of each. Cheap: no matching, no process.
+    A dialect's table is held from :meth:`add` until its disposer is called (its fiber unloads); a
+    holder of per-dialect state (the runner's transcript views) drops it through :meth:`on_remove`.
     """
-    wanted = set(events)
-    for name, table in tables.items():
-        peer = dialect_of(name)
-        for event in wanted:
-            own = peer.peer_event(event)
-            if own is not None and any(group.hooks for group in table.groups(own)):
-                return True
-    return False
+
+    def __init__(self) -> None:
+        self._tables: dict[Dialect, HookTable] = {}
+        self._warnings: list[str] = []
+        self._removed: list[Callable[[Dialect], object]] = []
+
+    def __getitem__(self, dialect: Dialect) -> HookTable:
+        return self._tables[dialect]
+
+    def __iter__(self) -> Iterator[Dialect]:
+        return iter(self._tables)
+
+    def __len__(self) -> int:
+        return len(self._tables)
+
+    def add(self, dialect: Dialect, table: HookTable) -> Callable[[], None]:
+        """Hold ``table`` as ``dialect``'s until the returned disposer is called (its fiber unloads)."""
+        self._tables[dialect] = table
+
+        def remove() -> None:
+            if self._tables.get(dialect) is table:
+                del self._tables[dialect]
+                for removed in self._removed:
+                    removed(dialect)
+
+        return remove
+
+    def on_remove(self, removed: Callable[[Dialect], object]) -> None:
+        """Call ``removed`` with a dialect's name each time its table is removed."""
+        self._removed.append(removed)
+
+    def dialects(self) -> list[HookDialect]:
+        """The dialects that have a table here, in the order their hooks run (:func:`._dialect.dialects`)."""
+        return [d for d in dialects() if d.name in self._tables]
+
+    def add_warnings(self, lines: Iterable[str]) -> None:
+        """Add lines to :attr:`warnings` (configuration problems outside any one table)."""
+        self._warnings.extend(lines)
+
+    @property
+    def warnings(self) -> list[str]:
+        """Everything skipped or ignored while loading the hook files, one line each."""
+        return [*self._warnings, *(w for table in self._tables.values() for w in table.warnings)]
+
+    def files(self) -> list[str]:
+        """Every file the hooks were read from (or would be, once it appears), each once."""
+        return list(dict.fromkeys(f for table in self._tables.values() for f in table.files))
+
+    def has_hooks(self, events: Iterable[str]) -> bool:
+        """Whether an enabled table configures a hook for one of ``events``.
+
+        ``events`` are dsh's hook points (``PreToolUse``, ``Stop``, ...), each dialect asked for its
+        own name of each. Cheap (no matching, no process): a host asks it before choosing to run
+        without asyncio, since an event without hooks returns at once, without suspending.
+        """
+        wanted = set(events)
+        for name, table in self._tables.items():
+            peer = dialect_of(name)
+            for event in wanted:
+                own = peer.peer_event(event)
+                if own is not None and any(group.hooks for group in table.groups(own)):
+                    return True
+        return False
 
 
 def exact_names(matcher: str) -> bool:
