@@ -336,3 +336,11 @@ def test_a_kill_between_the_fold_and_the_removal_never_folds_a_record_twice(tmp_
     assert [e.type for e in backend.load(session.id).events] == ["tool/began", "turn/start", "turn/end"]
     assert not began.exists()
     session.release()
+
+
+def test_a_jsonl_session_is_opened_on_an_event_loop_s_own_thread(tmp_path: Path) -> None:
+    """Its lock is refused at once when held and its files are local: ``dsh serve`` opens it without a thread."""
+    from dsh.session.persistence import acquire_waits
+
+    assert acquire_waits(JsonlPersistence(tmp_path)) is False
+    assert acquire_waits(object()) is True  # type: ignore[arg-type]  # a backend that does not say: it may wait

@@ -247,7 +247,7 @@ class Server:
             _log(f"refused a client of uid {uid}: only uid {os.geteuid()} is served")
             await self._refuse(reader, writer, f"this dsh server serves only uid {os.geteuid()}")
             return
-        foreign = foreign_namespace(peer_pid(writer.get_extra_info("socket")))
+        foreign = foreign_namespace(peer_pid(writer.get_extra_info("socket")), self.namespaces)
         if foreign is not None:
             _log(f"refused a client {foreign}")
             await self._refuse(reader, writer, f"this dsh server refuses a client {foreign}")
@@ -268,11 +268,13 @@ class Server:
         if self.stopping:
             await self._send(writer, {"ok": False, "error": "this dsh server is stopping", "exit_code": 1})
             return
+        # First, so the first keep-alive is written before the command's work takes the loop: the
+        # work may not yield before its command runs (a JSONL session is opened on the loop).
+        beats = asyncio.ensure_future(self._keep_alive(writer, request))  # until the answer is ready, flush included
         work = asyncio.ensure_future(self._run(request))
         self.work.add(work)
         work.add_done_callback(self.work.discard)
         watch = asyncio.ensure_future(watch_client(reader, writer.get_extra_info("socket"), self.idle_timeout))
-        beats = asyncio.ensure_future(self._keep_alive(writer, request))  # until the answer is ready, flush included
         try:
             answer = await self._outcome(request, work, watch)
         finally:

@@ -54,6 +54,10 @@ class JsonlPersistence:
     write folds the records it does not settle into the transcript, then removes the file.
     """
 
+    acquire_waits = False
+    """Taking a session's lock never waits (a held one is refused at once) and its files are local: an
+    event loop opens sessions on its own thread, as it writes them (:func:`dsh.session.persistence.acquire_waits`)."""
+
     def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True, home: str | None = None) -> None:
         self.root = os.path.abspath(os.fspath(root))
         self.fsync = fsync
