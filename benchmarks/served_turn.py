@@ -1,7 +1,7 @@
 """The server's side of a served ``dsh exec -- true``: from the request sent to the answer read.
 
     python benchmarks/served_turn.py [--rounds N] [--deployment builtin|sqlite|nofsync]
-                                     [--tree DIR ...] [--profile FILE] [--strace FILE]
+                                     [--tree DIR ...] [--profile FILE | --callgrind FILE | --strace FILE]
 
 Starts one ``dsh serve`` per tree (``python -m dsh.cli serve`` of this interpreter, the tree's
 ``packages/*/src`` put first on ``PYTHONPATH``; without ``--tree`` this checkout as installed in the
@@ -9,11 +9,15 @@ environment), each in a home of its own, and sends them ``dsh exec -- true`` req
 the ``dsh`` client does (the same frames, from a process that stays up, so no interpreter start is
 timed). Prints per tree the medians and 10th/90th percentiles of: the request sent to the first
 keep-alive (the request read, parsed and taken), the request sent to the answer (the whole turn),
-and connect to close. Comparing two trees (``--tree /tmp/before --tree .``) in one run is the
+and connect to close; and the CPU time the server itself used per turn (its threads, not the
+commands it ran: ``/proc/PID/stat``, user and system), which moves far less with the machine's
+load than the wall. Comparing two trees (``--tree /tmp/before --tree .``) in one run is the
 before/after of a change on a shared, noisy machine.
 
 ``--profile FILE`` runs the (first) server under ``cProfile`` and writes its stats to FILE when it
-stops; ``--strace FILE`` runs it under ``strace -f -tt -T`` (a system call timeline per turn).
+stops; ``--callgrind FILE`` under callgrind (its instructions: two runs of different ``--rounds``,
+subtracted, give a turn's, which the machine's load does not move); ``--strace FILE`` under
+``strace -f -tt -T`` (a system call timeline per turn).
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ class Served:
         self.log = home / "serve.log"
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen([*python, *serve], env=self.env, stderr=log)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 600  # a server under valgrind takes minutes
         while True:
             text = self.log.read_text(errors="replace")
             if "listening on " in text:
@@ -76,6 +80,8 @@ class Served:
             {"protocol": PROTOCOL, "argv": ["exec", "--", "true"], "cwd": str(home), "env": dict(self.env)}
         )
         self.times: dict[str, list[float]] = {"keepalive": [], "answer": [], "connection": []}
+        self.pid = _child_of(self.proc.pid) if python[0] == "strace" else self.proc.pid  # valgrind runs it in place
+        self.cpu_ms = (0.0, 0.0)
 
     def turn(self) -> None:
         start = time.perf_counter()
@@ -99,9 +105,16 @@ class Served:
         self.times["answer"].append(answered - sent)
         self.times["connection"].append(closed - start)
 
+    def cpu(self) -> tuple[float, float]:
+        """Seconds of CPU the server itself (every thread, not its children) has used so far: user, system."""
+        with open(f"/proc/{self.pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        tick = os.sysconf("SC_CLK_TCK")
+        return int(fields[11]) / tick, int(fields[12]) / tick
+
     def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=60)
+        os.kill(self.pid, signal.SIGTERM)  # the server, not a wrapper around it
+        self.proc.wait(timeout=600)
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -112,7 +125,20 @@ class Served:
                 "p10_ms": round(ordered[len(ordered) // 10] * 1e3, 3),
                 "p90_ms": round(ordered[len(ordered) * 9 // 10] * 1e3, 3),
             }
+        out["server_cpu_ms_per_turn"] = {"user": round(self.cpu_ms[0], 3), "system": round(self.cpu_ms[1], 3)}
         return out
+
+
+def _child_of(pid: int) -> int:
+    """The one child of a wrapper (strace) process: the server it runs."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/task/{pid}/children") as children:
+            found = children.read().split()
+        if found:
+            return int(found[0])
+        time.sleep(0.01)
+    raise RuntimeError(f"process {pid} started no server")
 
 
 def main() -> None:
@@ -123,6 +149,11 @@ def main() -> None:
     parser.add_argument("--tree", action="append", default=[], help="a checkout whose sources the server runs")
     parser.add_argument("--profile", help="run the first server under cProfile, its stats written here")
     parser.add_argument("--script", help="run this script (which starts `dsh serve`) in place of `-m dsh.cli serve`")
+    parser.add_argument(
+        "--callgrind",
+        help="run the first server under valgrind's callgrind (its children not followed), its counts written here: "
+        "the instructions of two runs of different --rounds, subtracted, are a turn's",
+    )
     parser.add_argument("--strace", help="run the first server under strace -f -tt -T, its output written here")
     args = parser.parse_args()
     trees: list[str | None] = [os.path.abspath(t) for t in args.tree] or [None]
@@ -133,6 +164,9 @@ def main() -> None:
                 python = [sys.executable]
                 if index == 0 and args.profile:
                     python = [sys.executable, "-m", "cProfile", "-o", os.path.abspath(args.profile)]
+                elif index == 0 and args.callgrind:
+                    python = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={os.path.abspath(args.callgrind)}"]
+                    python.append(sys.executable)
                 elif index == 0 and args.strace:
                     python = [
                         "strace",
@@ -153,9 +187,13 @@ def main() -> None:
                     served.turn()
             for served in servers:
                 served.times = {k: [] for k in served.times}
+                served.cpu_ms = served.cpu()
             for _ in range(args.rounds):
                 for served in servers:
                     served.turn()
+            for served in servers:
+                (user, system), (user0, system0) = served.cpu(), served.cpu_ms
+                served.cpu_ms = ((user - user0) * 1e3 / args.rounds, (system - system0) * 1e3 / args.rounds)
         finally:
             for served in servers:
                 served.stop()
