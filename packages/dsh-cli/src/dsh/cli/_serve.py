@@ -21,8 +21,6 @@ kills the commands in flight (their process groups), lets their turns flush (int
 signal), answers their clients, removes its socket and exits.
 """
 
-from __future__ import annotations
-
 import asyncio
 import contextlib
 import os
