@@ -115,3 +115,46 @@ def test_an_unchanged_refresh_stats_each_search_path_entry_once(monkeypatch: pyt
     monkeypatch.setattr(os, "stat", counting)
     assert catalog.refresh() == []
     assert len(calls) == len(sys.path), calls
+
+
+def test_moved_says_whether_a_refresh_would_rescan(site: Path) -> None:
+    catalog = Catalog()
+    assert not catalog.moved()
+    make_dist(site, "mover", "1.0", {PLUGINS_GROUP: {"mover": "mover_mod:plugin"}})
+    touch_dir(site)
+    assert catalog.moved()
+    (diff,) = catalog.refresh()
+    assert [i.name for i in diff.added] == ["mover"]
+    assert not catalog.moved()
+
+
+def test_a_runtime_arms_its_signal_watch_only_for_a_refresh_that_runs_plugin_code(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``dsh serve`` refreshes at every turn: with nothing installed since, no handler is wrapped and given back."""
+    import signal
+
+    from dsh.loader import Deployment, compose
+    from dsh.paths import signals
+
+    installed: list[int] = []
+    real_install = signals.install
+
+    def counting(signum: int, handler: signals.Handler) -> signals.Handler:
+        installed.append(signum)
+        return real_install(signum, handler)
+
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)  # a callable handler: one a watch wraps
+    try:
+        with compose(Deployment(plugins=()), env={"DSH_HOME": str(home)}) as runtime:
+            monkeypatch.setattr(signals, "install", counting)
+            assert runtime.refresh() == []
+            assert installed == []
+            make_dist(site, "armed", "1.0", {PLUGINS_GROUP: {"armed": "armed_mod:plugin"}})
+            touch_dir(site)
+            assert [d.group for d in runtime.refresh()] == [PLUGINS_GROUP]
+            assert signal.SIGTERM in installed  # wrapped for the diffs' plugin code, then given back
+    finally:
+        signal.signal(signal.SIGTERM, previous)

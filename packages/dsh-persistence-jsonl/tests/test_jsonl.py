@@ -336,3 +336,45 @@ def test_a_kill_between_the_fold_and_the_removal_never_folds_a_record_twice(tmp_
     assert [e.type for e in backend.load(session.id).events] == ["tool/began", "turn/start", "turn/end"]
     assert not began.exists()
     session.release()
+
+
+def test_a_jsonl_session_is_opened_on_an_event_loop_s_own_thread(tmp_path: Path) -> None:
+    """Its lock is refused at once when held and its files are local: ``dsh serve`` opens it without a thread."""
+    from dsh.session.persistence import acquire_waits
+
+    assert acquire_waits(JsonlPersistence(tmp_path)) is False
+    assert acquire_waits(object()) is True  # type: ignore[arg-type]  # a backend that does not say: it may wait
+
+
+def test_a_began_file_a_killed_writer_left_gets_its_folder_synced_before_the_next_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer killed between the file's sync and its folder's leaves records whose name may not be
+    durable: the next holder's first record syncs the folder too; its second, in the same hold, does not."""
+    from dsh.session import SessionEvent
+
+    def record(call_id: str) -> SessionEvent:
+        return SessionEvent(type="tool/began", data={"call_id": call_id, "name": "bash", "arguments": {}})
+
+    killed, store = _store(tmp_path / "root")
+    session = store.create(str(tmp_path), lock=True)
+    killed.begin(session.header, record("c1"))
+    session.release()  # its process died: no flush, the lock gone with it
+
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append("folder" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    backend, store = _store(tmp_path / "root")
+    resumed = store.resume(session.id, lock=True, history=False)
+    backend.begin(resumed.header, record("c2"))
+    assert synced == ["file", "folder"]
+    backend.begin(resumed.header, record("c3"))
+    assert synced == ["file", "folder", "file"]
+    resumed.release()
+    found = backend.unsettled(session.id)
+    assert found is not None and [e.data["call_id"] for e in found.events] == ["c1", "c2", "c3"]

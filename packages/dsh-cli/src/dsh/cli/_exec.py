@@ -21,6 +21,7 @@ from dsh.harness import notice_line
 from dsh.loader import Runtime
 from dsh.paths import INTERRUPTS
 from dsh.session import SESSIONS, TOOLS, PersistenceError, Session, ToolResult
+from dsh.session.persistence import acquire_waits
 
 from ._errors import UsageError
 
@@ -119,7 +120,9 @@ async def exec_command(
         # A dsh started in another dsh's shell records that shell's call as its parent (claimed).
         return store.create(cwd, lock=True, **outer_claim(os.environ if ambient is None else ambient))
 
-    if driven_blocking():  # a cold `dsh exec`, driven without an event loop: nothing else to hold up
+    if driven_blocking() or not acquire_waits(store.persistence()):
+        # A cold `dsh exec` (driven without an event loop: nothing else to hold up), or a backend whose
+        # lock never waits (JSONL): opened here, without a thread's round trip.
         session = open_session()
     else:
         import asyncio

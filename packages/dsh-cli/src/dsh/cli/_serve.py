@@ -21,8 +21,6 @@ kills the commands in flight (their process groups), lets their turns flush (int
 signal), answers their clients, removes its socket and exits.
 """
 
-from __future__ import annotations
-
 import asyncio
 import contextlib
 import os
@@ -30,7 +28,7 @@ import signal
 import socket
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from dsh.cli_fast._status import FAILURE_EXIT
 from dsh.cli_fast._wire import (
@@ -95,7 +93,22 @@ def _depth(pid: int | str) -> int:
     raise OSError(f"/proc/{pid}/status has no NSpid line")
 
 
-def foreign_namespace(pid: int | None) -> str | None:
+class Namespaces(NamedTuple):
+    """The PID namespace depth and mount namespace identity of one process (see :func:`foreign_namespace`)."""
+
+    depth: int
+    mount: tuple[int, int]
+    """``st_dev`` and ``st_ino`` of its ``/proc/PID/ns/mnt``."""
+
+
+def own_namespaces() -> Namespaces:
+    """This process's namespaces, read once by a server: a process changes neither without asking
+    (``setns``, ``unshare``), and ``dsh serve`` never does. Raises ``OSError`` where ``/proc`` cannot tell."""
+    mount = os.stat("/proc/self/ns/mnt")
+    return Namespaces(_depth("self"), (mount.st_dev, mount.st_ino))
+
+
+def foreign_namespace(pid: int | None, ours: Namespaces | None = None) -> str | None:
     """Why the client process ``pid`` (from ``SO_PEERCRED``) is not served, or None when it shares our namespaces.
 
     A sandboxed command runs as the user, so its uid passes; its PID and mount namespaces are its
@@ -105,25 +118,32 @@ def foreign_namespace(pid: int | None) -> str | None:
     namespace is compared where ``/proc/PID/ns/mnt`` can be read: it cannot only for a client with
     privileges the server lacks (the kernel's ptrace rule), which gains nothing by being served.
     Fail closed: a client whose status cannot be read is refused. None for ``pid`` None (no
-    ``SO_PEERCRED`` on this OS).
+    ``SO_PEERCRED`` on this OS). ``ours``: this process's namespaces as :func:`own_namespaces` read
+    them (read here when None).
     """
     if pid is None:
         return None
     if pid <= 0:
         return "from another PID namespace (the kernel cannot name its process here)"
     try:
-        theirs, ours = _depth(pid), _depth("self")
+        theirs = _depth(pid)
+        depth = _depth("self") if ours is None else ours.depth
     except OSError as exc:
         return f"(pid {pid}) whose PID namespace cannot be read ({exc.strerror or exc})"
-    if theirs != ours:
+    if theirs != depth:
         return f"(pid {pid}) from another PID namespace: a sandboxed command is never served"
     try:
-        mine, peer = os.stat("/proc/self/ns/mnt"), os.stat(f"/proc/{pid}/ns/mnt")
+        peer = os.stat(f"/proc/{pid}/ns/mnt")
+        if ours is None:
+            mine = os.stat("/proc/self/ns/mnt")
+            mount = (mine.st_dev, mine.st_ino)
+        else:
+            mount = ours.mount
     except PermissionError:
         return None
     except OSError as exc:
         return f"(pid {pid}) whose mount namespace cannot be read ({exc.strerror or exc})"
-    if (peer.st_dev, peer.st_ino) != (mine.st_dev, mine.st_ino):
+    if (peer.st_dev, peer.st_ino) != mount:
         return f"(pid {pid}) from another mount namespace: a sandboxed command is never served"
     return None
 
@@ -148,6 +168,10 @@ class Server:
         self.connections: set[asyncio.Task[None]] = set()
         self.reading: set[asyncio.Task[None]] = set()
         self.work: set[asyncio.Task[dict[str, Any]]] = set()
+        try:
+            self.namespaces: Namespaces | None = own_namespaces()
+        except OSError:
+            self.namespaces = None  # read again at each client, which is refused if they still cannot be
 
     async def _send(self, writer: asyncio.StreamWriter, message: dict[str, Any]) -> None:
         try:
@@ -221,7 +245,7 @@ class Server:
             _log(f"refused a client of uid {uid}: only uid {os.geteuid()} is served")
             await self._refuse(reader, writer, f"this dsh server serves only uid {os.geteuid()}")
             return
-        foreign = foreign_namespace(peer_pid(writer.get_extra_info("socket")))
+        foreign = foreign_namespace(peer_pid(writer.get_extra_info("socket")), self.namespaces)
         if foreign is not None:
             _log(f"refused a client {foreign}")
             await self._refuse(reader, writer, f"this dsh server refuses a client {foreign}")
@@ -242,11 +266,13 @@ class Server:
         if self.stopping:
             await self._send(writer, {"ok": False, "error": "this dsh server is stopping", "exit_code": 1})
             return
+        # First, so the first keep-alive is written before the command's work takes the loop: the
+        # work may not yield before its command runs (a JSONL session is opened on the loop).
+        beats = asyncio.ensure_future(self._keep_alive(writer, request))  # until the answer is ready, flush included
         work = asyncio.ensure_future(self._run(request))
         self.work.add(work)
         work.add_done_callback(self.work.discard)
         watch = asyncio.ensure_future(watch_client(reader, writer.get_extra_info("socket"), self.idle_timeout))
-        beats = asyncio.ensure_future(self._keep_alive(writer, request))  # until the answer is ready, flush included
         try:
             answer = await self._outcome(request, work, watch)
         finally:

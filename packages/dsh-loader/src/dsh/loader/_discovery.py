@@ -365,6 +365,11 @@ class Catalog:
 
         return unwatch
 
+    def moved(self) -> bool:
+        """Whether anything on the search path changed since the last scan (what :meth:`refresh` looks at
+        first: one ``stat`` per ``sys.path`` entry when nothing did)."""
+        return self._watch.fingerprint(sys.path) != self._fingerprint
+
     def refresh(self, *, force: bool = False) -> list[GroupDiff]:
         """Re-read installed distributions if anything on the search path changed; notify watchers.
 

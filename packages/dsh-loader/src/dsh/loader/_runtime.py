@@ -134,6 +134,10 @@ class Runtime:
 
     def refresh(self, *, force: bool = False) -> list[GroupDiff]:
         """Re-read installed distributions and bring fibers in step with them."""
+        if not force and not self.catalog.moved():
+            # Nothing installed or removed: no plugin code runs, so no signal watch is armed (a turn of
+            # `dsh serve` asks this at every start; arming and disarming cost 26 `sigaction` calls).
+            return []
         with containment():  # one signal watch for every plugin the diffs load or unload
             return self.catalog.refresh(force=force)
 

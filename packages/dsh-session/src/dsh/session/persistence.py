@@ -30,6 +30,7 @@ __all__ = [
     "StoredSession",
     "TailingPersistence",
     "WriteAheadPersistence",
+    "acquire_waits",
     "batch_last_turn",
     "decode_batch",
     "decode_records",
@@ -220,3 +221,12 @@ PERSISTENCE_GROUP = "dsh.persistence"
 
 SESSION_PERSISTENCE: ServiceKey[SessionPersistence] = ServiceKey("session_persistence")
 """The active persistence backend. Look it up at call time; never cache it."""
+
+
+def acquire_waits(backend: SessionPersistence) -> bool:
+    """Whether opening and locking a session of ``backend`` may wait on something other turns hold (a
+    pool's connections, a busy database), so that an event loop serving many turns takes it on another
+    thread (``dsh serve``). True unless the backend says ``acquire_waits = False``: one whose lock is
+    refused at once when held and whose files are local (JSONL) is opened on the loop, as its flushes are.
+    """
+    return bool(getattr(backend, "acquire_waits", True))

@@ -54,6 +54,10 @@ class JsonlPersistence:
     write folds the records it does not settle into the transcript, then removes the file.
     """
 
+    acquire_waits = False
+    """Taking a session's lock never waits (a held one is refused at once) and its files are local: an
+    event loop opens sessions on its own thread, as it writes them (:func:`dsh.session.persistence.acquire_waits`)."""
+
     def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True, home: str | None = None) -> None:
         self.root = os.path.abspath(os.fspath(root))
         self.fsync = fsync
@@ -62,6 +66,9 @@ class JsonlPersistence:
         self._locks = TurnLocks()
         self._found: dict[str, str] = {}
         """The file each session was read from: a resumed session is written where it was read."""
+        self._named: set[str] = set()
+        """The ``.began`` files whose name this object made durable (its folder synced) under the turn
+        lock it holds now: a later record of the same turn syncs the file only (see :meth:`begin`)."""
 
     def __repr__(self) -> str:
         return f"JsonlPersistence({self.root!r})"
@@ -106,9 +113,15 @@ class JsonlPersistence:
     def _acquire(self, header: SessionHeader, *, check: bool) -> Callable[[], None]:
         path = self.locate(header).path
         self._ensure_dir(os.path.dirname(path), header.id)
-        return self._locks.take(
+        release = self._locks.take(
             header.id, path + ".lock", (lambda: self._check_transcript(header, path)) if check else None
         )
+
+        def released() -> None:
+            self._named.discard(path + BEGAN_SUFFIX)  # another writer may remove and make it before our next hold
+            release()
+
+        return released
 
     def _check_transcript(self, header: SessionHeader, path: str) -> None:
         """An existing transcript must be a regular file with an intact header of this session."""
@@ -141,6 +154,7 @@ class JsonlPersistence:
                 lines = event_lines(header, folded) + lines
             self._write(header, lines, marker(len(folded or ()) + len(events)))
             if folded is not None:
+                self._named.discard(began)
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(began)  # a crash before this leaves records the transcript settles on read
         finally:
@@ -209,10 +223,13 @@ class JsonlPersistence:
     # -- the write-ahead record ----------------------------------------------------------------
 
     def begin(self, header: SessionHeader, event: SessionEvent) -> None:
-        """Append ``event`` to ``<transcript>.began`` and fsync it (the file and, when new, its folder).
+        """Append ``event`` to ``<transcript>.began`` and fsync it: the file, and its folder unless an
+        earlier record of this lock hold did already.
 
         Called by the lock holder before a command starts; the transcript is not touched. The file
         starts with the session's header line, so a session killed in its first turn is found by it.
+        A file found holding records this hold did not write (a writer killed mid-turn, perhaps
+        between its two syncs) gets its folder synced too: its name may not be durable yet.
         """
         path = self.locate(header).path
         began = path + BEGAN_SUFFIX
@@ -237,8 +254,10 @@ class JsonlPersistence:
             append(fd, record, began, fsync=self.fsync, session_id=header.id)
         finally:
             os.close(fd)
-        if size == 0 and self.fsync:
+        if self.fsync and (size == 0 or began not in self._named):
             fsync_dir(os.path.dirname(began))
+            if self._locks.holds(header.id):
+                self._named.add(began)
 
     @classmethod
     def _read_began(cls, began: str, session_id: str) -> StoredSession | None:
@@ -416,4 +435,5 @@ class JsonlPersistence:
 
     def close(self) -> None:
         """Release every session lock this object holds."""
+        self._named.clear()
         self._locks.close()
