@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import pytest
+
+from dsh.paths import resolve_dsh_home
 from dsh.paths.deployment import choose_deployment, relative_home
 
 
@@ -35,3 +39,18 @@ def test_a_tilde_in_dsh_deployment_is_the_home_of_the_environment_asked_about(tm
     env = {"DSH_HOME": str(tmp_path / "h"), "HOME": str(tmp_path / "client"), "DSH_DEPLOYMENT": "~/d.yaml"}
     assert choose_deployment(None, env, cwd="/").path == str(tmp_path / "client" / "d.yaml")
     assert choose_deployment(None, {**env, "DSH_DEPLOYMENT": "~"}, cwd="/").path == str(tmp_path / "client")
+
+
+def test_a_tilde_in_an_environment_without_home_is_the_user_s_home_not_the_asking_process_s(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A client without HOME (env -u HOME, a cron job) reads ~ as its user's passwd entry, as the shell's
+    # own expansion does; its server (same uid, another HOME) must read the client's ~ the same way, not
+    # as its own $HOME: else the two disagree and the server sends the line back to run in process.
+    import pwd
+
+    monkeypatch.setenv("HOME", str(tmp_path / "server"))
+    user = pwd.getpwuid(os.getuid()).pw_dir
+    env = {"DSH_HOME": str(tmp_path / "h"), "DSH_DEPLOYMENT": "~/d.yaml"}
+    assert choose_deployment(None, env, cwd="/").path == os.path.join(user, "d.yaml")
+    assert resolve_dsh_home(None, {"DSH_HOME": "~/dsh"}) == Path(user) / "dsh"

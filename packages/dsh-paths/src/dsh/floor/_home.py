@@ -41,10 +41,17 @@ def home_text(
 def _expand_user(path: str, env: Mapping[str, str]) -> str:
     """``path`` with a leading ``~`` expanded against the ``HOME`` of ``env`` (``~user`` as the system says).
 
-    ``env``'s, not this process's: ``dsh serve`` applies these rules to its clients' environments.
+    ``env``'s, not this process's: ``dsh serve`` applies these rules to its clients' environments. An
+    ``env`` without ``HOME`` (or a blank one) gets the user's home from the password database, as the
+    shell's expansion does; never this process's ``$HOME``, which a server's may differ from.
     """
     if path == "~" or path.startswith("~/"):
-        return (env.get("HOME") or os.path.expanduser("~")) + path[1:]
+        home = env.get("HOME")
+        if not home:
+            import pwd  # only here: an environment without HOME
+
+            home = pwd.getpwuid(os.getuid()).pw_dir
+        return home + path[1:]
     return os.path.expanduser(path)
 
 
