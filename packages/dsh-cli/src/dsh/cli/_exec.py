@@ -120,15 +120,17 @@ async def exec_command(
         # A dsh started in another dsh's shell records that shell's call as its parent (claimed).
         return store.create(cwd, lock=True, **outer_claim(os.environ if ambient is None else ambient))
 
-    if driven_blocking() or not acquire_waits(store.persistence()):
-        # A cold `dsh exec` (driven without an event loop: nothing else to hold up), or a backend whose
-        # lock never waits (JSONL): opened here, without a thread's round trip.
+    if driven_blocking() or (session_id is None and not acquire_waits(store.persistence())):
+        # A cold `dsh exec` (driven without an event loop: nothing else to hold up), or a new session of
+        # a backend whose lock never waits (JSONL: a new session reads nothing): opened here, without a
+        # thread's round trip. A resume reads the stored session, whose size is the user's: never here.
         session = open_session()
     else:
         import asyncio
 
         # Off the event loop: taking the lock may wait (a pool with every connection held by running
-        # turns, a busy SQLite database), and `dsh serve` runs every client's command on this one loop.
+        # turns, a busy SQLite database), a resume reads a transcript of any size, and `dsh serve` runs
+        # every client's command on this one loop.
         session = await asyncio.to_thread(open_session)
     notices: list[str] = []
     error: str | None = None
