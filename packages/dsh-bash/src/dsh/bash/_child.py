@@ -11,7 +11,7 @@ from ._errors import ExecError
 
 if TYPE_CHECKING:
     import subprocess
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from ._request import BashExecSpec
 
@@ -142,14 +142,28 @@ def close_passed(spec: "BashExecSpec") -> None:
             os.close(fd)
 
 
-def _popen(spec: "BashExecSpec") -> "subprocess.Popen[bytes]":
-    import subprocess
-
+@contextlib.contextmanager
+def starting(spec: "BashExecSpec") -> "Iterator[None]":
+    """Around the start of ``spec``'s shell, either way it is waited for: its folder checked and the supervisor
+    up first, and a missing shell or an over-long command turned into one :class:`ExecError` naming it."""
     if spec.cwd is not None and not os.path.isdir(spec.cwd):
         raise ExecError(f"working directory {spec.cwd} does not exist", path=spec.cwd)
     _supervisor.ensure()
     try:
-        proc = subprocess.Popen(
+        yield
+    except FileNotFoundError:
+        raise ExecError(f"shell '{spec.argv[0]}' was not found on PATH", shell=spec.argv[0]) from None
+    except OSError as exc:
+        if exc.errno == errno.E2BIG:
+            raise too_big(spec) from None
+        raise
+
+
+def _popen(spec: "BashExecSpec") -> "subprocess.Popen[bytes]":
+    import subprocess
+
+    with starting(spec):
+        return subprocess.Popen(
             spec.argv,
             stdin=subprocess.PIPE if spec.stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -159,13 +173,6 @@ def _popen(spec: "BashExecSpec") -> "subprocess.Popen[bytes]":
             start_new_session=True,
             pass_fds=spec.pass_fds,
         )
-    except FileNotFoundError:
-        raise ExecError(f"shell '{spec.argv[0]}' was not found on PATH", shell=spec.argv[0]) from None
-    except OSError as exc:
-        if exc.errno == errno.E2BIG:
-            raise too_big(spec) from None
-        raise
-    return proc
 
 
 def supervised(pgid: int, reap_shell: "Callable[[], object]") -> None:

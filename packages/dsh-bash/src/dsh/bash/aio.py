@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import itertools
 import os
 import select
@@ -29,8 +28,8 @@ from ._child import (
     reap,
     shell_status,
     spawn,
+    starting,
     supervised,
-    too_big,
 )
 from ._errors import ExecError
 
@@ -52,10 +51,7 @@ async def spawn_async(spec: BashExecSpec) -> asyncio.subprocess.Process:
 
 
 async def _exec_async(spec: BashExecSpec) -> asyncio.subprocess.Process:
-    if spec.cwd is not None and not os.path.isdir(spec.cwd):
-        raise ExecError(f"working directory {spec.cwd} does not exist", path=spec.cwd)
-    _supervisor.ensure()
-    try:
+    with starting(spec):
         proc = await asyncio.create_subprocess_exec(
             *spec.argv,
             stdin=asyncio.subprocess.PIPE if spec.stdin is not None else asyncio.subprocess.DEVNULL,
@@ -66,12 +62,6 @@ async def _exec_async(spec: BashExecSpec) -> asyncio.subprocess.Process:
             start_new_session=True,
             pass_fds=spec.pass_fds,
         )
-    except FileNotFoundError:
-        raise ExecError(f"shell '{spec.argv[0]}' was not found on PATH", shell=spec.argv[0]) from None
-    except OSError as exc:
-        if exc.errno == errno.E2BIG:
-            raise too_big(spec) from None
-        raise
     supervised(proc.pid, lambda: None)  # asyncio's child watcher reaps it
     return proc
 
